@@ -1,0 +1,296 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "hpf/dtype.hpp"
+
+namespace hpf {
+namespace {
+
+// Which parameter slot each element uses.
+struct Layout {
+  enum class Kind { tensor, channel, group };
+  Kind kind = Kind::tensor;
+  int64_t numel = 0;
+  int64_t inner = 1;     // channel: elements after the axis
+  int64_t channels = 1;  // channel: shape[axis]
+  int64_t group = 1;     // group: group_size
+
+  int64_t slots() const {
+    switch (kind) {
+      case Kind::tensor:
+        return 1;
+      case Kind::channel:
+        return channels;
+      case Kind::group:
+        return numel / group;
+    }
+    return 1;
+  }
+  size_t slot(int64_t i) const {
+    switch (kind) {
+      case Kind::tensor:
+        return 0;
+      case Kind::channel:
+        return static_cast<size_t>((i / inner) % channels);
+      // The last axis is a multiple of the group, so groups never straddle rows and the
+      // row-major group number is simply i / group.
+      case Kind::group:
+        return static_cast<size_t>(i / group);
+    }
+    return 0;
+  }
+};
+
+std::string shape_str(std::span<const int64_t> shape) {
+  return fmt::format("[{}]", fmt::join(shape, ","));
+}
+
+bool is_quant_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::I4; }
+
+// Same rule as the FP32 encoders: independent of the FPU rounding mode.
+float round_half_even(float v) {
+  if (!(std::fabs(v) < 8388608.0f)) return v;
+  const float f = std::floor(v);
+  const float d = v - f;
+  if (d > 0.5f || (d == 0.5f && std::fmod(f, 2.0f) != 0.0f)) return f + 1.0f;
+  return f;
+}
+
+Status check_type(const char* fn, DType t) {
+  if (is_quant_type(t)) return {};
+  return Status::invalid(fmt::format("{}: type {} is not a quantised type (expected i8, u8 or i4)",
+                                     fn, dtype_name(t)));
+}
+
+Expected<int64_t> checked_numel(const char* fn, std::span<const int64_t> shape, size_t count) {
+  int64_t numel = 1;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] < 0)
+      return Status::invalid(fmt::format("{}: shape {} has a negative dimension {} at axis {}", fn,
+                                         shape_str(shape), shape[d], d));
+    numel *= shape[d];
+  }
+  if (static_cast<size_t>(numel) != count)
+    return Status::invalid(fmt::format("{}: x has {} elements but shape {} has {}", fn, count,
+                                       shape_str(shape), numel));
+  return numel;
+}
+
+Status check_group(const char* fn, std::span<const int64_t> shape, int group_size) {
+  if (shape.empty())
+    return Status::invalid(
+        fmt::format("{}: group_size {} needs a tensor with at least one axis", fn, group_size));
+  if (shape.back() % group_size != 0)
+    return Status::invalid(
+        fmt::format("{}: group_size {} does not divide the last dimension {} of shape {}", fn,
+                    group_size, shape.back(), shape_str(shape)));
+  return {};
+}
+
+Layout channel_layout(std::span<const int64_t> shape, int axis, int64_t numel) {
+  Layout l;
+  l.kind = Layout::Kind::channel;
+  l.numel = numel;
+  l.channels = shape[static_cast<size_t>(axis)];
+  for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) l.inner *= shape[d];
+  return l;
+}
+
+// Checks everything quantize and dequantize share and works out which scale each element uses.
+Expected<Layout> check_params(const char* fn, std::span<const int64_t> shape, size_t count,
+                              const QuantParams& p, size_t bytes) {
+  HPF_RETURN_IF_ERROR(check_type(fn, p.type));
+  HPF_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(fn, shape, count));
+  const size_t need = storage_bytes(p.type, static_cast<size_t>(numel));
+  if (bytes != need)
+    return Status::invalid(fmt::format("{}: q has {} bytes but {} elements of {} need {}", fn,
+                                       bytes, numel, dtype_name(p.type), need));
+  const size_t n_scales = p.scales.size();
+  Layout l;
+  l.numel = numel;
+  if (p.group_size < 0)
+    return Status::invalid(fmt::format("{}: group_size {} is negative", fn, p.group_size));
+  if (p.group_size > 0) {
+    HPF_RETURN_IF_ERROR(check_group(fn, shape, p.group_size));
+    l.kind = Layout::Kind::group;
+    l.group = p.group_size;
+    if (n_scales != static_cast<size_t>(l.slots()))
+      return Status::invalid(fmt::format("{}: group_size {} over shape {} needs {} scales, got {}",
+                                         fn, p.group_size, shape_str(shape), l.slots(), n_scales));
+  } else if (n_scales != 1) {
+    const int rank = static_cast<int>(shape.size());
+    if (p.axis < 0 || p.axis >= rank)
+      return Status::invalid(fmt::format(
+          "{}: {} scales need 1 (per tensor), a per-channel axis in [0, {}) or group_size > 0; "
+          "axis is {}",
+          fn, n_scales, rank, p.axis));
+    l = channel_layout(shape, p.axis, numel);
+    if (n_scales != static_cast<size_t>(l.channels))
+      return Status::invalid(
+          fmt::format("{}: per-channel axis {} of shape {} needs {} scales, got {}", fn, p.axis,
+                      shape_str(shape), l.channels, n_scales));
+  }
+  for (size_t i = 0; i < n_scales; ++i) {
+    const float s = p.scales[i];
+    if (!(s > 0.0f) || !std::isfinite(s))
+      return Status::invalid(
+          fmt::format("{}: scales[{}] = {} is not positive and finite", fn, i, s));
+  }
+  if (!p.zero_points.empty() && p.zero_points.size() != n_scales)
+    return Status::invalid(fmt::format("{}: {} zero points for {} scales (expected {} or none)", fn,
+                                       p.zero_points.size(), n_scales, n_scales));
+  const int32_t lo = qmin(p.type), hi = qmax(p.type);
+  for (size_t i = 0; i < p.zero_points.size(); ++i) {
+    const int32_t z = p.zero_points[i];
+    if (z < lo || z > hi)
+      return Status::invalid(
+          fmt::format("{}: zero_points[{}] = {} is outside the {} range [{}, {}]", fn, i, z,
+                      dtype_name(p.type), lo, hi));
+  }
+  return l;
+}
+
+}  // namespace
+
+int32_t qmin(DType t) {
+  switch (t) {
+    case DType::I8:
+      return -128;
+    case DType::U8:
+      return 0;
+    case DType::I4:
+      return -8;
+    default:
+      return 0;
+  }
+}
+
+int32_t qmax(DType t) {
+  switch (t) {
+    case DType::I8:
+      return 127;
+    case DType::U8:
+      return 255;
+    case DType::I4:
+      return 7;
+    default:
+      return 0;
+  }
+}
+
+Expected<QuantParams> choose_quant_params(std::span<const float> x, std::span<const int64_t> shape,
+                                          DType type, bool symmetric, int axis, int group_size) {
+  const char* fn = "choose_quant_params";
+  HPF_RETURN_IF_ERROR(check_type(fn, type));
+  // Symmetric means zero point 0, which for an unsigned type would clip every negative value.
+  if (symmetric && type == DType::U8)
+    return Status::invalid(
+        fmt::format("{}: symmetric quantisation needs a signed type (i8 or i4), got u8", fn));
+  HPF_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(fn, shape, x.size()));
+  const int rank = static_cast<int>(shape.size());
+  if (axis < -1 || axis >= rank)
+    return Status::invalid(fmt::format("{}: axis {} is out of range for shape {} (-1 for none)", fn,
+                                       axis, shape_str(shape)));
+  if (group_size < 0)
+    return Status::invalid(fmt::format("{}: group_size {} is negative", fn, group_size));
+  if (axis >= 0 && group_size > 0)
+    return Status::invalid(fmt::format(
+        "{}: axis {} and group_size {} both given; per channel and group-wise exclude each other",
+        fn, axis, group_size));
+
+  Layout l;
+  l.numel = numel;
+  if (group_size > 0) {
+    HPF_RETURN_IF_ERROR(check_group(fn, shape, group_size));
+    l.kind = Layout::Kind::group;
+    l.group = group_size;
+  } else if (axis >= 0) {
+    l = channel_layout(shape, axis, numel);
+  }
+
+  const auto slots = static_cast<size_t>(l.slots());
+  std::vector<float> lo(slots, 0.0f), hi(slots, 0.0f);  // ranges always include 0
+  for (int64_t i = 0; i < numel; ++i) {
+    const float v = x[static_cast<size_t>(i)];
+    if (!std::isfinite(v))
+      return Status::invalid(fmt::format("{}: x[{}] = {} is not finite", fn, i, v));
+    const size_t s = l.slot(i);
+    lo[s] = std::min(lo[s], v);
+    hi[s] = std::max(hi[s], v);
+  }
+
+  QuantParams p;
+  p.type = type;
+  p.axis = l.kind == Layout::Kind::channel ? axis : -1;
+  p.group_size = group_size;
+  p.scales.resize(slots);
+  if (!symmetric) p.zero_points.resize(slots);
+  const auto q_lo = static_cast<float>(qmin(type)), q_hi = static_cast<float>(qmax(type));
+  // A tiny non-zero range could underflow the scale to 0 or a subnormal; the smallest normal
+  // still maps such data to the zero point without dividing by zero.
+  const float min_scale = std::numeric_limits<float>::min();
+  for (size_t s = 0; s < slots; ++s) {
+    if (symmetric) {
+      const float amax = std::max(-lo[s], hi[s]);
+      p.scales[s] = amax == 0.0f ? 1.0f : std::max(amax / q_hi, min_scale);
+      continue;
+    }
+    if (lo[s] == hi[s]) {  // both 0
+      p.scales[s] = 1.0f;
+      p.zero_points[s] = 0;
+      continue;
+    }
+    const float scale = std::max((hi[s] - lo[s]) / (q_hi - q_lo), min_scale);
+    const float zp = round_half_even(q_lo - lo[s] / scale);
+    p.scales[s] = scale;
+    p.zero_points[s] = static_cast<int32_t>(std::clamp(zp, q_lo, q_hi));
+  }
+  return p;
+}
+
+Status quantize(std::span<const float> x, std::span<const int64_t> shape, const QuantParams& p,
+                std::span<std::byte> q) {
+  HPF_ASSIGN_OR_RETURN(const Layout l, check_params("quantize", shape, x.size(), p, q.size()));
+  const auto q_lo = static_cast<float>(qmin(p.type)), q_hi = static_cast<float>(qmax(p.type));
+  const bool i4 = p.type == DType::I4;
+  for (int64_t i = 0; i < l.numel; ++i) {
+    const size_t s = l.slot(i);
+    const float zp = p.zero_points.empty() ? 0.0f : static_cast<float>(p.zero_points[s]);
+    float r = round_half_even(x[static_cast<size_t>(i)] / p.scales[s]);
+    if (std::isnan(r)) r = 0.0f;  // as the integer encoders do: NaN -> the zero point
+    // Clamp before converting: r can be far outside int range. r + zp is exact while |r| is
+    // below 2^24; beyond that it is clamped anyway.
+    const auto v = static_cast<int32_t>(std::clamp(r + zp, q_lo, q_hi));
+    const auto bits = static_cast<uint8_t>(v);
+    const auto idx = static_cast<size_t>(i);
+    if (!i4) {
+      q[idx] = static_cast<std::byte>(bits);
+    } else if (idx % 2 == 0) {
+      q[idx / 2] =
+          static_cast<std::byte>(bits & 0xF);  // an odd count leaves the last high nibble 0
+    } else {
+      q[idx / 2] |= static_cast<std::byte>((bits & 0xF) << 4);
+    }
+  }
+  return {};
+}
+
+Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
+                  const QuantParams& p, std::span<float> x) {
+  HPF_ASSIGN_OR_RETURN(const Layout l, check_params("dequantize", shape, x.size(), p, q.size()));
+  for (int64_t i = 0; i < l.numel; ++i) {
+    const size_t s = l.slot(i);
+    const auto idx = static_cast<size_t>(i);
+    const uint32_t bits = p.type == DType::I4 ? static_cast<uint32_t>(q[idx / 2]) >> (4 * (idx % 2))
+                                              : static_cast<uint32_t>(q[idx]);
+    const auto v = static_cast<int32_t>(decode(p.type, bits));
+    const int32_t zp = p.zero_points.empty() ? 0 : p.zero_points[s];
+    x[idx] = static_cast<float>(v - zp) * p.scales[s];
+  }
+  return {};
+}
+
+}  // namespace hpf

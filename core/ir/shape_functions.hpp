@@ -1,0 +1,44 @@
+// Shape functions of the op table, one per op family (see op_table.cpp for which op uses which).
+#pragma once
+
+#include "core/ir/op_table.hpp"
+
+namespace hpf::ir::shape_fn {
+
+Status same_as_input0(InferContext& c);
+Status broadcast(InferContext& c);          // n-ary numpy broadcasting, dtype of input 0
+Status broadcast_mixed(InferContext& c);    // same, inputs may mix float and integer (Pow)
+Status compare(InferContext& c);            // broadcasting, BOOL result
+Status logical_not(InferContext& c);
+Status where(InferContext& c);
+Status cast(InferContext& c);
+Status matmul(InferContext& c);
+Status gemm(InferContext& c);
+Status conv(InferContext& c);
+Status conv_transpose(InferContext& c);
+Status pool(InferContext& c);
+Status global_pool(InferContext& c);
+Status batch_norm(InferContext& c);
+Status layer_norm(InferContext& c);
+Status softmax(InferContext& c);            // axis check, same shape
+Status reduce(InferContext& c);
+Status resize(InferContext& c);
+Status gather(InferContext& c);
+Status reshape(InferContext& c);
+Status transpose(InferContext& c);
+Status flatten(InferContext& c);
+Status squeeze(InferContext& c);
+Status unsqueeze(InferContext& c);
+Status concat(InferContext& c);
+Status split(InferContext& c);
+Status slice(InferContext& c);
+Status pad(InferContext& c);
+Status expand(InferContext& c);
+Status shape_of(InferContext& c);
+Status constant_of_shape(InferContext& c);
+Status range(InferContext& c);
+Status constant(InferContext& c);
+Status quantize_linear(InferContext& c);
+Status dequantize_linear(InferContext& c);
+
+}  // namespace hpf::ir::shape_fn

@@ -1,0 +1,188 @@
+// The reference interpreter's run loop: input checks, op-by-op execution in topological order,
+// rounding of every value to its format, freeing values after their last use.
+#include <exception>
+
+#include "core/ref/kernel.hpp"
+#include "hpf/log.hpp"
+#include "hpf/reference.hpp"
+
+namespace hpf::ref {
+namespace {
+
+void round_floats(Buf& b, DType fmt, Overflow mode) {
+  if (!b.is_float() || fmt == DType::F32) return;
+  for (float& x : b.f) x = round_to(fmt, x, mode);
+}
+
+Status check_input(const Graph& g, ValueId id, const Tensor& t,
+                   std::map<std::string, int64_t>& symbols) {
+  const Value& v = g.value(id);
+  if (t.dtype() != v.dtype)
+    return Status::invalid("input '" + v.name + "': expected dtype " + std::string(dtype_name(v.dtype)) +
+                           ", got " + std::string(dtype_name(t.dtype())));
+  if (!v.has_shape) return {};
+  if (t.rank() != static_cast<int64_t>(v.shape.size()))
+    return Status::invalid("input '" + v.name + "': expected shape " + to_string(v.shape) + ", got " +
+                           shape_string(t.shape()));
+  for (size_t k = 0; k < v.shape.size(); ++k) {
+    const Dim& d = v.shape[k];
+    const int64_t got = t.shape()[k];
+    if (d.known() && d.value != got)
+      return Status::invalid("input '" + v.name + "': expected shape " + to_string(v.shape) +
+                             ", got " + shape_string(t.shape()) + " (dimension " + std::to_string(k) + ")");
+    if (!d.known() && !d.symbol.empty()) {
+      auto [it, fresh] = symbols.emplace(d.symbol, got);
+      if (!fresh && it->second != got)
+        return Status::invalid("input '" + v.name + "': dimension '" + d.symbol + "' is " +
+                               std::to_string(got) + " here but " + std::to_string(it->second) +
+                               " in an earlier input");
+    }
+  }
+  return {};
+}
+
+// Kernel results must agree with what shape inference promised; a disagreement is a bug in one
+// of the two, reported as such.
+Status check_output(const Node& n, const Value& v, const Buf& b) {
+  if (b.dtype != v.dtype)
+    return Status::internal("node '" + n.name + "' (" + n.op + "): output '" + v.name + "' computed as " +
+                            std::string(dtype_name(b.dtype)) + ", graph says " + std::string(dtype_name(v.dtype)));
+  const size_t expect = b.is_float() ? b.f.size() : b.i.size();
+  if (static_cast<int64_t>(expect) != b.numel())
+    return Status::internal("node '" + n.name + "' (" + n.op + "): output '" + v.name + "' holds " +
+                            std::to_string(expect) + " values for shape " + shape_string(b.shape));
+  if (!v.has_shape) return {};
+  bool ok = v.shape.size() == b.shape.size();
+  for (size_t k = 0; ok && k < b.shape.size(); ++k)
+    ok = !v.shape[k].known() || v.shape[k].value == b.shape[k];
+  if (!ok)
+    return Status::internal("node '" + n.name + "' (" + n.op + "): output '" + v.name + "' has shape " +
+                            shape_string(b.shape) + ", shape inference said " + to_string(v.shape));
+  return {};
+}
+
+}  // namespace
+
+Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inputs,
+                                  const RunOptions& options) {
+  if (inputs.size() != g.inputs().size()) {
+    std::string names;
+    for (ValueId id : g.inputs()) names += (names.empty() ? "" : ", ") + g.value(id).name;
+    return Status::invalid("graph '" + g.name() + "' takes " + std::to_string(g.inputs().size()) +
+                           " inputs (" + names + "), got " + std::to_string(inputs.size()));
+  }
+  const Emulation* emu = options.emulation;
+  auto format_of = [&](const Value& v) {
+    if (!emu || !is_float(v.dtype)) return DType::F32;
+    auto it = emu->value_format.find(v.name);
+    return it != emu->value_format.end() ? it->second : emu->default_format;
+  };
+  const Overflow mode = emu ? emu->overflow : Overflow::saturate;
+
+  HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
+  const auto& values = g.values();
+  std::vector<Buf> env(values.size());
+  std::vector<bool> ready(values.size(), false);
+
+  // Last use of each value, to free intermediates early (BERT-sized graphs).
+  std::vector<int> last_use(values.size(), -1);
+  for (size_t step = 0; step < order.size(); ++step)
+    for (ValueId v : g.node(order[step]).inputs)
+      if (v != kNoValue) last_use[v] = static_cast<int>(step);
+  for (ValueId v : g.outputs()) last_use[v] = static_cast<int>(order.size());
+
+  std::map<std::string, int64_t> symbols;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ValueId id = g.inputs()[k];
+    HPF_RETURN_IF_ERROR(check_input(g, id, inputs[k], symbols));
+    env[id] = to_buf(inputs[k]);
+    round_floats(env[id], format_of(values[id]), mode);
+    ready[id] = true;
+  }
+  auto materialise = [&](ValueId id) {
+    if (ready[id] || !values[id].constant) return;
+    env[id] = to_buf(*values[id].constant);
+    round_floats(env[id], format_of(values[id]), mode);
+    ready[id] = true;
+  };
+  for (ValueId id : g.outputs()) materialise(id);
+
+  const KernelTable& table = kernels();
+  for (size_t step = 0; step < order.size(); ++step) {
+    const Node& n = g.node(order[step]);
+    const ir::OpDef* def = ir::find_op(n.op);
+    auto kit = table.find(n.op);
+    if (!def || kit == table.end())
+      return Status::unsupported("node '" + n.name + "': op '" + n.op +
+                                 "' has no reference implementation");
+    std::vector<const Buf*> in;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) {
+        in.push_back(nullptr);
+        continue;
+      }
+      materialise(v);
+      if (!ready[v])
+        return Status::internal("node '" + n.name + "': input '" + values[v].name + "' was not computed");
+      in.push_back(&env[v]);
+    }
+    Accumulation acc;
+    if (emu) {
+      auto it = emu->accumulation.find(n.name);
+      acc = it != emu->accumulation.end() ? std::optional(it->second) : emu->default_accumulation;
+    }
+    KernelContext ctx(n, *def, std::move(in), acc);
+    Status s;
+    try {
+      s = kit->second(ctx);
+    } catch (const std::exception& e) {
+      s = Status::internal("node '" + n.name + "' (" + n.op + "): " + e.what());
+    }
+    if (!s.ok()) return s;
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const ValueId o = n.outputs[k];
+      Buf& b = ctx.out[k];
+      HPF_RETURN_IF_ERROR(check_output(n, values[o], b));
+      round_floats(b, b.dtype, mode);  // a kernel computes in FP32; the value's format decides
+      round_floats(b, format_of(values[o]), mode);
+      env[o] = std::move(b);
+      ready[o] = true;
+    }
+    for (ValueId v : n.inputs)
+      if (v != kNoValue && last_use[v] == static_cast<int>(step)) {
+        env[v] = Buf();
+        ready[v] = false;
+      }
+  }
+
+  std::vector<Tensor> out;
+  for (ValueId id : g.outputs()) {
+    materialise(id);
+    if (!ready[id]) return Status::internal("output '" + values[id].name + "' was not computed");
+    out.push_back(to_tensor(env[id]));
+  }
+  return out;
+}
+
+Expected<std::map<std::string, Tensor>> run(const Graph& g,
+                                            const std::map<std::string, Tensor>& inputs,
+                                            const RunOptions& options) {
+  std::vector<Tensor> ordered;
+  for (ValueId id : g.inputs()) {
+    auto it = inputs.find(g.value(id).name);
+    if (it == inputs.end())
+      return Status::invalid("graph '" + g.name() + "': input '" + g.value(id).name + "' is missing");
+    ordered.push_back(it->second);
+  }
+  for (const auto& [name, t] : inputs) {
+    auto id = g.find_value(name);
+    if (!id || std::find(g.inputs().begin(), g.inputs().end(), *id) == g.inputs().end())
+      return Status::invalid("graph '" + g.name() + "' has no input named '" + name + "'");
+  }
+  HPF_ASSIGN_OR_RETURN(auto outs, run(g, ordered, options));
+  std::map<std::string, Tensor> named;
+  for (size_t k = 0; k < outs.size(); ++k) named.emplace(g.value(g.outputs()[k]).name, std::move(outs[k]));
+  return named;
+}
+
+}  // namespace hpf::ref

@@ -1,0 +1,254 @@
+// Elementwise ops: unary maths and activations, broadcasting binary ops, comparisons, Where,
+// Not, Cast, Clip. Maths is done in double and rounded once to FP32.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/ref/kernel.hpp"
+
+namespace hpf::ref {
+namespace {
+
+using UnaryFn = double (*)(double, const KernelContext&);
+
+Kernel unary(UnaryFn fn, bool ints_too = false) {
+  return [fn, ints_too](KernelContext& c) -> Status {
+    const Buf& x = c.in(0);
+    Buf y = Buf::like(x);
+    if (x.is_float()) {
+      for (size_t k = 0; k < x.f.size(); ++k) y.f[k] = static_cast<float>(fn(x.f[k], c));
+    } else {
+      if (!ints_too) return c.unsupported("integer input (" + std::string(dtype_name(x.dtype)) + ")");
+      for (size_t k = 0; k < x.i.size(); ++k) y.i[k] = static_cast<int64_t>(fn(double(x.i[k]), c));
+    }
+    c.out[0] = std::move(y);
+    return {};
+  };
+}
+
+double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+
+// Applies `op` over the broadcast of all inputs (left fold for variadic Max/Min).
+template <typename FloatOp, typename IntOp>
+Status broadcast_fold(KernelContext& c, FloatOp fop, IntOp iop) {
+  std::vector<std::vector<int64_t>> shapes;
+  for (size_t k = 0; k < c.num_inputs(); ++k) shapes.push_back(c.in(k).shape);
+  auto out_shape = broadcast(shapes);
+  if (!out_shape.ok()) return c.error(out_shape.status().message());
+  const Buf& a0 = c.in(0);
+  Buf y = a0.is_float() ? Buf::floats(*out_shape, a0.dtype) : Buf::ints(*out_shape, a0.dtype);
+  const int64_t n = y.numel();
+  BroadcastIndexer i0(a0.shape, *out_shape);
+  for (int64_t k = 0; k < n; ++k) {
+    if (y.is_float()) y.f[k] = a0.f[i0(k)];
+    else y.i[k] = a0.i[i0(k)];
+  }
+  for (size_t in = 1; in < c.num_inputs(); ++in) {
+    const Buf& b = c.in(in);
+    if (b.is_float() != y.is_float())
+      return c.error("input " + std::to_string(in) + " is " + std::string(dtype_name(b.dtype)) +
+                     ", input 0 is " + std::string(dtype_name(a0.dtype)));
+    BroadcastIndexer ib(b.shape, *out_shape);
+    if (y.is_float()) {
+      for (int64_t k = 0; k < n; ++k) y.f[k] = static_cast<float>(fop(double(y.f[k]), double(b.f[ib(k)])));
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        auto r = iop(y.i[k], b.i[ib(k)]);
+        if (!r) return c.error("integer division by zero");
+        y.i[k] = *r;
+      }
+    }
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+template <typename F>
+Kernel binary(F f) {
+  return [f](KernelContext& c) {
+    return broadcast_fold(c, f, [f](int64_t a, int64_t b) -> std::optional<int64_t> {
+      return static_cast<int64_t>(f(double(a), double(b)));
+    });
+  };
+}
+
+Status div_kernel(KernelContext& c) {
+  return broadcast_fold(
+      c, [](double a, double b) { return a / b; },
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        if (b == 0) return std::nullopt;
+        return a / b;  // truncation, as numpy/ONNX for integer tensors
+      });
+}
+
+// Comparisons produce BOOL over the broadcast shape.
+template <typename Cmp>
+Kernel compare(Cmp cmp) {
+  return [cmp](KernelContext& c) -> Status {
+    const Buf &a = c.in(0), &b = c.in(1);
+    std::vector<std::vector<int64_t>> shapes{a.shape, b.shape};
+    auto out_shape = broadcast(shapes);
+    if (!out_shape.ok()) return c.error(out_shape.status().message());
+    Buf y = Buf::ints(*out_shape, DType::BOOL);
+    BroadcastIndexer ia(a.shape, *out_shape), ib(b.shape, *out_shape);
+    for (int64_t k = 0; k < y.numel(); ++k) {
+      if (a.is_float() || b.is_float()) y.i[k] = cmp(a.get(ia(k)), b.get(ib(k)));
+      else y.i[k] = cmp(a.i[ia(k)], b.i[ib(k)]);
+    }
+    c.out[0] = std::move(y);
+    return {};
+  };
+}
+
+Status where_kernel(KernelContext& c) {
+  const Buf &cond = c.in(0), &a = c.in(1), &b = c.in(2);
+  std::vector<std::vector<int64_t>> shapes{cond.shape, a.shape, b.shape};
+  auto out_shape = broadcast(shapes);
+  if (!out_shape.ok()) return c.error(out_shape.status().message());
+  Buf y = a.is_float() ? Buf::floats(*out_shape, a.dtype) : Buf::ints(*out_shape, a.dtype);
+  BroadcastIndexer ic(cond.shape, *out_shape), ia(a.shape, *out_shape), ib(b.shape, *out_shape);
+  for (int64_t k = 0; k < y.numel(); ++k) {
+    const bool t = cond.i[ic(k)] != 0;
+    if (y.is_float()) y.f[k] = t ? a.f[ia(k)] : b.f[ib(k)];
+    else y.i[k] = t ? a.i[ia(k)] : b.i[ib(k)];
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+Status not_kernel(KernelContext& c) {
+  Buf y = Buf::like(c.in(0));
+  for (size_t k = 0; k < y.i.size(); ++k) y.i[k] = c.in(0).i[k] == 0;
+  c.out[0] = std::move(y);
+  return {};
+}
+
+int64_t wrap_int(int64_t v, DType t) {
+  switch (t) {
+    case DType::I8: return static_cast<int8_t>(v);
+    case DType::U8: return static_cast<uint8_t>(v);
+    case DType::I32: return static_cast<int32_t>(v);
+    case DType::I4: return ((v & 0xF) ^ 8) - 8;
+    case DType::BOOL: return v != 0;
+    default: return v;
+  }
+}
+
+Status cast_kernel(KernelContext& c) {
+  auto to = ir::dtype_from_onnx(c.attr_int("to"));
+  if (!to.ok()) return c.error(to.status().message());
+  const Buf& x = c.in(0);
+  const Overflow mode = c.attr_int("saturate") ? Overflow::saturate : Overflow::propagate;
+  Buf y = is_float(*to) ? Buf::floats(x.shape, *to) : Buf::ints(x.shape, *to);
+  const int64_t n = x.numel();
+  for (int64_t k = 0; k < n; ++k) {
+    if (is_float(*to)) {
+      // Integers reach the float format through double: one rounding, as numpy's astype.
+      const double v = x.get(k);
+      y.f[k] = *to == DType::F32 ? static_cast<float>(v) : round_to(*to, static_cast<float>(v), mode);
+    } else if (*to == DType::BOOL) {
+      y.i[k] = x.get(k) != 0;
+    } else if (x.is_float()) {
+      // Float to integer truncates toward zero (C/numpy); out-of-range values saturate.
+      const double v = std::trunc(double(x.f[k]));
+      if (std::isnan(v)) {
+        y.i[k] = 0;
+      } else if (*to == DType::I64) {
+        y.i[k] = v >= 9.2233720368547758e18 ? std::numeric_limits<int64_t>::max()
+                 : v <= -9.2233720368547758e18 ? std::numeric_limits<int64_t>::min()
+                                               : static_cast<int64_t>(v);
+      } else if (*to == DType::I32) {
+        y.i[k] = static_cast<int64_t>(std::clamp(v, double(INT32_MIN), double(INT32_MAX)));
+      } else {
+        y.i[k] = static_cast<int64_t>(std::clamp(v, double(qmin(*to)), double(qmax(*to))));
+      }
+    } else {
+      y.i[k] = wrap_int(x.i[k], *to);  // integer to integer wraps around, as numpy's astype
+    }
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+Status clip_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  double lo = -std::numeric_limits<double>::infinity(), hi = std::numeric_limits<double>::infinity();
+  if (c.has_attr("min")) lo = c.attr_float("min");
+  if (c.has_attr("max")) hi = c.attr_float("max");
+  for (size_t k = 1; k < 3; ++k) {
+    if (!c.has(k)) continue;
+    if (c.in(k).numel() != 1) return c.error("input " + std::to_string(k) + " must be a scalar");
+    (k == 1 ? lo : hi) = c.in(k).get(0);
+  }
+  Buf y = Buf::like(x);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    if (x.is_float()) {
+      const float v = x.f[k];
+      y.f[k] = std::isnan(v) ? v : static_cast<float>(std::min(std::max(double(v), lo), hi));
+    } else {
+      y.i[k] = static_cast<int64_t>(std::min(std::max(double(x.i[k]), lo), hi));
+    }
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+}  // namespace
+
+void add_elementwise_kernels(KernelTable& t) {
+  t["Identity"] = unary([](double x, const KernelContext&) { return x; }, true);
+  t["Neg"] = unary([](double x, const KernelContext&) { return -x; }, true);
+  t["Abs"] = unary([](double x, const KernelContext&) { return std::abs(x); }, true);
+  t["Sqrt"] = unary([](double x, const KernelContext&) { return std::sqrt(x); });
+  t["Exp"] = unary([](double x, const KernelContext&) { return std::exp(x); });
+  t["Log"] = unary([](double x, const KernelContext&) { return std::log(x); });
+  t["Erf"] = unary([](double x, const KernelContext&) { return std::erf(x); });
+  t["Tanh"] = unary([](double x, const KernelContext&) { return std::tanh(x); });
+  t["Sigmoid"] = unary([](double x, const KernelContext&) { return sigmoid(x); });
+  t["Relu"] = unary([](double x, const KernelContext&) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); }, true);
+  t["LeakyRelu"] = unary([](double x, const KernelContext& c) { return x >= 0 ? x : x * c.attr_float("alpha"); });
+  t["HardSigmoid"] = unary([](double x, const KernelContext& c) {
+    return std::max(0.0, std::min(1.0, double(c.attr_float("alpha")) * x + c.attr_float("beta")));
+  });
+  t["HardSwish"] = unary([](double x, const KernelContext&) {
+    return x * std::max(0.0, std::min(1.0, x / 6.0 + 0.5));
+  });
+  t["Gelu"] = [](KernelContext& c) -> Status {
+    const std::string approx = c.attr_string("approximate");
+    if (approx != "none" && approx != "tanh")
+      return c.error("approximate must be 'none' or 'tanh', is '" + approx + "'");
+    return unary(approx == "tanh" ? +[](double x, const KernelContext&) {
+      return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    } : +[](double x, const KernelContext&) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); })(c);
+  };
+  t["Add"] = binary([](double a, double b) { return a + b; });
+  t["Sub"] = binary([](double a, double b) { return a - b; });
+  t["Mul"] = binary([](double a, double b) { return a * b; });
+  t["Div"] = div_kernel;
+  t["Pow"] = [](KernelContext& c) -> Status {
+    if (!c.in(0).is_float()) return c.unsupported("integer base");
+    // The exponent may be an integer tensor; bring it to float first.
+    Buf e = c.in(1);
+    if (!e.is_float()) {
+      e.f.assign(e.i.begin(), e.i.end());
+      e.i.clear();
+      e.dtype = DType::F32;
+    }
+    KernelContext inner(c.node(), *ir::find_op("Pow"), {&c.in(0), &e}, c.accumulation());
+    HPF_RETURN_IF_ERROR(binary([](double a, double b) { return std::pow(a, b); })(inner));
+    c.out[0] = std::move(inner.out[0]);
+    return {};
+  };
+  // NaN propagates through Max/Min, as in ONNX Runtime.
+  t["Max"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); });
+  t["Min"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); });
+  t["Equal"] = compare([](auto a, auto b) { return a == b; });
+  t["Less"] = compare([](auto a, auto b) { return a < b; });
+  t["Greater"] = compare([](auto a, auto b) { return a > b; });
+  t["Where"] = where_kernel;
+  t["Not"] = not_kernel;
+  t["Cast"] = cast_kernel;
+  t["Clip"] = clip_kernel;
+}
+
+}  // namespace hpf::ref

@@ -1,0 +1,98 @@
+// MatMul (numpy semantics, batched with broadcasting) and Gemm. Dot products accumulate in
+// FP64 by default, or in the plan's format in emulated mode.
+#include "core/ref/kernel.hpp"
+
+namespace hpf::ref {
+namespace {
+
+// C[m,n] = sum_k A[m,k] * B[k,n], all row-major and contiguous. The i-k-j loop order keeps the
+// innermost loop contiguous in B and C so it vectorises.
+void matmul_2d(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
+               Accumulation acc) {
+  with_accumulation(acc, [&](auto zero, auto round) {
+    using T = decltype(zero);
+    std::vector<T> row(n);
+    for (int64_t i = 0; i < m; ++i) {
+      std::fill(row.begin(), row.end(), zero);
+      for (int64_t p = 0; p < k; ++p) {
+        const T av = a[i * k + p];
+        const float* bp = b + p * n;
+        for (int64_t j = 0; j < n; ++j) row[j] = round(row[j] + av * T(bp[j]));
+      }
+      for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<float>(row[j]);
+    }
+    return 0;
+  });
+}
+
+std::vector<float> transposed(const std::vector<float>& x, int64_t rows, int64_t cols) {
+  std::vector<float> t(x.size());
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) t[c * rows + r] = x[r * cols + c];
+  return t;
+}
+
+Status matmul_kernel(KernelContext& c) {
+  const Buf &a = c.in(0), &b = c.in(1);
+  if (!a.is_float() || !b.is_float())
+    return c.unsupported("integer MatMul (use MatMulInteger or DequantizeLinear)");
+  if (a.rank() == 0 || b.rank() == 0) return c.error("inputs must have rank >= 1");
+  std::vector<int64_t> sa = a.shape, sb = b.shape;
+  if (a.rank() == 1) sa.insert(sa.begin(), 1);
+  if (b.rank() == 1) sb.push_back(1);
+  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  if (sb[sb.size() - 2] != k)
+    return c.error("inner dimensions differ: " + shape_string(a.shape) + " x " + shape_string(b.shape));
+  std::vector<std::vector<int64_t>> batch{{sa.begin(), sa.end() - 2}, {sb.begin(), sb.end() - 2}};
+  auto bshape = broadcast(batch);
+  if (!bshape.ok()) return c.error("batch dimensions: " + bshape.status().message());
+  std::vector<int64_t> out_shape = *bshape;
+  if (a.rank() > 1) out_shape.push_back(m);
+  if (b.rank() > 1) out_shape.push_back(n);
+  Buf y = Buf::floats(out_shape, a.dtype);
+  const int64_t nb = numel(*bshape);
+  BroadcastIndexer ia(batch[0], *bshape), ib(batch[1], *bshape);
+  for (int64_t t = 0; t < nb; ++t)
+    matmul_2d(a.f.data() + ia(t) * m * k, b.f.data() + ib(t) * k * n, y.f.data() + t * m * n, m, k, n,
+              c.accumulation());
+  c.out[0] = std::move(y);
+  return {};
+}
+
+Status gemm_kernel(KernelContext& c) {
+  const Buf &a = c.in(0), &b = c.in(1);
+  if (a.rank() != 2 || b.rank() != 2)
+    return c.error("A and B must be 2-D, got " + shape_string(a.shape) + " and " + shape_string(b.shape));
+  if (!a.is_float() || !b.is_float()) return c.unsupported("integer Gemm");
+  const bool ta = c.attr_int("transA") != 0, tb = c.attr_int("transB") != 0;
+  const int64_t m = ta ? a.shape[1] : a.shape[0], k = ta ? a.shape[0] : a.shape[1];
+  const int64_t kb = tb ? b.shape[1] : b.shape[0], n = tb ? b.shape[0] : b.shape[1];
+  if (k != kb) return c.error("inner dimensions differ: A " + shape_string(a.shape) + ", B " + shape_string(b.shape));
+  const std::vector<float> at = ta ? transposed(a.f, a.shape[0], a.shape[1]) : std::vector<float>();
+  const std::vector<float> bt = tb ? transposed(b.f, b.shape[0], b.shape[1]) : std::vector<float>();
+  Buf y = Buf::floats({m, n}, a.dtype);
+  matmul_2d(ta ? at.data() : a.f.data(), tb ? bt.data() : b.f.data(), y.f.data(), m, k, n, c.accumulation());
+  const double alpha = c.attr_float("alpha"), beta = c.attr_float("beta");
+  if (alpha != 1.0)
+    for (float& v : y.f) v = static_cast<float>(alpha * v);
+  if (c.has(2) && beta != 0.0) {
+    const Buf& cc = c.in(2);
+    std::vector<std::vector<int64_t>> shapes{y.shape, cc.shape};
+    auto bs = broadcast(shapes);
+    if (!bs.ok() || *bs != y.shape)
+      return c.error("C " + shape_string(cc.shape) + " does not broadcast to [" + std::to_string(m) + "," + std::to_string(n) + "]");
+    BroadcastIndexer ic(cc.shape, y.shape);
+    for (int64_t t = 0; t < m * n; ++t) y.f[t] = static_cast<float>(double(y.f[t]) + beta * cc.get(ic(t)));
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+}  // namespace
+
+void add_linalg_kernels(KernelTable& t) {
+  t["MatMul"] = matmul_kernel;
+  t["Gemm"] = gemm_kernel;
+}
+
+}  // namespace hpf::ref

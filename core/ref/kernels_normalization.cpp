@@ -1,0 +1,200 @@
+// BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax, ReduceMean/Sum/Max.
+// Statistics and exponential sums are computed in FP64 whatever the plan (the op table marks
+// them wide); ReduceSum/ReduceMean follow the plan's accumulation.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/ref/kernel.hpp"
+#include "core/ir/op_geometry.hpp"
+
+namespace hpf::ref {
+namespace {
+
+// Splits a shape around `axis` into [outer, axis, inner] sizes.
+struct Split3 {
+  int64_t outer = 1, mid = 1, inner = 1;
+};
+Split3 split_at(const std::vector<int64_t>& shape, int64_t axis) {
+  Split3 s;
+  for (int64_t k = 0; k < axis; ++k) s.outer *= shape[k];
+  s.mid = shape[axis];
+  for (size_t k = axis + 1; k < shape.size(); ++k) s.inner *= shape[k];
+  return s;
+}
+
+Status batch_norm_kernel(KernelContext& c) {
+  if (c.attr_int("training_mode")) return c.unsupported("training_mode=1 (the reference runs inference only)");
+  const Buf& x = c.in(0);
+  if (x.rank() < 2) return c.error("input must be [N,C,...], got " + shape_string(x.shape));
+  const int64_t ch = x.shape[1];
+  for (size_t k = 1; k < 5; ++k)
+    if (c.in(k).numel() != ch)
+      return c.error("input " + std::to_string(k) + " has " + std::to_string(c.in(k).numel()) +
+                     " values for " + std::to_string(ch) + " channels");
+  const double eps = c.attr_float("epsilon");
+  const Split3 s = split_at(x.shape, 1);
+  Buf y = Buf::like(x);
+  for (int64_t ci = 0; ci < ch; ++ci) {
+    const double scale = c.in(1).get(ci) / std::sqrt(c.in(4).get(ci) + eps);
+    const double shift = c.in(2).get(ci) - c.in(3).get(ci) * scale;
+    for (int64_t o = 0; o < s.outer; ++o) {
+      const int64_t base = (o * ch + ci) * s.inner;
+      for (int64_t k = 0; k < s.inner; ++k) y.f[base + k] = static_cast<float>(x.f[base + k] * scale + shift);
+    }
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+Status layer_norm_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  auto axis = ir::normalize_axis(c.attr_int("axis"), x.rank());
+  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+  const double eps = c.attr_float("epsilon");
+  int64_t rows = 1, cols = 1;
+  for (int64_t k = 0; k < x.rank(); ++k) (k < *axis ? rows : cols) *= x.shape[k];
+  const std::vector<int64_t> norm_shape(x.shape.begin() + *axis, x.shape.end());
+  // Scale and bias broadcast to the normalised shape.
+  std::vector<double> scale(cols, 1.0), bias(cols, 0.0);
+  for (size_t k = 1; k < 3; ++k) {
+    if (!c.has(k)) continue;
+    const Buf& p = c.in(k);
+    std::vector<std::vector<int64_t>> shapes{norm_shape, p.shape};
+    auto bs = broadcast(shapes);
+    if (!bs.ok() || *bs != norm_shape)
+      return c.error("input " + std::to_string(k) + " " + shape_string(p.shape) +
+                     " does not broadcast to the normalized shape " + shape_string(norm_shape));
+    BroadcastIndexer ip(p.shape, norm_shape);
+    for (int64_t j = 0; j < cols; ++j) (k == 1 ? scale : bias)[j] = p.get(ip(j));
+  }
+  Buf y = Buf::like(x);
+  std::vector<int64_t> stat_shape(x.shape.begin(), x.shape.begin() + *axis);
+  stat_shape.resize(x.shape.size(), 1);
+  Buf mean_out = Buf::floats(stat_shape), inv_out = Buf::floats(stat_shape);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.f.data() + r * cols;
+    double mean = 0;
+    for (int64_t j = 0; j < cols; ++j) mean += xr[j];
+    mean /= double(cols);
+    double var = 0;
+    for (int64_t j = 0; j < cols; ++j) var += (xr[j] - mean) * (xr[j] - mean);
+    var /= double(cols);
+    const double inv = 1.0 / std::sqrt(var + eps);
+    for (int64_t j = 0; j < cols; ++j)
+      y.f[r * cols + j] = static_cast<float>((xr[j] - mean) * inv * scale[j] + bias[j]);
+    mean_out.f[r] = static_cast<float>(mean);
+    inv_out.f[r] = static_cast<float>(inv);
+  }
+  c.out[0] = std::move(y);
+  if (c.out.size() > 1) c.out[1] = std::move(mean_out);
+  if (c.out.size() > 2) c.out[2] = std::move(inv_out);
+  return {};
+}
+
+Status softmax_kernel(KernelContext& c, bool log) {
+  const Buf& x = c.in(0);
+  auto axis = ir::normalize_axis(c.attr_int("axis"), x.rank());
+  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+  const Split3 s = split_at(x.shape, *axis);
+  Buf y = Buf::like(x);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      auto at = [&](int64_t j) { return (o * s.mid + j) * s.inner + in; };
+      double mx = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < s.mid; ++j) mx = std::max(mx, double(x.f[at(j)]));
+      double sum = 0;
+      for (int64_t j = 0; j < s.mid; ++j) sum += std::exp(x.f[at(j)] - mx);
+      for (int64_t j = 0; j < s.mid; ++j) {
+        const double v = x.f[at(j)] - mx;
+        y.f[at(j)] = static_cast<float>(log ? v - std::log(sum) : std::exp(v) / sum);
+      }
+    }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+enum class Reduce { sum, mean, max };
+
+Status reduce_kernel(KernelContext& c, Reduce kind) {
+  const Buf& x = c.in(0);
+  std::vector<int64_t> axes = c.attr_ints("axes");
+  if (c.has(1)) axes = c.in(1).as_ints();
+  auto norm = ir::normalize_axes(axes, x.rank());
+  if (!norm.ok()) return c.error(norm.status().message());
+  const bool keep = c.attr_int("keepdims") != 0;
+  if (norm->empty()) {
+    if (c.attr_int("noop_with_empty_axes")) {
+      c.out[0] = x;
+      return {};
+    }
+    for (int64_t k = 0; k < x.rank(); ++k) norm->push_back(k);
+  }
+  std::vector<bool> reduced(x.rank(), false);
+  for (int64_t a : *norm) reduced[a] = true;
+  std::vector<int64_t> out_shape, kept_shape;  // kept_shape: rank preserved, reduced axes 1
+  for (int64_t k = 0; k < x.rank(); ++k) {
+    kept_shape.push_back(reduced[k] ? 1 : x.shape[k]);
+    if (!reduced[k]) out_shape.push_back(x.shape[k]);
+    else if (keep) out_shape.push_back(1);
+  }
+  const int64_t n_out = numel(kept_shape), n_in = x.numel();
+  if (kind == Reduce::max && n_in == 0 && n_out > 0)
+    return c.error("ReduceMax over an empty axis");
+  Buf y = x.is_float() ? Buf::floats(out_shape, x.dtype) : Buf::ints(out_shape, x.dtype);
+  // Map each input element to its output slot.
+  const auto in_strides = strides_of(x.shape);
+  const auto out_strides = strides_of(kept_shape);
+  std::vector<int64_t> slot(n_in);
+  for (int64_t e = 0; e < n_in; ++e) {
+    int64_t rem = e, o = 0;
+    for (int64_t k = 0; k < x.rank(); ++k) {
+      const int64_t idx = rem / in_strides[k];
+      rem %= in_strides[k];
+      if (!reduced[k]) o += idx * out_strides[k];
+    }
+    slot[e] = o;
+  }
+  const int64_t count = n_out ? n_in / n_out : 0;
+  if (kind == Reduce::max) {
+    std::vector<double> m(n_out, -std::numeric_limits<double>::infinity());
+    std::vector<bool> nan(n_out, false);
+    for (int64_t e = 0; e < n_in; ++e) {
+      const double v = x.get(e);
+      if (std::isnan(v)) nan[slot[e]] = true;
+      m[slot[e]] = std::max(m[slot[e]], v);
+    }
+    for (int64_t o = 0; o < n_out; ++o) {
+      if (y.is_float()) y.f[o] = nan[o] ? NAN : static_cast<float>(m[o]);
+      else y.i[o] = static_cast<int64_t>(m[o]);
+    }
+  } else {
+    with_accumulation(c.accumulation(), [&](auto zero, auto round) {
+      using T = decltype(zero);
+      std::vector<T> s(n_out, zero);
+      for (int64_t e = 0; e < n_in; ++e) s[slot[e]] = round(s[slot[e]] + T(x.get(e)));
+      for (int64_t o = 0; o < n_out; ++o) {
+        const double v = kind == Reduce::mean ? double(s[o]) / double(count) : double(s[o]);
+        if (y.is_float()) y.f[o] = static_cast<float>(v);
+        else y.i[o] = static_cast<int64_t>(v);
+      }
+      return 0;
+    });
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+}  // namespace
+
+void add_normalization_kernels(KernelTable& t) {
+  t["BatchNormalization"] = batch_norm_kernel;
+  t["LayerNormalization"] = layer_norm_kernel;
+  t["Softmax"] = [](KernelContext& c) { return softmax_kernel(c, false); };
+  t["LogSoftmax"] = [](KernelContext& c) { return softmax_kernel(c, true); };
+  t["ReduceSum"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::sum); };
+  t["ReduceMean"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::mean); };
+  t["ReduceMax"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::max); };
+}
+
+}  // namespace hpf::ref

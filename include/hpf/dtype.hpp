@@ -1,0 +1,143 @@
+// Numeric formats of libhpf and exact conversions between them.
+//
+// Float formats and their encodings (bit patterns are returned in the low bits of a uint32_t):
+//   F32      IEEE binary32.
+//   TF32     1.8.10: FP32 with the mantissa rounded to 10 bits; stored as FP32 (low 13 bits 0).
+//   BF16     1.8.7, IEEE-like (infinities, NaN).
+//   F16      IEEE binary16, 1.5.10.
+//   F8E4M3   OCP E4M3FN, 1.4.3, bias 7: no infinities, S.1111.111 is NaN, max 448.
+//   F8E5M2   OCP E5M2, 1.5.2, bias 15: IEEE-like with infinities, max 57344.
+// Integer formats: I8, U8 (quantised tensors), I4 (signed, two per byte, low nibble first),
+// I32, I64 (indices, shapes), BOOL (one byte, 0 or 1).
+//
+// Conversions from FP32 round to nearest, ties to even; subnormals are kept (no flush to zero);
+// a NaN stays a NaN with its sign (quiet, top payload bits kept where the format has room);
+// +0 and -0 are kept. Overflow:
+//   * F16, BF16, TF32 follow IEEE 754: a value that rounds past the largest finite number
+//     becomes +-Inf, and +-Inf stays +-Inf. `Overflow` does not affect them.
+//   * F8E4M3 and F8E5M2 follow the two OCP FP8 conversion modes (the same table as ONNX Cast):
+//       Overflow::saturate:  +-Inf and values rounding past max -> +-max
+//       Overflow::propagate: -> NaN for E4M3 (it has no Inf), -> +-Inf for E5M2.
+//     Rounding happens first: E4M3 464.0 is a tie between 448 and the (non-existent) 480 and
+//     rounds to 448 in both modes.
+//
+// All functions here are pure and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "hpf/status.hpp"
+
+namespace hpf {
+
+enum class DType : uint8_t {
+  F32,
+  TF32,
+  BF16,
+  F16,
+  F8E4M3,
+  F8E5M2,
+  I8,
+  U8,
+  I4,
+  I32,
+  I64,
+  BOOL,
+};
+
+inline constexpr DType kAllDTypes[] = {DType::F32,    DType::TF32,   DType::BF16, DType::F16,
+                                       DType::F8E4M3, DType::F8E5M2, DType::I8,   DType::U8,
+                                       DType::I4,     DType::I32,    DType::I64,  DType::BOOL};
+
+enum class Overflow : uint8_t { saturate, propagate };
+
+// "f32", "tf32", "bf16", "f16", "f8e4m3", "f8e5m2", "i8", "u8", "i4", "i32", "i64", "bool".
+std::string_view dtype_name(DType t);
+// Parses the names above (also "fp32", "fp16", "float32", "float16", "bfloat16", "int8",
+// "uint8", "int4", "int32", "int64", "fp8e4m3", "e4m3", "fp8e5m2", "e5m2").
+Expected<DType> parse_dtype(std::string_view name);
+
+bool is_float(DType t);    // F32, TF32, BF16, F16, F8E4M3, F8E5M2
+bool is_integer(DType t);  // I8, U8, I4, I32, I64
+int bit_width(DType t);    // storage bits per element: 32 for TF32, 4 for I4, 8 for BOOL
+// Bytes needed to store `count` elements (I4 rounds up to whole bytes).
+size_t storage_bytes(DType t, size_t count);
+
+// Format facts for the float formats (F32 for the others is an error in debug builds).
+struct FloatFormat {
+  int exponent_bits;
+  int mantissa_bits;
+  int bias;
+  bool has_inf;
+  float max;             // largest finite value
+  float min_normal;      // smallest positive normal
+  float min_subnormal;   // smallest positive subnormal
+};
+FloatFormat float_format(DType t);
+
+// Decodes one element. Float formats: `bits` holds the encoding (F32/TF32: the FP32 bits).
+// Integer formats: the low bits are the two's-complement (or unsigned) value; BOOL: 0 or 1.
+// Exact for every format (all of them embed in FP32) except I32/I64 beyond 2^24.
+float decode(DType t, uint32_t bits);
+
+// Encodes one FP32 value. Float formats: see the rules at the top of this file. Integer formats:
+// round to nearest even, then clamp to the type's range (NaN -> 0); BOOL: value != 0.
+// Integer results are two's-complement bits in the low bit_width bits (I8 -1 -> 0xFF, I4 -1 ->
+// 0xF). The 32-bit result cannot hold an I64, so encode/decode treat I64 as I32 (clamped to the
+// int32 range); round_to, encode_span and decode_span use the full int64 range.
+uint32_t encode(DType t, float value, Overflow mode = Overflow::saturate);
+
+// encode then decode: the FP32 value nearest to `value` that `t` can represent.
+float round_to(DType t, float value, Overflow mode = Overflow::saturate);
+
+// Bulk conversions between FP32 and the packed storage of `t` (little-endian, I4 two per byte
+// with element 0 in the low nibble). `bytes` must hold exactly storage_bytes(t, values.size()).
+// Returns invalid_argument on a size mismatch.
+Status encode_span(DType t, std::span<const float> values, std::span<std::byte> bytes,
+                   Overflow mode = Overflow::saturate);
+Status decode_span(DType t, std::span<const std::byte> bytes, std::span<float> values);
+
+// ---- Integer quantisation -------------------------------------------------------------------
+//
+// q = clamp(round_half_even(x / scale) + zero_point, qmin, qmax);  x' = (q - zero_point) * scale.
+// The division is done in FP32, as ONNX QuantizeLinear does.
+//
+// Granularity:
+//   per tensor:   scales.size() == 1, axis ignored;
+//   per channel:  scales.size() == shape[axis] (INT8, e.g. one scale per output channel);
+//   group-wise:   group_size > 0: the last axis is cut into groups of group_size consecutive
+//                 elements (32, 64 or 128 for INT4), one scale per group per row, so
+//                 scales.size() == numel / group_size.
+// Zero points: empty means all zero (symmetric); otherwise the same count as scales.
+struct QuantParams {
+  DType type = DType::I8;               // I8, U8 or I4
+  std::vector<float> scales;            // > 0 and finite
+  std::vector<int32_t> zero_points;     // empty: symmetric
+  int axis = -1;                        // per channel: the axis the scales run along
+  int group_size = 0;                   // group-wise along the last axis when > 0
+};
+
+// Range of the quantised type: I8 [-128,127], U8 [0,255], I4 [-8,7].
+int32_t qmin(DType t);
+int32_t qmax(DType t);
+
+// Chooses parameters from the data. Symmetric: zero point 0, scale = max|x| / qmax
+// (I8 127, I4 7). Asymmetric (I8/U8): scale = (max - min) / (qmax - qmin) over the range
+// widened to include 0, zero point rounded so that 0 is exact. All-zero data gets scale 1.
+// `axis` >= 0 gives one set of parameters per index of that axis; `group_size` > 0 one per group.
+Expected<QuantParams> choose_quant_params(std::span<const float> x, std::span<const int64_t> shape,
+                                          DType type, bool symmetric, int axis = -1,
+                                          int group_size = 0);
+
+// Quantises `x` (of `shape`) into packed storage `q` (storage_bytes(p.type, numel) bytes).
+Status quantize(std::span<const float> x, std::span<const int64_t> shape, const QuantParams& p,
+                std::span<std::byte> q);
+// Dequantises packed storage back to FP32.
+Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
+                  const QuantParams& p, std::span<float> x);
+
+}  // namespace hpf
