@@ -164,8 +164,8 @@ Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inp
   return out;
 }
 
-Expected<std::map<std::string, Tensor>> run(const Graph& g,
-                                            const std::map<std::string, Tensor>& inputs,
+Expected<std::map<std::string, Tensor>> run_named(const Graph& g,
+                                                  const std::map<std::string, Tensor>& inputs,
                                             const RunOptions& options) {
   std::vector<Tensor> ordered;
   for (ValueId id : g.inputs()) {

@@ -45,8 +45,8 @@ Expected<std::vector<Tensor>> run(const Graph& graph, const std::vector<Tensor>&
                                   const RunOptions& options = {});
 
 // Same, with inputs and outputs by name.
-Expected<std::map<std::string, Tensor>> run(const Graph& graph,
-                                            const std::map<std::string, Tensor>& inputs,
+Expected<std::map<std::string, Tensor>> run_named(const Graph& graph,
+                                                  const std::map<std::string, Tensor>& inputs,
                                             const RunOptions& options = {});
 
 }  // namespace hpf::ref
