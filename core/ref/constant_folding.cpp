@@ -1,6 +1,7 @@
 // Constant folding with the reference kernels: a node whose inputs are all constants is
 // evaluated once at load time and replaced by its results.
 #include "core/ref/kernel.hpp"
+#include "hpf/log.hpp"
 #include "hpf/reference.hpp"
 
 namespace hpf {
@@ -58,6 +59,7 @@ Expected<int> fold_constants(Graph& g, size_t max_bytes) {
     ++folded;
   }
   if (folded) {
+    log(LogLevel::debug, "fold_constants: graph '" + g.name() + "': " + std::to_string(folded) + " nodes folded");
     g.remove_dead_nodes();
     HPF_RETURN_IF_ERROR(g.infer_shapes());
   }

@@ -108,6 +108,7 @@ Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inp
   for (ValueId id : g.outputs()) materialise(id);
 
   const KernelTable& table = kernels();
+  const bool trace = log_level() <= LogLevel::trace;
   for (size_t step = 0; step < order.size(); ++step) {
     const Node& n = g.node(order[step]);
     const ir::OpDef* def = ir::find_op(n.op);
@@ -145,6 +146,9 @@ Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inp
       HPF_RETURN_IF_ERROR(check_output(n, values[o], b));
       round_floats(b, b.dtype, mode);  // a kernel computes in FP32; the value's format decides
       round_floats(b, format_of(values[o]), mode);
+      if (trace)
+        log(LogLevel::trace, "ref: node '" + n.name + "' (" + n.op + ") -> '" + values[o].name + "' " +
+                                 std::string(dtype_name(b.dtype)) + shape_string(b.shape));
       env[o] = std::move(b);
       ready[o] = true;
     }
