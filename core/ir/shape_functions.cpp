@@ -317,7 +317,9 @@ Status resize(InferContext& c) {
   const std::string mode = c.attr_string("mode");
   if (mode != "nearest" && mode != "linear")
     return Status::unsupported("node '" + c.node().name + "' (Resize): mode '" + mode + "' is not supported (nearest, linear)");
-  if (c.has_input(3)) {
+  // Opset 11-12 exports pass an empty tensor for whichever of scales/sizes they do not use.
+  const Shape* sizes_shape = c.has_input(3) ? c.shape(3) : nullptr;
+  if (sizes_shape && !(sizes_shape->size() == 1 && (*sizes_shape)[0] == Dim(0))) {
     auto s = const_ints(c, 3);
     if (!s) { c.set_output_unknown_shape(0, t); return {}; }
     if (s->size() != x.size()) return c.error("sizes has " + std::to_string(s->size()) + " values for rank " + std::to_string(x.size()));

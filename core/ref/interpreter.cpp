@@ -144,7 +144,10 @@ Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inp
       const ValueId o = n.outputs[k];
       Buf& b = ctx.out[k];
       HPF_RETURN_IF_ERROR(check_output(n, values[o], b));
-      round_floats(b, b.dtype, mode);  // a kernel computes in FP32; the value's format decides
+      // A kernel computes in FP32; the value's own format decides. Formats with infinities keep
+      // them (IEEE); E4M3 saturates like the hardware's satfinite conversion.
+      round_floats(b, b.dtype,
+                   is_float(b.dtype) && float_format(b.dtype).has_inf ? Overflow::propagate : Overflow::saturate);
       round_floats(b, format_of(values[o]), mode);
       if (trace)
         log(LogLevel::trace, "ref: node '" + n.name + "' (" + n.op + ") -> '" + values[o].name + "' " +

@@ -22,7 +22,8 @@ Buf to_buf(const Tensor& t) {
 }
 
 Tensor to_tensor(const Buf& b) {
-  if (b.is_float()) return std::move(Tensor::from_f32(b.shape, b.f, b.dtype)).value();
+  // Values are already representable in b.dtype; propagate keeps E5M2 infinities infinite.
+  if (b.is_float()) return std::move(Tensor::from_f32(b.shape, b.f, b.dtype, Overflow::propagate)).value();
   return std::move(Tensor::from_i64(b.shape, b.i, b.dtype)).value();
 }
 

@@ -10,16 +10,18 @@ namespace hpf::ref {
 namespace {
 
 using UnaryFn = double (*)(double, const KernelContext&);
+using IntUnaryFn = int64_t (*)(int64_t);
 
-Kernel unary(UnaryFn fn, bool ints_too = false) {
-  return [fn, ints_too](KernelContext& c) -> Status {
+// `int_fn` (exact int64) handles integer tensors; ops without one reject them.
+Kernel unary(UnaryFn fn, IntUnaryFn int_fn = nullptr) {
+  return [fn, int_fn](KernelContext& c) -> Status {
     const Buf& x = c.in(0);
     Buf y = Buf::like(x);
     if (x.is_float()) {
       for (size_t k = 0; k < x.f.size(); ++k) y.f[k] = static_cast<float>(fn(x.f[k], c));
     } else {
-      if (!ints_too) return c.unsupported("integer input (" + std::string(dtype_name(x.dtype)) + ")");
-      for (size_t k = 0; k < x.i.size(); ++k) y.i[k] = static_cast<int64_t>(fn(double(x.i[k]), c));
+      if (!int_fn) return c.unsupported("integer input (" + std::string(dtype_name(x.dtype)) + ")");
+      for (size_t k = 0; k < x.i.size(); ++k) y.i[k] = int_fn(x.i[k]);
     }
     c.out[0] = std::move(y);
     return {};
@@ -63,14 +65,17 @@ Status broadcast_fold(KernelContext& c, FloatOp fop, IntOp iop) {
   return {};
 }
 
-template <typename F>
-Kernel binary(F f) {
-  return [f](KernelContext& c) {
-    return broadcast_fold(c, f, [f](int64_t a, int64_t b) -> std::optional<int64_t> {
-      return static_cast<int64_t>(f(double(a), double(b)));
-    });
+// Integer tensors use exact int64 arithmetic (wrapping, as two's-complement hardware does),
+// never a trip through double.
+template <typename F, typename I>
+Kernel binary(F f, I i) {
+  return [f, i](KernelContext& c) {
+    return broadcast_fold(c, f, [i](int64_t a, int64_t b) -> std::optional<int64_t> { return i(a, b); });
   };
 }
+int64_t wrap_add(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) + uint64_t(b)); }
+int64_t wrap_sub(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) - uint64_t(b)); }
+int64_t wrap_mul(int64_t a, int64_t b) { return static_cast<int64_t>(uint64_t(a) * uint64_t(b)); }
 
 Status div_kernel(KernelContext& c) {
   return broadcast_fold(
@@ -143,9 +148,9 @@ Status cast_kernel(KernelContext& c) {
   const int64_t n = x.numel();
   for (int64_t k = 0; k < n; ++k) {
     if (is_float(*to)) {
-      // Integers reach the float format through double: one rounding, as numpy's astype.
-      const double v = x.get(k);
-      y.f[k] = *to == DType::F32 ? static_cast<float>(v) : round_to(*to, static_cast<float>(v), mode);
+      // int64 -> float is one correctly rounded conversion (through double would round twice).
+      const float v = x.is_float() ? x.f[k] : static_cast<float>(x.i[k]);
+      y.f[k] = *to == DType::F32 ? v : round_to(*to, v, mode);
     } else if (*to == DType::BOOL) {
       y.i[k] = x.get(k) != 0;
     } else if (x.is_float()) {
@@ -196,18 +201,22 @@ Status clip_kernel(KernelContext& c) {
 }  // namespace
 
 void add_elementwise_kernels(KernelTable& t) {
-  t["Identity"] = unary([](double x, const KernelContext&) { return x; }, true);
-  t["Neg"] = unary([](double x, const KernelContext&) { return -x; }, true);
-  t["Abs"] = unary([](double x, const KernelContext&) { return std::abs(x); }, true);
+  t["Identity"] = unary([](double x, const KernelContext&) { return x; }, [](int64_t x) { return x; });
+  t["Neg"] = unary([](double x, const KernelContext&) { return -x; },
+                   [](int64_t x) { return static_cast<int64_t>(0 - uint64_t(x)); });
+  t["Abs"] = unary([](double x, const KernelContext&) { return std::abs(x); },
+                   [](int64_t x) { return x < 0 ? static_cast<int64_t>(0 - uint64_t(x)) : x; });
   t["Sqrt"] = unary([](double x, const KernelContext&) { return std::sqrt(x); });
   t["Exp"] = unary([](double x, const KernelContext&) { return std::exp(x); });
   t["Log"] = unary([](double x, const KernelContext&) { return std::log(x); });
   t["Erf"] = unary([](double x, const KernelContext&) { return std::erf(x); });
   t["Tanh"] = unary([](double x, const KernelContext&) { return std::tanh(x); });
   t["Sigmoid"] = unary([](double x, const KernelContext&) { return sigmoid(x); });
-  t["Relu"] = unary([](double x, const KernelContext&) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); }, true);
+  t["Relu"] = unary([](double x, const KernelContext&) { return x > 0 ? x : (std::isnan(x) ? x : 0.0); },
+                    [](int64_t x) { return x > 0 ? x : int64_t{0}; });
   t["LeakyRelu"] = unary([](double x, const KernelContext& c) { return x >= 0 ? x : x * c.attr_float("alpha"); });
   t["HardSigmoid"] = unary([](double x, const KernelContext& c) {
+    if (std::isnan(x)) return x;
     return std::max(0.0, std::min(1.0, double(c.attr_float("alpha")) * x + c.attr_float("beta")));
   });
   t["HardSwish"] = unary([](double x, const KernelContext&) {
@@ -221,9 +230,9 @@ void add_elementwise_kernels(KernelTable& t) {
       return 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
     } : +[](double x, const KernelContext&) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); })(c);
   };
-  t["Add"] = binary([](double a, double b) { return a + b; });
-  t["Sub"] = binary([](double a, double b) { return a - b; });
-  t["Mul"] = binary([](double a, double b) { return a * b; });
+  t["Add"] = binary([](double a, double b) { return a + b; }, wrap_add);
+  t["Sub"] = binary([](double a, double b) { return a - b; }, wrap_sub);
+  t["Mul"] = binary([](double a, double b) { return a * b; }, wrap_mul);
   t["Div"] = div_kernel;
   t["Pow"] = [](KernelContext& c) -> Status {
     if (!c.in(0).is_float()) return c.unsupported("integer base");
@@ -235,13 +244,15 @@ void add_elementwise_kernels(KernelTable& t) {
       e.dtype = DType::F32;
     }
     KernelContext inner(c.node(), *ir::find_op("Pow"), {&c.in(0), &e}, c.accumulation());
-    HPF_RETURN_IF_ERROR(binary([](double a, double b) { return std::pow(a, b); })(inner));
+    HPF_RETURN_IF_ERROR(binary([](double a, double b) { return std::pow(a, b); }, [](int64_t a, int64_t) { return a; })(inner));
     c.out[0] = std::move(inner.out[0]);
     return {};
   };
   // NaN propagates through Max/Min, as in ONNX Runtime.
-  t["Max"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); });
-  t["Min"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); });
+  t["Max"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); },
+                    [](int64_t a, int64_t b) { return std::max(a, b); });
+  t["Min"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); },
+                    [](int64_t a, int64_t b) { return std::min(a, b); });
   t["Equal"] = compare([](auto a, auto b) { return a == b; });
   t["Less"] = compare([](auto a, auto b) { return a < b; });
   t["Greater"] = compare([](auto a, auto b) { return a > b; });

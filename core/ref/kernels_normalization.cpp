@@ -139,8 +139,6 @@ Status reduce_kernel(KernelContext& c, Reduce kind) {
     else if (keep) out_shape.push_back(1);
   }
   const int64_t n_out = numel(kept_shape), n_in = x.numel();
-  if (kind == Reduce::max && n_in == 0 && n_out > 0)
-    return c.error("ReduceMax over an empty axis");
   Buf y = x.is_float() ? Buf::floats(out_shape, x.dtype) : Buf::ints(out_shape, x.dtype);
   // Map each input element to its output slot.
   const auto in_strides = strides_of(x.shape);
@@ -156,28 +154,36 @@ Status reduce_kernel(KernelContext& c, Reduce kind) {
     slot[e] = o;
   }
   const int64_t count = n_out ? n_in / n_out : 0;
-  if (kind == Reduce::max) {
+  if (!x.is_float()) {
+    // Integers reduce exactly in int64. An empty max gives the type's minimum (ONNX ReduceMax-18).
+    const int64_t lowest = x.dtype == DType::I64   ? std::numeric_limits<int64_t>::min()
+                           : x.dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
+                           : x.dtype == DType::BOOL ? 0
+                                                    : qmin(x.dtype);
+    std::fill(y.i.begin(), y.i.end(), kind == Reduce::max ? lowest : 0);
+    for (int64_t e = 0; e < n_in; ++e) {
+      int64_t& o = y.i[slot[e]];
+      o = kind == Reduce::max ? std::max(o, x.i[e]) : static_cast<int64_t>(uint64_t(o) + uint64_t(x.i[e]));
+    }
+    if (kind == Reduce::mean)
+      for (int64_t& o : y.i) o = count ? o / count : 0;
+  } else if (kind == Reduce::max) {
+    // An empty max gives -inf, the identity of max (ONNX ReduceMax-18); NaN propagates.
     std::vector<double> m(n_out, -std::numeric_limits<double>::infinity());
     std::vector<bool> nan(n_out, false);
     for (int64_t e = 0; e < n_in; ++e) {
-      const double v = x.get(e);
+      const double v = x.f[e];
       if (std::isnan(v)) nan[slot[e]] = true;
       m[slot[e]] = std::max(m[slot[e]], v);
     }
-    for (int64_t o = 0; o < n_out; ++o) {
-      if (y.is_float()) y.f[o] = nan[o] ? NAN : static_cast<float>(m[o]);
-      else y.i[o] = static_cast<int64_t>(m[o]);
-    }
+    for (int64_t o = 0; o < n_out; ++o) y.f[o] = nan[o] ? NAN : static_cast<float>(m[o]);
   } else {
     with_accumulation(c.accumulation(), [&](auto zero, auto round) {
       using T = decltype(zero);
       std::vector<T> s(n_out, zero);
-      for (int64_t e = 0; e < n_in; ++e) s[slot[e]] = round(s[slot[e]] + T(x.get(e)));
-      for (int64_t o = 0; o < n_out; ++o) {
-        const double v = kind == Reduce::mean ? double(s[o]) / double(count) : double(s[o]);
-        if (y.is_float()) y.f[o] = static_cast<float>(v);
-        else y.i[o] = static_cast<int64_t>(v);
-      }
+      for (int64_t e = 0; e < n_in; ++e) s[slot[e]] = round(s[slot[e]] + T(x.f[e]));
+      for (int64_t o = 0; o < n_out; ++o)
+        y.f[o] = static_cast<float>(kind == Reduce::mean ? double(s[o]) / double(count) : double(s[o]));
       return 0;
     });
   }
