@@ -1,5 +1,7 @@
 #include "hpf/graph.hpp"
 
+#include <algorithm>
+
 namespace hpf {
 
 std::string to_string(const Shape& shape) {
@@ -87,8 +89,11 @@ Expected<int32_t> Graph::add_node(std::string op, std::string name, std::vector<
       return Status::invalid("node '" + name + "' (" + op + "): input " + std::to_string(i) +
                              " refers to value id " + std::to_string(v) + " which does not exist");
   }
-  for (const std::string& o : output_names) {
+  for (size_t k = 0; k < output_names.size(); ++k) {
+    const std::string& o = output_names[k];
     Status s = check_new_value_name(o);
+    if (s.ok() && std::find(output_names.begin(), output_names.begin() + k, o) != output_names.begin() + k)
+      s = Status::invalid("graph '" + name_ + "': value name '" + o + "' is already used");
     if (!s.ok()) return s.with_context("node '" + name + "' (" + op + ") output");
   }
   Node n;
@@ -156,7 +161,7 @@ std::string GraphBuilder::fresh_name(const std::string& base) {
   std::string n;
   do {
     n = base + "_" + std::to_string(counter_++);
-  } while (g_.find_value(n));
+  } while (g_.find_value(n) || g_.find_node(n));
   return n;
 }
 

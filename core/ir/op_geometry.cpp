@@ -1,6 +1,7 @@
 #include "core/ir/op_geometry.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace hpf::ir {
 namespace {
@@ -182,7 +183,8 @@ Expected<std::vector<SliceAxis>> slice_ranges(std::span<const int64_t> in,
     const int64_t step = steps.empty() ? 1 : steps[j];
     if (step == 0) return Status::invalid("steps " + list(steps) + " contain 0");
     if (dim < 0) {
-      r[a] = {0, step, -1};
+      // Unknown size: only "from 0 to the end" (exporters write INT32_MAX or INT64_MAX) keeps it.
+      r[a] = {0, step, -1, starts[j] == 0 && step == 1 && ends[j] >= std::numeric_limits<int32_t>::max()};
       continue;
     }
     auto clampi = [](int64_t v, int64_t lo, int64_t hi) { return std::min(std::max(v, lo), hi); };
@@ -191,11 +193,12 @@ Expected<std::vector<SliceAxis>> slice_ranges(std::span<const int64_t> in,
     if (step > 0) {
       s = clampi(s, 0, dim);
       e = clampi(e, 0, dim);
-      r[a] = {s, step, e > s ? (e - s + step - 1) / step : 0};
+      r[a] = {s, step, e > s ? (e - s + step - 1) / step : 0, false};
+      r[a].whole = s == 0 && step == 1 && r[a].count == dim;
     } else {
       s = clampi(s, 0, dim - 1);
       e = clampi(e, -1, dim - 1);
-      r[a] = {s, step, s > e ? (s - e + (-step) - 1) / (-step) : 0};
+      r[a] = {s, step, s > e ? (s - e + (-step) - 1) / (-step) : 0, false};
     }
   }
   return r;

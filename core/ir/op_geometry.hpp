@@ -37,6 +37,7 @@ Expected<std::vector<int64_t>> reshape_target(std::span<const int64_t> in,
 
 struct SliceAxis {
   int64_t start = 0, step = 1, count = 0;
+  bool whole = true;  // every element, in order: the size (known or symbolic) is kept
 };
 // Per axis of `in`: the first index, step and count ONNX Slice selects (axes not named keep
 // everything). Unknown input sizes give count -1.

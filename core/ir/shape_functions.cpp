@@ -532,8 +532,7 @@ Status slice(InferContext& c) {
   Shape out;
   for (size_t i = 0; i < x.size(); ++i) {
     const SliceAxis& sa = (*r)[i];
-    if (sa.start == 0 && sa.step == 1 && x[i].known() && sa.count == x[i].value) out.push_back(x[i]);
-    else if (!x[i].known() && sa.start == 0 && sa.step == 1 && sa.count == -1) out.push_back(x[i]);
+    if (sa.whole) out.push_back(x[i]);
     else out.push_back(sa.count >= 0 ? Dim(sa.count) : Dim());
   }
   c.set_output(0, t, out);

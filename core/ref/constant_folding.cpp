@@ -50,6 +50,10 @@ Expected<int> fold_constants(Graph& g, size_t max_bytes) {
     for (size_t k = 0; k < n.inputs.size(); ++k) ptrs.push_back(n.inputs[k] == kNoValue ? nullptr : &bufs[k]);
     ref::KernelContext ctx(n, *def, std::move(ptrs), std::nullopt);
     HPF_RETURN_IF_ERROR(kit->second(ctx));
+    // Shapes not known before folding are known now: check the size again.
+    size_t computed_bytes = 0;
+    for (const ref::Buf& b : ctx.out) computed_bytes += storage_bytes(b.dtype, b.numel());
+    if (computed_bytes > max_bytes) continue;
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       ref::Buf& b = ctx.out[k];
       if (b.is_float())
