@@ -6,6 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libspdlog-dev libfmt-dev doctest-dev
+  libsqlite3-dev sqlite3 nlohmann-json3-dev
 )
 
 missing=()
