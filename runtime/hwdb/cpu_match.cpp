@@ -84,8 +84,10 @@ Expected<Product> Database::match_cpu(const CpuInfo& cpu) const {
     }
     p.arch = load_architecture(arch);
     p.note = "no product of architecture " + arch + " has " + std::to_string(cpu.cores) +
-             " cores: generic row, architecture matched by ISA features, peaks computed from this CPU's cores, "
-             "clock and per-core throughput";
+             " cores: generic row, architecture matched by ISA features" +
+             (same_vendor(cpu.vendor, candidates.front().vendor) ? std::string()
+                                                                 : " (same ISA level, another vendor)") +
+             ", peaks computed from this CPU's cores, clock and per-core throughput";
   } else {
     p.arch.name = "generic-" + cpu.isa;
     p.arch.kind = "cpu";

@@ -16,3 +16,8 @@ step(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 step("${WORK_DIR}/build/consumer")
 # The installed tool runs from the prefix too (RPATH $ORIGIN/../lib).
 step("${WORK_DIR}/prefix/bin/hpf" --version)
+if(NOT EXISTS "${WORK_DIR}/prefix/lib/hpf/hwdb.sqlite")
+  message(FATAL_ERROR "hwdb.sqlite not installed beside the library")
+endif()
+# ... and finds the installed hardware database beside the installed library.
+step("${WORK_DIR}/prefix/bin/hpf" hwdb show h100-sxm)
