@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libspdlog-dev libfmt-dev doctest-dev
-  libsqlite3-dev sqlite3 nlohmann-json3-dev
+  libsqlite3-dev sqlite3 nlohmann-json3-dev libxxhash-dev libboost-dev
+  llvm-19-dev libclang-cpp19-dev libclang-19-dev clang-19 libclang-common-19-dev libzstd-dev
 )
 
 missing=()

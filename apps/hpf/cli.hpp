@@ -57,5 +57,6 @@ int cmd_models();
 int cmd_ops();
 int cmd_hwdb(const std::vector<std::string>& argv);
 int cmd_info(const std::vector<std::string>& argv);
+int cmd_cache(const std::vector<std::string>& argv);
 
 }  // namespace hpf::cli

@@ -53,5 +53,6 @@ int main(int argc, char** argv) {
   if (cmd == "ops") return cmd_ops();
   if (cmd == "hwdb") return cmd_hwdb(rest);
   if (cmd == "info") return cmd_info(rest);
+  if (cmd == "cache") return cmd_cache(rest);
   return fail("unknown command '" + cmd + "'\n" + kUsage, 2);
 }
