@@ -6,6 +6,7 @@
 
 #include "apps/hpf/cli.hpp"
 #include "hpf/hwdb.hpp"
+#include "hpf/plugin_host.hpp"
 
 namespace hpf::cli {
 namespace {
@@ -176,6 +177,60 @@ int recommend(const hwdb::Database& db, const std::string& scenario, bool as_jso
   return 0;
 }
 
+json plugins_json(const PluginHost& host) {
+  json arr = json::array();
+  for (const PluginRecord& r : host.records()) {
+    json devices = json::array();
+    for (const DeviceRecord& d : r.devices) {
+      json precisions = json::object();
+      for (const PrecisionSupport& p : d.precisions) precisions[p.op_class] = p.formats;
+      json fingerprint = json::object();
+      for (const auto& [k, v] : d.fingerprint) fingerprint[k] = v;
+      devices.push_back({{"index", d.index}, {"name", d.name}, {"architecture", d.architecture},
+                         {"dialect", d.dialect}, {"score", d.score}, {"score_reason", d.score_reason},
+                         {"memory_bytes", d.memory_bytes}, {"compute_units", d.compute_units},
+                         {"precisions", precisions}, {"fingerprint", fingerprint}, {"compiler", d.compiler},
+                         {"compile_flags", d.compile_flags}});
+    }
+    arr.push_back({{"path", r.path}, {"name", r.name}, {"version", r.version},
+                   {"abi", r.abi_major || r.abi_minor ? json(std::to_string(r.abi_major) + "." + std::to_string(r.abi_minor))
+                                                      : json(nullptr)},
+                   {"usable", r.usable}, {"reason", r.reason}, {"devices", devices}});
+  }
+  return arr;
+}
+
+// One line per file ("<path>: usable" or "<path>: <why not>"), then the plugin and its devices.
+void print_plugins(const PluginHost& host) {
+  std::string dirs;
+  for (const std::string& d : host.search_dirs()) dirs += (dirs.empty() ? "" : ", ") + d;
+  if (host.records().empty()) {
+    std::printf("plugins  none found (searched %s; set HPF_PLUGIN_PATH)\n", dirs.empty() ? "nothing" : dirs.c_str());
+    return;
+  }
+  std::printf("plugins  searched %s\n", dirs.c_str());
+  for (const PluginRecord& r : host.records()) {
+    std::printf("  %s: %s\n", r.path.c_str(), r.usable ? "usable" : r.reason.c_str());
+    if (r.name.empty()) continue;
+    std::printf("    %s %s, ABI %u.%u\n", r.name.c_str(), r.version.c_str(), r.abi_major, r.abi_minor);
+    for (const DeviceRecord& d : r.devices) {
+      std::printf("    device %d: %s (%s, dialect %s), score %d", d.index, d.name.c_str(), d.architecture.c_str(),
+                  d.dialect.c_str(), d.score);
+      if (!d.score_reason.empty()) std::printf(" (%s)", d.score_reason.c_str());
+      std::printf(", %llu MiB, %d units\n", static_cast<unsigned long long>(d.memory_bytes >> 20), d.compute_units);
+      for (const PrecisionSupport& p : d.precisions) {
+        std::string formats;
+        for (const std::string& f : p.formats) formats += (formats.empty() ? "" : " ") + f;
+        std::printf("      %-14s %s\n", p.op_class.c_str(), formats.c_str());
+      }
+      std::string flags = d.compile_flags;
+      if (flags.size() > 100) flags = flags.substr(0, 100) + "... (" + std::to_string(flags.size()) + " characters, see --json)";
+      if (!d.compiler.empty())
+        std::printf("      compiler %s%s%s\n", d.compiler.c_str(), flags.empty() ? "" : ", flags ", flags.c_str());
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_hwdb(const std::vector<std::string>& argv) {
@@ -205,6 +260,7 @@ int cmd_info(const std::vector<std::string>& argv) {
   const CpuInfo cpu = detect_cpu();
   auto db = hwdb::Database::open();
   Expected<hwdb::Product> match = db.ok() ? db->match_cpu(cpu) : Expected<hwdb::Product>(db.status());
+  const PluginHost plugins;
   if (args->flag("--json")) {
     json flags = json::array();
     for (const auto& f : cpu.flags) flags.push_back(f);
@@ -215,7 +271,7 @@ int cmd_info(const std::vector<std::string>& argv) {
                 {"flags", flags}}},
               {"hwdb", db.ok() ? json(db->path()) : json(nullptr)},
               {"match", match.ok() ? product_json(*match) : json({{"error", match.status().message()}})},
-              {"plugins", json::array()}};
+              {"plugins", plugins_json(plugins)}};
     std::printf("%s\n", j.dump(2).c_str());
     return match.ok() ? 0 : 1;
   }
@@ -226,7 +282,8 @@ int cmd_info(const std::vector<std::string>& argv) {
   if (!match.ok()) return fail(match.status().message());
   std::printf("hwdb     %s\n\nmatch    ", db->path().c_str());
   print_product(*match);
-  std::printf("\nplugins  none loaded (the plugin host arrives with the CPU JIT backend)\n");
+  std::printf("\n");
+  print_plugins(plugins);
   return 0;
 }
 

@@ -15,6 +15,15 @@
  * matching function of the same table. Strings and tables a plugin returns from *_info stay
  * valid until plugin_destroy. No C++ types or exceptions cross the boundary.
  *
+ * Arrays. The elements of hpf_device_info.precisions and .fingerprint are spaced by their own
+ * struct_size (a later minor may append fields to them), not by the host's sizeof.
+ *
+ * Kernels belong to their program: there is no kernel release; a kernel handle is valid until
+ * program_unload of its program.
+ *
+ * Launches. kernel_launch may return before the work is done on devices that queue it;
+ * device_synchronize (and timer_stop) wait for it. The CPU plugin runs launches synchronously.
+ *
  * Errors. Every fallible function returns NULL on success or an hpf_error* that the caller
  * reads with error_code/error_message and releases with error_destroy.
  *

@@ -4,9 +4,12 @@
 
 #include <sqlite3.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include "hpf/status.hpp"
 
@@ -15,8 +18,10 @@ namespace hpf::sql {
 class Stmt {
  public:
   Stmt(sqlite3* db, const char* sql) : db_(db) {
-    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
+    rc_ = sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr);
+    if (rc_ != SQLITE_OK) {
       error_ = sqlite3_errmsg(db);
+      sqlite3_finalize(stmt_);
       stmt_ = nullptr;
     }
   }
@@ -39,12 +44,37 @@ class Stmt {
     if (stmt_) sqlite3_bind_int64(stmt_, i, v);
     return *this;
   }
+  Stmt& bind_text(int i, std::string_view v) {
+    if (stmt_) sqlite3_bind_text(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  // The bytes are copied; an empty span binds a zero-length blob, not NULL.
+  Stmt& bind_blob(int i, std::span<const std::byte> v) {
+    if (stmt_) sqlite3_bind_blob64(stmt_, i, v.empty() ? "" : static_cast<const void*>(v.data()),
+                                   v.size(), SQLITE_TRANSIENT);
+    return *this;
+  }
   // True while a row is available.
   bool step() {
     if (!stmt_) return false;
-    const int rc = sqlite3_step(stmt_);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) error_ = sqlite3_errmsg(db_);
-    return rc == SQLITE_ROW;
+    rc_ = sqlite3_step(stmt_);
+    if (rc_ != SQLITE_ROW && rc_ != SQLITE_DONE) error_ = sqlite3_errmsg(db_);
+    return rc_ == SQLITE_ROW;
+  }
+  // Result code of the last step() (SQLITE_ROW, SQLITE_DONE or an error), or of preparing.
+  int rc() const { return rc_; }
+  // The last step() finished the statement without an error.
+  bool done() const { return rc_ == SQLITE_DONE; }
+  // Ready to step again with the same bindings (or re-bound ones).
+  void reset() {
+    if (stmt_) sqlite3_reset(stmt_);
+  }
+  // Valid until the next step(), reset() or destruction.
+  std::span<const std::byte> blob(int col) const {
+    const void* p = sqlite3_column_blob(stmt_, col);
+    const int n = sqlite3_column_bytes(stmt_, col);
+    return p ? std::span<const std::byte>(static_cast<const std::byte*>(p), static_cast<size_t>(n))
+             : std::span<const std::byte>();
   }
   std::string text(int col) const {
     const unsigned char* t = sqlite3_column_text(stmt_, col);
@@ -63,6 +93,7 @@ class Stmt {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_ = nullptr;
+  int rc_ = SQLITE_OK;
   std::string error_;
 };
 

@@ -1,0 +1,161 @@
+// Fused elementwise chains in C: every input broadcast to the output by strides baked in as
+// constants, each step computed in FP32 and rounded to its format, casts included, so a format
+// conversion never needs a pass of its own.
+#include <sstream>
+
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_prelude.hpp"
+
+namespace hpf::jit {
+namespace {
+
+std::string f(float v) { return c_float(v); }
+
+float attr_f(const Attributes& a, const char* name, float def) {
+  auto it = a.find(name);
+  if (it == a.end()) return def;
+  if (auto* v = std::get_if<float>(&it->second)) return *v;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<float>(*v);
+  return def;
+}
+
+// Rounds a float expression to `t` and back, as the graph's intermediate value of format t.
+std::string round_to_format(DType t, const std::string& e) {
+  switch (t) {
+    case DType::BF16: return "hpf_bf16_f32(hpf_f32_bf16(" + e + "))";
+    case DType::F16: return "hpf_f16_f32(hpf_f32_f16(" + e + "))";
+    case DType::TF32: return "hpf_tf32(" + e + ")";
+    default: return e;
+  }
+}
+
+Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std::string>& in) {
+  auto need = [&](size_t n) -> Status {
+    if (in.size() < n) return Status::invalid("elementwise " + s.op + ": needs " + std::to_string(n) + " operands");
+    return {};
+  };
+  const std::string& a = in.empty() ? std::string() : in[0];
+  HPF_RETURN_IF_ERROR(need(1));
+  if (s.op == "Identity") return a;
+  if (s.op == "Neg") return "(-" + a + ")";
+  if (s.op == "Abs") return "__builtin_fabsf(" + a + ")";
+  if (s.op == "Sqrt") return "sqrtf(" + a + ")";
+  if (s.op == "Exp") return "expf(" + a + ")";
+  if (s.op == "Log") return "logf(" + a + ")";
+  if (s.op == "Erf") return "erff(" + a + ")";
+  if (s.op == "Tanh") return "tanhf(" + a + ")";
+  if (s.op == "Sigmoid") return "(1.0f / (1.0f + expf(-" + a + ")))";
+  if (s.op == "Relu") return "(" + a + " > 0.0f ? " + a + " : (" + a + " != " + a + " ? " + a + " : 0.0f))";
+  if (s.op == "LeakyRelu") return "(" + a + " >= 0.0f ? " + a + " : " + a + " * " + f(attr_f(s.attrs, "alpha", 0.01f)) + ")";
+  if (s.op == "HardSigmoid")
+    return "(" + a + " != " + a + " ? " + a + " : hpf_minf(1.0f, hpf_maxf(0.0f, " + f(attr_f(s.attrs, "alpha", 0.2f)) +
+           " * " + a + " + " + f(attr_f(s.attrs, "beta", 0.5f)) + ")))";
+  if (s.op == "HardSwish") return "(" + a + " * hpf_minf(1.0f, hpf_maxf(0.0f, " + a + " / 6.0f + 0.5f)))";
+  if (s.op == "Gelu") {
+    auto it = s.attrs.find("approximate");
+    const bool tanh_form = it != s.attrs.end() && std::get<std::string>(it->second) == "tanh";
+    if (tanh_form)
+      return "(0.5f * " + a + " * (1.0f + tanhf(0.7978845608f * (" + a + " + 0.044715f * " + a + " * " + a + " * " + a + "))))";
+    return "(0.5f * " + a + " * (1.0f + erff(" + a + " * 0.70710678118654752f)))";
+  }
+  if (s.op == "Cast") return a;  // the rounding to the target format happens on the step's result
+  if (s.op == "Clip") {
+    std::string lo = s.attrs.count("min") ? f(attr_f(s.attrs, "min", 0)) : (in.size() > 1 && !in[1].empty() ? in[1] : "");
+    std::string hi = s.attrs.count("max") ? f(attr_f(s.attrs, "max", 0)) : (in.size() > 2 && !in[2].empty() ? in[2] : "");
+    std::string e = a;
+    if (!lo.empty()) e = "(" + e + " < " + lo + " ? " + lo + " : " + e + ")";
+    if (!hi.empty()) e = "(" + e + " > " + hi + " ? " + hi + " : " + e + ")";
+    return e;
+  }
+  HPF_RETURN_IF_ERROR(need(2));
+  const std::string& b = in[1];
+  if (s.op == "Add") return "(" + a + " + " + b + ")";
+  if (s.op == "Sub") return "(" + a + " - " + b + ")";
+  if (s.op == "Mul") return "(" + a + " * " + b + ")";
+  if (s.op == "Div") return "(" + a + " / " + b + ")";
+  if (s.op == "Pow") return "powf(" + a + ", " + b + ")";
+  if (s.op == "Max" || s.op == "Min") {
+    std::string e = a;
+    for (size_t k = 1; k < in.size(); ++k) e = std::string(s.op == "Max" ? "hpf_maxf(" : "hpf_minf(") + e + ", " + in[k] + ")";
+    return e;
+  }
+  return Status::unsupported("C codegen: elementwise op '" + s.op + "'");
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const std::string& name) {
+  if (spec.outputs.size() != 1) return Status::unsupported("C codegen: elementwise kernels have one output");
+  const TensorDesc& out = spec.outputs[0];
+  const int64_t n = numel(out.shape);
+  const int rank = static_cast<int>(out.shape.size());
+  std::ostringstream src;
+  src << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n";
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    const char* t = c_storage_type(spec.inputs[k].dtype);
+    if (!t) return Status::unsupported("C codegen: input dtype " + std::string(dtype_name(spec.inputs[k].dtype)));
+    src << "  const " << t << "* restrict in" << k << " = (const " << t << "*)args[" << k << "];\n";
+  }
+  const char* ot = c_storage_type(out.dtype);
+  if (!ot) return Status::unsupported("C codegen: output dtype " + std::string(dtype_name(out.dtype)));
+  src << "  " << ot << "* restrict out = (" << ot << "*)args[" << spec.inputs.size() << "];\n";
+  src << "  for (i64 i = begin; i < end; ++i) {\n";
+  // Offsets of each input: identity, scalar, or strides over the output's multi-index.
+  bool need_index = false;
+  std::vector<std::string> offsets;
+  for (const TensorDesc& in : spec.inputs) {
+    if (in.shape == out.shape) {
+      offsets.push_back("i");
+    } else if (numel(in.shape) == 1) {
+      offsets.push_back("0");
+    } else {
+      need_index = true;
+      std::vector<int64_t> strides(rank, 0);
+      int64_t st = 1;
+      const int off = rank - static_cast<int>(in.shape.size());
+      for (int d = static_cast<int>(in.shape.size()) - 1; d >= 0; --d) {
+        if (in.shape[d] != 1) strides[off + d] = st;
+        st *= in.shape[d];
+      }
+      std::string e = "0";
+      for (int d = 0; d < rank; ++d)
+        if (strides[d]) e += " + c" + std::to_string(d) + " * " + std::to_string(strides[d]) + "LL";
+      offsets.push_back(e);
+    }
+  }
+  if (need_index) {
+    src << "    i64 rem = i;\n";
+    for (int d = rank - 1; d >= 0; --d)
+      src << "    const i64 c" << d << " = rem % " << out.shape[d] << "LL; rem /= " << out.shape[d] << "LL;\n";
+  }
+  std::vector<std::string> loaded;
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    src << "    const float v" << k << " = " << c_load(spec.inputs[k].dtype, "in" + std::to_string(k) + "[" + offsets[k] + "]")
+        << ";\n";
+    loaded.push_back("v" + std::to_string(k));
+  }
+  std::string last = loaded.empty() ? "0.0f" : loaded[0];
+  for (size_t s = 0; s < spec.chain.size(); ++s) {
+    const ElementwiseStep& st = spec.chain[s];
+    std::vector<std::string> ops;
+    for (int o : st.operands)
+      ops.push_back(o == kAbsentOperand ? std::string() : o >= 0 ? loaded.at(o) : "t" + std::to_string(-1 - o));
+    HPF_ASSIGN_OR_RETURN(std::string e, step_expr(st, ops));
+    src << "    const float t" << s << " = " << round_to_format(st.dtype, e) << ";\n";
+    last = "t" + std::to_string(s);
+  }
+  if (is_float(out.dtype) || out.dtype == DType::BOOL) {
+    src << "    out[i] = " << c_store(out.dtype, last) << ";\n";
+  } else {
+    // Float to integer: truncate toward zero, saturate, NaN -> 0 (the reference's Cast).
+    const double lo = out.dtype == DType::I64 ? -9.2233720368547758e18 : out.dtype == DType::I32 ? -2147483648.0 : qmin(out.dtype);
+    const double hi = out.dtype == DType::I64 ? 9.2233720368547758e18 : out.dtype == DType::I32 ? 2147483647.0 : qmax(out.dtype);
+    src << "    float r = __builtin_truncf(" << last << ");\n"
+        << "    r = r != r ? 0.0f : r < " << lo << " ? " << lo << " : r > " << hi << " ? " << hi << " : r;\n"
+        << "    out[i] = (" << ot << ")r;\n";
+  }
+  src << "  }\n}\n";
+  return GeneratedKernel{name, src.str(), n, 4096};
+}
+
+}  // namespace hpf::jit

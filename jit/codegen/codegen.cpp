@@ -1,0 +1,65 @@
+// generate_c: dispatch by op family; the kernel's name is a hash of its spec, so equal specs
+// give byte-identical source (and cache hits).
+#include <cstdio>
+#include <sstream>
+
+#include "jit/codegen/c_codegen.hpp"
+
+namespace hpf::jit {
+namespace {
+
+std::string attr_text(const AttrValue& v) {
+  std::ostringstream os;
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, std::string>) os << x;
+        else if constexpr (std::is_same_v<T, float>) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%a", double(x));
+          os << buf;
+        } else if constexpr (std::is_same_v<T, Tensor>) os << x.describe();
+        else
+          for (const auto& e : x) os << e << ",";
+      },
+      v);
+  return os.str();
+}
+
+std::string desc_text(const TensorDesc& t) { return std::string(dtype_name(t.dtype)) + shape_string(t.shape); }
+
+}  // namespace
+
+std::string KernelSpec::canonical() const {
+  std::ostringstream os;
+  os << family << "|acc=" << dtype_name(accumulation) << "|in=";
+  for (const auto& t : inputs) os << desc_text(t) << ";";
+  os << "|out=";
+  for (const auto& t : outputs) os << desc_text(t) << ";";
+  os << "|attrs=";
+  for (const auto& [k, v] : attrs) os << k << "=" << attr_text(v) << ";";
+  for (const auto& s : chain) {
+    os << "|" << s.op << ":" << dtype_name(s.dtype) << "(";
+    for (int o : s.operands) os << o << ",";
+    for (const auto& [k, v] : s.attrs) os << k << "=" << attr_text(v) << ";";
+    os << ")";
+  }
+  return os.str();
+}
+
+Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
+  // FNV-1a over the canonical text names the kernel.
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : spec.canonical()) h = (h ^ c) * 1099511628211ull;
+  char name[64];
+  std::snprintf(name, sizeof name, "hpf_%s_%016llx", spec.family.c_str(), static_cast<unsigned long long>(h));
+  if (spec.family == "elementwise") return generate_c_elementwise(spec, name);
+  if (spec.family == "matmul") return generate_c_matmul(spec, name);
+  if (spec.family == "softmax") return generate_c_softmax(spec, name);
+  if (spec.family == "layernorm") return generate_c_layernorm(spec, name);
+  if (spec.family == "gather") return generate_c_gather(spec, name);
+  if (spec.family == "transpose") return generate_c_transpose(spec, name);
+  return Status::unsupported("C codegen: no generator for op family '" + spec.family + "'");
+}
+
+}  // namespace hpf::jit

@@ -1,0 +1,51 @@
+// KernelSpec: what one generated kernel computes (op family, dtypes, concrete shapes,
+// attributes) — the "what"; codegen turns it into source in a device dialect — the "how".
+// Plain data, hashable through its canonical text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpf/graph.hpp"
+
+namespace hpf::jit {
+
+struct TensorDesc {
+  DType dtype = DType::F32;
+  std::vector<int64_t> shape;
+};
+
+// One step of a fused elementwise chain. Operands: indices into the kernel's inputs (>= 0),
+// earlier steps (-1 - step index), or kAbsentOperand for an omitted optional input.
+inline constexpr int kAbsentOperand = -(1 << 30);
+struct ElementwiseStep {
+  std::string op;              // ONNX op name: Add, Relu, Gelu, Cast, ...
+  std::vector<int> operands;
+  Attributes attrs;
+  DType dtype = DType::F32;    // format of the step's result (rounded to it, as the graph says)
+};
+
+struct KernelSpec {
+  std::string family;          // elementwise | matmul | softmax | layernorm | gather | transpose
+  std::vector<TensorDesc> inputs;
+  std::vector<TensorDesc> outputs;
+  DType accumulation = DType::F32;
+  Attributes attrs;
+  std::vector<ElementwiseStep> chain;  // elementwise family
+
+  // Canonical text of everything above: equal specs give equal text.
+  std::string canonical() const;
+};
+
+struct GeneratedKernel {
+  std::string name;            // the entry point's symbol
+  std::string source;          // a complete translation unit in the dialect
+  int64_t work_items = 0;      // the launch's range: kernels process [begin, end) of it
+  int64_t grain = 0;           // smallest range worth a thread
+};
+
+// C dialect (CPU plugin). Errors: unsupported family/op/dtype, naming what.
+Expected<GeneratedKernel> generate_c(const KernelSpec& spec);
+
+}  // namespace hpf::jit

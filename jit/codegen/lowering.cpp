@@ -1,0 +1,129 @@
+#include "jit/codegen/lowering.hpp"
+
+#include <algorithm>
+#include <set>
+
+namespace hpf::jit {
+namespace {
+
+const std::set<std::string> kElementwise = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Neg", "Abs",
+                                            "Exp", "Log", "Erf", "Tanh", "Sigmoid", "HardSigmoid", "HardSwish",
+                                            "Relu", "LeakyRelu", "Gelu", "Clip", "Cast"};
+const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+
+}  // namespace
+
+Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage) {
+  HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
+  auto desc = [&](ValueId v) -> Expected<TensorDesc> {
+    const Value& val = g.value(v);
+    auto dims = val.has_shape ? concrete(val.shape) : std::nullopt;
+    if (!dims) return Status::invalid("lowering: value '" + val.name + "' has no concrete shape");
+    DType t = val.dtype;
+    if (static_cast<size_t>(v) < storage.size() && is_float(t)) t = storage[v];
+    return TensorDesc{t, *dims};
+  };
+  // Consumers per value, to know when an intermediate may live only in registers.
+  std::vector<int> uses(g.values().size(), 0);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs)
+      if (v != kNoValue) ++uses[v];
+  for (ValueId v : g.outputs()) uses[v] += 1 << 20;
+
+  std::vector<LoweredStep> steps;
+  std::vector<int> chain_of(g.values().size(), -1);  // value -> index of the open elementwise step producing it
+  for (int32_t id : order) {
+    const Node& n = g.node(id);
+    LoweredStep st;
+    st.node = id;
+    st.fused = {id};
+    st.label = n.name;
+    if (kViews.count(n.op)) {
+      st.kind = LoweredStep::Kind::alias;
+      st.inputs = {n.inputs[0]};
+      st.outputs = n.outputs;
+      steps.push_back(std::move(st));
+      continue;
+    }
+    if (kElementwise.count(n.op) && n.outputs.size() == 1) {
+      HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));
+      // Extend the chain producing input 0 when it is this node's only use and shapes agree.
+      const ValueId x = n.inputs[0];
+      const int open = x >= 0 ? chain_of[x] : -1;
+      LoweredStep* s = nullptr;
+      if (open >= 0 && uses[x] == 1 && steps[open].spec.outputs[0].shape == out.shape) {
+        s = &steps[open];
+      } else {
+        st.kind = LoweredStep::Kind::kernel;
+        st.spec.family = "elementwise";
+        steps.push_back(std::move(st));
+        s = &steps.back();
+      }
+      ElementwiseStep e;
+      e.op = n.op;
+      e.attrs = n.attrs;
+      e.dtype = out.dtype;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        const ValueId v = n.inputs[k];
+        if (v == kNoValue) {
+          e.operands.push_back(kAbsentOperand);  // Clip without one of its bounds
+          continue;
+        }
+        if (s->spec.chain.size() && v == s->outputs[0]) {
+          e.operands.push_back(-static_cast<int>(s->spec.chain.size()));  // the previous step
+          continue;
+        }
+        auto pos = std::find(s->inputs.begin(), s->inputs.end(), v);
+        if (pos == s->inputs.end()) {
+          HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+          s->inputs.push_back(v);
+          s->spec.inputs.push_back(d);
+          pos = s->inputs.end() - 1;
+        }
+        e.operands.push_back(static_cast<int>(pos - s->inputs.begin()));
+      }
+      s->spec.chain.push_back(std::move(e));
+      if (s->node != id) {
+        s->fused.push_back(id);
+        s->label += "+" + n.name;
+        chain_of[s->outputs[0]] = -1;
+      }
+      s->node = id;
+      s->outputs = n.outputs;
+      s->spec.outputs = {out};
+      // An integer result ends the chain: the chain computes in FP32.
+      chain_of[n.outputs[0]] = is_float(out.dtype) ? static_cast<int>(s - steps.data()) : -1;
+      continue;
+    }
+    std::string family;
+    if (n.op == "MatMul" || n.op == "Gemm") family = "matmul";
+    else if (n.op == "Softmax" || n.op == "LogSoftmax") family = "softmax";
+    else if (n.op == "LayerNormalization" && n.outputs.size() == 1) family = "layernorm";
+    else if (n.op == "Gather") family = "gather";
+    else if (n.op == "Transpose") family = "transpose";
+    st.inputs = n.inputs;
+    st.outputs = n.outputs;
+    if (family.empty()) {
+      st.kind = LoweredStep::Kind::fallback;
+      steps.push_back(std::move(st));
+      continue;
+    }
+    st.spec.family = family;
+    st.spec.attrs = n.attrs;
+    if (n.op == "Gemm") st.spec.attrs["gemm"] = int64_t{1};
+    if (n.op == "LogSoftmax") st.spec.attrs["log"] = int64_t{1};
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) return Status::unsupported("lowering: node '" + n.name + "' has an absent optional input");
+      HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+      st.spec.inputs.push_back(d);
+    }
+    for (ValueId v : n.outputs) {
+      HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+      st.spec.outputs.push_back(d);
+    }
+    steps.push_back(std::move(st));
+  }
+  return steps;
+}
+
+}  // namespace hpf::jit

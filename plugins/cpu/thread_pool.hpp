@@ -1,0 +1,55 @@
+// A fixed pool of worker threads that runs work ranges for kernel launches.
+#ifndef HPF_PLUGINS_CPU_THREAD_POOL_HPP_
+#define HPF_PLUGINS_CPU_THREAD_POOL_HPP_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hpf::cpu {
+
+// `threads` is the total parallelism including the calling thread, which always takes part:
+// the pool owns threads - 1 workers, started on the first launch that needs them.
+// Thread-safety: parallel_for may be called from several threads at once; their ranges
+// interleave on the same workers and each call returns when its own ranges are done.
+class ThreadPool {
+ public:
+  using RangeFn = void (*)(void* context, int64_t begin, int64_t end);
+
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return threads_; }
+
+  // Calls fn(context, begin, end) over [0, items) cut into ranges. `grain` is the smallest range
+  // worth a thread; 0 lets the pool choose (about 4 ranges per thread, at least 1 item each).
+  // `fn` must not throw.
+  void parallel_for(int64_t items, int64_t grain, RangeFn fn, void* context);
+
+  // The range length parallel_for uses for `items` and `grain` on `threads` threads.
+  static int64_t range_size(int64_t items, int64_t grain, int threads);
+
+ private:
+  struct Job;
+  void start_workers_locked();
+  void worker_loop();
+  static void run_ranges(Job& job);
+
+  const int threads_;
+  std::mutex mutex_;
+  std::condition_variable work_ready_;
+  std::condition_variable job_released_;
+  std::deque<Job*> jobs_;
+  std::vector<std::thread> workers_;
+  bool started_ = false;
+  bool stopping_ = false;
+};
+
+}  // namespace hpf::cpu
+
+#endif  // HPF_PLUGINS_CPU_THREAD_POOL_HPP_

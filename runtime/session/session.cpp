@@ -1,0 +1,337 @@
+// Session::compile: lower the graph, get every kernel from the cache or the plugin's compiler,
+// load it, and plan memory; Executable::run: upload inputs, launch, download outputs.
+#include "hpf/session.hpp"
+
+#include <chrono>
+#include <map>
+
+#include "hpf/fingerprint.hpp"
+#include "hpf/kernel_cache.hpp"
+#include "hpf/log.hpp"
+#include "hpf/plugin_host.hpp"
+#include "hpf/reference.hpp"
+#include "jit/codegen/lowering.hpp"
+#include "runtime/session/memory_plan.hpp"
+
+namespace hpf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// A step of the executable: a loaded kernel, or a one-node graph for the reference fallback.
+struct Step {
+  jit::LoweredStep::Kind kind;
+  std::string label;
+  Kernel kernel;
+  int64_t work_items = 0, grain = 0;
+  std::vector<ValueId> inputs, outputs;
+  std::shared_ptr<Graph> fallback;  // one node, its inputs as graph inputs
+  int64_t calls = 0;
+  double total_ms = 0;
+};
+
+}  // namespace
+
+struct Session::Impl {
+  SessionOptions options;
+  Plugin* plugin = nullptr;
+  int32_t device = 0;
+  std::string device_label;
+  std::string fingerprint;  // digest of the device's fingerprint and toolchain
+  std::optional<KernelCache> cache;
+};
+
+struct Executable::Impl {
+  Plugin* plugin = nullptr;
+  int32_t device = 0;
+  std::shared_ptr<const Graph> graph;
+  std::vector<Program> programs;
+  std::vector<Step> steps;
+  MemoryPlan plan;
+  std::vector<Buffer> buffers;       // one per plan slot
+  std::vector<int> slot_of;          // value -> buffer index (-1: none)
+  std::vector<DType> storage;        // value -> storage format
+  std::vector<std::vector<int64_t>> shapes;  // value -> concrete shape
+  std::vector<std::vector<int64_t>> input_shapes;
+  CompileStats stats;
+  std::vector<std::string> output_names;
+
+  size_t value_bytes(ValueId v) const { return storage_bytes(storage[v], numel(shapes[v])); }
+  void* pointer(ValueId v) const {
+    return static_cast<std::byte*>(buffers[plan.slot_of[v]].device_pointer()) + plan.offset_of[v];
+  }
+  Status upload(ValueId v, const Tensor& t) {
+    const Tensor conv = t.dtype() == storage[v] ? t : t.cast(storage[v]);
+    return buffers[plan.slot_of[v]].copy_in(plan.offset_of[v], conv.bytes().data(), conv.nbytes());
+  }
+  Expected<Tensor> download(ValueId v) const {
+    Tensor t(storage[v], shapes[v]);
+    HPF_RETURN_IF_ERROR(buffers[plan.slot_of[v]].copy_out(plan.offset_of[v], t.bytes().data(), t.nbytes()));
+    return t;
+  }
+};
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+Session::~Session() = default;
+const std::string& Session::device() const { return impl_->device_label; }
+
+Expected<Session> Session::create(SessionOptions options) {
+  auto impl = std::make_unique<Impl>();
+  PluginHost& host = PluginHost::shared();
+  if (!options.plugin.empty()) {
+    Plugin* p = host.plugin(options.plugin);
+    if (!p || !p->usable()) {
+      std::string why = "no plugin '" + options.plugin + "' is loaded";
+      for (const auto& r : host.records())
+        if (r.name == options.plugin) why = "plugin '" + options.plugin + "' is unusable: " + r.reason;
+      return Status::not_found("session: " + why);
+    }
+    impl->plugin = p;
+    impl->device = 0;
+    for (const auto& d : p->devices())
+      if (d.score > p->devices()[impl->device].score) impl->device = d.index;
+  } else {
+    auto best = host.best_device();
+    if (!best.ok()) return best.status();
+    impl->plugin = best->plugin;
+    impl->device = best->device;
+  }
+  const DeviceRecord& d = impl->plugin->devices()[impl->device];
+  if (d.dialect != "c")
+    return Status::unsupported("session: device '" + d.name + "' speaks dialect '" + d.dialect +
+                               "'; this libhpf generates C kernels only so far");
+  impl->device_label = impl->plugin->name() + ": " + d.name + " (" + d.architecture + ")";
+  Fingerprint fp;
+  fp.merge(d.fingerprint, "device.");
+  fp.add_toolchain(d.compiler, d.compile_flags);
+  impl->fingerprint = fp.digest();
+  if (options.use_cache) {
+    KernelCacheOptions co;
+    co.dir = options.cache_dir;
+    auto cache = KernelCache::open(co);
+    if (cache.ok()) {
+      impl->cache.emplace(std::move(cache).value());
+      Status s = impl->cache->register_fingerprint(fp);
+      if (!s.ok()) log(LogLevel::warn, "kernel cache: " + s.message());
+    } else {
+      log(LogLevel::warn, "kernel cache unavailable, compiling without it: " + cache.status().message());
+    }
+  }
+  impl->options = std::move(options);
+  return Session(std::move(impl));
+}
+
+Expected<Executable> Session::compile(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes) {
+  const auto t0 = Clock::now();
+  // Concrete shapes: rewrite the graph inputs' shapes and infer everything again.
+  auto g = std::make_shared<Graph>(graph);
+  if (!input_shapes.empty()) {
+    if (input_shapes.size() != g->inputs().size())
+      return Status::invalid("compile: graph '" + g->name() + "' has " + std::to_string(g->inputs().size()) +
+                             " inputs, got " + std::to_string(input_shapes.size()) + " shapes");
+    for (size_t k = 0; k < input_shapes.size(); ++k) {
+      Value& v = g->value(g->inputs()[k]);
+      if (v.has_shape && v.shape.size() != input_shapes[k].size())
+        return Status::invalid("compile: input '" + v.name + "' has rank " + std::to_string(v.shape.size()) +
+                               ", got shape " + shape_string(input_shapes[k]));
+      for (size_t d = 0; v.has_shape && d < v.shape.size(); ++d)
+        if (v.shape[d].known() && v.shape[d].value != input_shapes[k][d])
+          return Status::invalid("compile: input '" + v.name + "' expects " + to_string(v.shape) + ", got " +
+                                 shape_string(input_shapes[k]));
+      v.shape = make_shape(input_shapes[k]);
+      v.has_shape = true;
+    }
+  }
+  HPF_RETURN_IF_ERROR(g->infer_shapes());
+  auto impl = std::make_unique<Executable::Impl>();
+  impl->plugin = impl_->plugin;
+  impl->device = impl_->device;
+  impl->stats.device = impl_->device_label;
+  const size_t nv = g->values().size();
+  impl->shapes.resize(nv);
+  impl->storage.resize(nv);
+  for (size_t v = 0; v < nv; ++v) {
+    const Value& val = g->value(static_cast<ValueId>(v));
+    auto dims = val.has_shape ? concrete(val.shape) : std::nullopt;
+    if (!dims) return Status::invalid("compile: value '" + val.name + "' has no concrete shape");
+    impl->shapes[v] = *dims;
+    impl->storage[v] = val.dtype;
+  }
+  // The plan's format for weights and intermediates; graph inputs and outputs keep theirs.
+  const DType precision = impl_->options.precision;
+  std::vector<bool> boundary(nv, false);
+  for (ValueId v : g->inputs()) boundary[v] = true;
+  for (ValueId v : g->outputs()) boundary[v] = true;
+  for (size_t v = 0; v < nv; ++v)
+    if (is_float(impl->storage[v]) && !boundary[v] && impl->storage[v] == DType::F32) impl->storage[v] = precision;
+
+  HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage));
+  const DeviceRecord& dev = impl_->plugin->devices()[impl_->device];
+  std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
+  size_t done = 0;
+  for (auto& ls : lowered) {
+    Step st;
+    st.kind = ls.kind;
+    st.label = ls.label;
+    st.inputs = ls.inputs;
+    st.outputs = ls.outputs;
+    if (ls.kind == jit::LoweredStep::Kind::fallback) {
+      // One-node graph run by the reference interpreter on host copies.
+      const Node& n = g->node(ls.node);
+      auto mini = std::make_shared<Graph>("fallback");
+      std::vector<ValueId> ins;
+      for (size_t k = 0; k < n.inputs.size(); ++k) {
+        if (n.inputs[k] == kNoValue) {
+          ins.push_back(kNoValue);
+          continue;
+        }
+        const Value& v = g->value(n.inputs[k]);
+        HPF_ASSIGN_OR_RETURN(ValueId id, mini->add_input("in" + std::to_string(k), impl->storage[n.inputs[k]],
+                                                         make_shape(impl->shapes[n.inputs[k]])));
+        (void)v;
+        ins.push_back(id);
+      }
+      std::vector<std::string> outs;
+      for (size_t k = 0; k < n.outputs.size(); ++k) outs.push_back("out" + std::to_string(k));
+      HPF_ASSIGN_OR_RETURN(int32_t nid, mini->add_node(n.op, n.name, ins, outs, n.attrs));
+      for (ValueId o : mini->node(nid).outputs) HPF_RETURN_IF_ERROR(mini->add_output(o));
+      HPF_RETURN_IF_ERROR(mini->infer_shapes());
+      st.fallback = std::move(mini);
+      ++impl->stats.fallbacks;
+      log(LogLevel::info, "node '" + n.name + "' (" + n.op + ") runs on the reference interpreter (no generator)");
+    } else if (ls.kind == jit::LoweredStep::Kind::kernel) {
+      HPF_ASSIGN_OR_RETURN(jit::GeneratedKernel k, jit::generate_c(ls.spec));
+      st.work_items = k.work_items;
+      st.grain = k.grain;
+      auto it = kernel_index.find(k.name);
+      if (it == kernel_index.end()) {
+        CacheKey key{impl_->fingerprint, dev.compiler, dev.compile_flags, hash_source(k.source)};
+        std::optional<std::vector<std::byte>> blob;
+        if (impl_->cache && impl_->cache->enabled()) blob = impl_->cache->get(key);
+        if (blob) {
+          ++impl->stats.cache_hits;
+        } else {
+          const auto tc = Clock::now();
+          auto compiled = impl_->plugin->compile(impl_->device, k.source);
+          if (!compiled.ok()) return compiled.status().with_context("compiling kernel for '" + ls.label + "'");
+          blob = std::move(compiled).value();
+          ++impl->stats.cache_misses;
+          if (impl_->cache && impl_->cache->enabled()) {
+            Status s = impl_->cache->put(key, *blob, ms_since(tc));
+            if (!s.ok()) log(LogLevel::warn, "kernel cache: " + s.message());
+          }
+        }
+        auto program = impl_->plugin->load(impl_->device, *blob);
+        if (!program.ok()) return program.status().with_context("loading kernel for '" + ls.label + "'");
+        impl->programs.push_back(std::move(program).value());
+        it = kernel_index.emplace(k.name, impl->programs.size() - 1).first;
+      }
+      auto kernel = impl->programs[it->second].kernel(k.name);
+      if (!kernel.ok()) return kernel.status();
+      st.kernel = *kernel;
+    }
+    impl->steps.push_back(std::move(st));
+    ++done;
+    if (impl_->options.progress) impl_->options.progress(done, lowered.size());
+  }
+  impl->stats.kernels = static_cast<int64_t>(kernel_index.size());
+
+  // Memory: weights get their own buffers; everything else shares an arena by lifetime.
+  std::vector<std::vector<ValueId>> step_inputs, step_outputs;
+  std::vector<bool> alias_step;
+  for (const Step& s : impl->steps) {
+    step_inputs.push_back(s.inputs);
+    step_outputs.push_back(s.outputs);
+    alias_step.push_back(s.kind == jit::LoweredStep::Kind::alias);
+  }
+  std::vector<size_t> bytes(nv);
+  for (size_t v = 0; v < nv; ++v) bytes[v] = impl->value_bytes(static_cast<ValueId>(v));
+  impl->plan = plan_memory(*g, bytes, step_inputs, step_outputs, alias_step);
+  for (size_t sl = 0; sl < impl->plan.slot_bytes.size(); ++sl) {
+    auto b = impl_->plugin->alloc(impl_->device, std::max<size_t>(impl->plan.slot_bytes[sl], 1));
+    if (!b.ok()) return b.status();
+    impl->buffers.push_back(std::move(b).value());
+  }
+  for (size_t v = 0; v < nv; ++v)
+    if (const Tensor* c = g->constant(static_cast<ValueId>(v)); c && impl->plan.slot_of[v] >= 0)
+      HPF_RETURN_IF_ERROR(impl->upload(static_cast<ValueId>(v), *c));
+  for (ValueId v : g->inputs()) impl->input_shapes.push_back(impl->shapes[v]);
+  for (ValueId v : g->outputs()) impl->output_names.push_back(g->value(v).name);
+  impl->graph = std::move(g);
+  impl->stats.ms = ms_since(t0);
+  return Executable(std::move(impl));
+}
+
+Executable::Executable(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Executable::Executable(Executable&&) noexcept = default;
+Executable& Executable::operator=(Executable&&) noexcept = default;
+Executable::~Executable() = default;
+const CompileStats& Executable::compile_stats() const { return impl_->stats; }
+size_t Executable::peak_memory_bytes() const { return impl_->plan.total_bytes; }
+const std::vector<std::string>& Executable::output_names() const { return impl_->output_names; }
+
+std::vector<StepProfile> Executable::profile() const {
+  std::vector<StepProfile> out;
+  for (const Step& s : impl_->steps)
+    if (s.kind != jit::LoweredStep::Kind::alias)
+      out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms});
+  return out;
+}
+
+Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) {
+  Impl& m = *impl_;
+  const Graph& g = *m.graph;
+  if (inputs.size() != g.inputs().size())
+    return Status::invalid("run: graph '" + g.name() + "' takes " + std::to_string(g.inputs().size()) + " inputs, got " +
+                           std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const ValueId v = g.inputs()[k];
+    const Value& val = g.value(v);
+    if (inputs[k].dtype() != val.dtype)
+      return Status::invalid("run: input '" + val.name + "': expected dtype " + std::string(dtype_name(val.dtype)) +
+                             ", got " + std::string(dtype_name(inputs[k].dtype())));
+    if (inputs[k].shape() != m.input_shapes[k])
+      return Status::invalid("run: input '" + val.name + "': compiled for shape " + shape_string(m.input_shapes[k]) +
+                             ", got " + shape_string(inputs[k].shape()));
+    HPF_RETURN_IF_ERROR(m.upload(v, inputs[k]));
+  }
+  std::vector<void*> args;
+  for (Step& s : m.steps) {
+    if (s.kind == jit::LoweredStep::Kind::alias) continue;
+    const auto t0 = Clock::now();
+    if (s.kind == jit::LoweredStep::Kind::kernel) {
+      args.clear();
+      for (ValueId v : s.inputs) args.push_back(m.pointer(v));
+      for (ValueId v : s.outputs) args.push_back(m.pointer(v));
+      Launch l;
+      l.args = args;
+      l.work_items = s.work_items;
+      l.grain = s.grain;
+      Status st = s.kernel.launch(l);
+      if (!st.ok()) return st.with_context("step '" + s.label + "'");
+    } else {
+      std::vector<Tensor> ins;
+      for (ValueId v : s.inputs) {
+        if (v == kNoValue) continue;
+        HPF_ASSIGN_OR_RETURN(Tensor t, m.download(v));
+        ins.push_back(std::move(t));
+      }
+      auto outs = ref::run(*s.fallback, ins);
+      if (!outs.ok()) return outs.status().with_context("step '" + s.label + "' (reference fallback)");
+      for (size_t k = 0; k < s.outputs.size(); ++k) HPF_RETURN_IF_ERROR(m.upload(s.outputs[k], (*outs)[k]));
+    }
+    s.total_ms += ms_since(t0);
+    ++s.calls;
+  }
+  std::vector<Tensor> out;
+  for (ValueId v : g.outputs()) {
+    HPF_ASSIGN_OR_RETURN(Tensor t, m.download(v));
+    out.push_back(t.dtype() == g.value(v).dtype ? std::move(t) : t.cast(g.value(v).dtype));
+  }
+  return out;
+}
+
+}  // namespace hpf
