@@ -13,6 +13,8 @@ const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueez
 
 }  // namespace
 
+bool is_view_op(const std::string& op) { return kViews.count(op) > 0; }
+
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage) {
   HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
   auto desc = [&](ValueId v) -> Expected<TensorDesc> {
@@ -38,7 +40,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     st.node = id;
     st.fused = {id};
     st.label = n.name;
-    if (kViews.count(n.op)) {
+    if (is_view_op(n.op)) {
       st.kind = LoweredStep::Kind::alias;
       st.inputs = {n.inputs[0]};
       st.outputs = n.outputs;

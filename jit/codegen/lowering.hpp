@@ -19,6 +19,9 @@ struct LoweredStep {
   std::string label;                // node names, for profiles and messages
 };
 
+// Reshape, Flatten, Squeeze, Unsqueeze, Identity: steps that only re-label their input's bytes.
+bool is_view_op(const std::string& op);
+
 // `g` must have every value's shape known and concrete (infer_shapes with concrete inputs).
 // Float values may be given another storage format through `storage` (by value id; F32 when
 // absent), which is how a plan's precision reaches the kernels.

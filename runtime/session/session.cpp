@@ -168,6 +168,12 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   for (size_t v = 0; v < nv; ++v)
     if (is_float(impl->storage[v]) && !boundary[v] && impl->storage[v] == DType::F32) impl->storage[v] = precision;
 
+  // A view shares its input's bytes, so it shares its storage format too.
+  HPF_ASSIGN_OR_RETURN(auto order, g->topological_order());
+  for (int32_t id : order) {
+    const Node& n = g->node(id);
+    if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
+  }
   HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage));
   const DeviceRecord& dev = impl_->plugin->devices()[impl_->device];
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)

@@ -18,7 +18,7 @@
 using namespace hpf;
 using namespace hpf::testing;
 
-TEST_CASE("kernel cache: put then get gives the same bytes; hits, meta and stats follow") {
+TEST_CASE("kernel cache: put then get gives the same bytes, and hits, meta and stats follow") {
   ScopedEnv env;
   TempDir dir;
   KernelCache cache = open_cache(dir.path());
@@ -178,7 +178,7 @@ TEST_CASE("kernel cache: over the cap, the least recently used entries are evict
 }
 
 TEST_CASE(
-    "kernel cache: a file overwritten with random bytes is moved aside; nothing else is lost") {
+    "kernel cache: a file overwritten with random bytes is moved aside and nothing else is lost") {
   ScopedEnv env;
   TempDir dir;
   {
@@ -411,7 +411,7 @@ TEST_CASE("kernel cache: explain names the parts of a key and, for a miss, what 
   CHECK(empty->summary() == "miss: the cache holds no entries");
 }
 
-TEST_CASE("kernel cache: export and import round-trip; bad rows and bad files are refused") {
+TEST_CASE("kernel cache: export and import round-trip, and bad rows and bad files are refused") {
   ScopedEnv env;
   TempDir a_dir, b_dir, out;
   KernelCache a = open_cache(a_dir.path());

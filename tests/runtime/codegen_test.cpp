@@ -27,7 +27,7 @@ struct CpuPlugin {
       return;
     }
     auto get = reinterpret_cast<hpf_get_plugin_api_fn>(dlsym(h, HPF_PLUGIN_ENTRY_POINT));
-    REQUIRE(get);
+    REQUIRE(reinterpret_cast<void*>(get) != nullptr);
     api = get();
     REQUIRE(api->plugin_init(&p) == nullptr);
   }

@@ -1,0 +1,102 @@
+// Session and Executable: built-in models compiled for the CPU plugin, run, and compared with
+// the reference interpreter; cache hits on a second compile; input errors.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include "hpf/divergence.hpp"
+#include "hpf/models.hpp"
+#include "hpf/reference.hpp"
+#include "hpf/session.hpp"
+
+using namespace hpf;
+
+namespace {
+
+std::string temp_cache_dir(const char* tag) {
+  auto d = std::filesystem::temp_directory_path() / ("hpf-session-test-" + std::string(tag) + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+}  // namespace
+
+TEST_CASE("session: built-in models run on the CPU plugin and match the reference") {
+  for (std::string name : {"mlp", "bert-tiny", "cnn-small"}) {
+    CAPTURE(name);
+    auto g = models::builtin(name);
+    REQUIRE(g.ok());
+    auto inputs = models::example_inputs(*g, 3, 2);
+    REQUIRE(inputs.ok());
+    SessionOptions o;
+    o.cache_dir = temp_cache_dir(name.c_str());
+    auto s = Session::create(o);
+    REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Tensor& t : *inputs) shapes.push_back(t.shape());
+    auto exe = s->compile(*g, shapes);
+    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+    CHECK(exe->compile_stats().kernels > 0);
+    CHECK(exe->compile_stats().cache_misses == exe->compile_stats().kernels);
+    auto got = exe->run(*inputs);
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    auto want = ref::run(*g, *inputs);
+    REQUIRE(want.ok());
+    REQUIRE(got->size() == want->size());
+    for (size_t k = 0; k < got->size(); ++k) {
+      auto d = compare((*want)[k], (*got)[k]);
+      REQUIRE(d.ok());
+      CHECK_MESSAGE(d->rel_l2 < 1e-5, "output " << k << " rel-L2 " << d->rel_l2);
+    }
+    CHECK(exe->peak_memory_bytes() > 0);
+    // Same graph again: every kernel from the cache, same bits.
+    auto exe2 = s->compile(*g, shapes);
+    REQUIRE(exe2.ok());
+    CHECK(exe2->compile_stats().cache_misses == 0);
+    CHECK(exe2->compile_stats().cache_hits == exe->compile_stats().kernels);
+    auto got2 = exe2->run(*inputs);
+    REQUIRE(got2.ok());
+    for (size_t k = 0; k < got->size(); ++k) CHECK((*got)[k].to_f32() == (*got2)[k].to_f32());
+    std::filesystem::remove_all(o.cache_dir);
+  }
+}
+
+TEST_CASE("session: BF16 storage stays close to the reference's BF16 emulation") {
+  auto g = models::builtin("bert-tiny");
+  REQUIRE(g.ok());
+  auto inputs = models::example_inputs(*g, 5, 1);
+  SessionOptions o;
+  o.precision = DType::BF16;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g, {(*inputs)[0].shape()});
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  auto got = exe->run(*inputs);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  auto truth = ref::run(*g, *inputs);
+  auto d = compare(truth->back(), got->back());
+  CHECK(d->rel_l2 > 0);     // really lower precision
+  CHECK(d->rel_l2 < 0.05);  // and still the same model
+}
+
+TEST_CASE("session: input errors name the input and what was expected") {
+  auto g = models::builtin("mlp");
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g, {{4, 64}});
+  REQUIRE(exe.ok());
+  auto bad_shape = exe->run({*Tensor::from_f32({2, 64}, std::vector<float>(128))});
+  REQUIRE_FALSE(bad_shape.ok());
+  CHECK(bad_shape.status().message() == "run: input 'x': compiled for shape [4,64], got [2,64]");
+  auto bad_dtype = exe->run({Tensor(DType::F16, {4, 64})});
+  REQUIRE_FALSE(bad_dtype.ok());
+  CHECK(bad_dtype.status().message() == "run: input 'x': expected dtype f32, got f16");
+  auto bad_compile = s->compile(*g, {{4, 65}});
+  REQUIRE_FALSE(bad_compile.ok());
+  CHECK(bad_compile.status().message() == "compile: input 'x' expects [batch,64], got [4,65]");
+}
