@@ -211,7 +211,7 @@ TEST_CASE("hwdb recommend: a ranked, reasoned choice per scenario, consistent wi
   CHECK(bad.status().message() == "hwdb: unknown scenario 'gaming' (expected large-training, realtime-inference or edge)");
 }
 
-TEST_CASE("hwdb match_cpu: by features, then core count; generic rows say so") {
+TEST_CASE("hwdb match_cpu: by features, then core count, generic rows say so") {
   auto db = open_db();
   CpuInfo zen3;
   zen3.isa = "x86-64";

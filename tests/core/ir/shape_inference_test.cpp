@@ -122,7 +122,7 @@ TEST_CASE("infer_shapes: an attention block keeps batch and seq symbolic") {
   CHECK(g.value(ln).dtype == DType::F32);
 }
 
-TEST_CASE("infer_shapes: unknown shapes propagate; dtypes follow the inputs") {
+TEST_CASE("infer_shapes: unknown shapes propagate, dtypes follow the inputs") {
   GraphBuilder b("g");
   auto x = b.input("x", DType::F16, {kBatch, 8});
   auto shape = b.input("shape", DType::I64, {Dim::sym("r")});  // runtime shape, unknown length
@@ -203,7 +203,7 @@ TEST_CASE("unary ops keep shape and dtype") {
   }
 }
 
-TEST_CASE("comparisons give BOOL; Not and Where") {
+TEST_CASE("comparisons give BOOL, Not and Where") {
   GraphBuilder b("g");
   auto x = b.input("x", DType::F32, {kBatch, 4});
   auto t = b.input("t", DType::F32, {4});

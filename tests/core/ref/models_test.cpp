@@ -38,7 +38,7 @@ TEST_CASE("models: bert-tiny builds with the expected structure and runs") {
   }
 }
 
-TEST_CASE("models: same seed, same weights and outputs; another seed differs") {
+TEST_CASE("models: same seed, same weights and outputs, another seed differs") {
   auto a = models::bert(models::bert_tiny());
   auto b = models::bert(models::bert_tiny());
   auto cfg = models::bert_tiny();

@@ -34,7 +34,7 @@ TEST_CASE("MaxPool: padding never wins, indices point into the input") {
   check_ints(ys[1], {1, 1, 2, 2}, {0, 1, 3, 4});
 }
 
-TEST_CASE("MaxPool indices count batch and channel planes; storage_order 1 is column-major") {
+TEST_CASE("MaxPool indices count batch and channel planes, storage_order 1 is column-major") {
   const Tensor x = f32({1, 2, 2, 2}, {1, 4, 3, 2, 5, 6, 8, 7});
   const Attributes row_major{{"kernel_shape", Ints{2, 2}}};
   auto ys = run_n("MaxPool", {in(x)}, row_major, 2);

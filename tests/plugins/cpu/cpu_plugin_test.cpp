@@ -331,7 +331,7 @@ TEST_CASE("cpu plugin: buffers are 64-byte aligned host memory with bounds-check
   CHECK(take(api()->buffer_alloc(plugin.p, 3, 16, &b)).code == HPF_ERROR_NOT_FOUND);
 }
 
-TEST_CASE("cpu plugin: compile, load and launch over 1000003 items; a cached blob runs again") {
+TEST_CASE("cpu plugin: compile, load and launch over 1000003 items, a cached blob runs again") {
   Plugin plugin;
   auto vadd = plugin.compile(kVadd, "vadd + fill");
   auto mixed = plugin.compile(kMixed, "mixed (expf, f16, bf16)");
