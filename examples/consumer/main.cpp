@@ -52,6 +52,22 @@ int main() {
   std::printf("bf16 storage: KL %.3e, max |error| %.3e\n", d->kl, d->max_abs_error);
   if (!(d->max_abs_error > 0 && d->max_abs_error < 0.05)) return 1;
 
+  // The same graph JIT-compiled for the best device the installed plugins offer.
+  auto session = Session::create({.use_cache = false});
+  if (session.ok()) {
+    auto exe = session->compile(*g, {{2, 3}});
+    auto dev = exe.ok() ? exe->run({input}) : Expected<std::vector<Tensor>>(exe.status());
+    if (!dev.ok()) {
+      std::fprintf(stderr, "device run failed: %s\n", dev.status().to_string().c_str());
+      return 1;
+    }
+    auto dd = compare(y, (*dev)[0]);
+    std::printf("device %s: max |error| vs reference %.3e\n", session->device().c_str(), dd->max_abs_error);
+    if (!(dd->max_abs_error < 1e-6)) return 1;
+  } else {
+    std::printf("no device: %s\n", session.status().message().c_str());
+  }
+
   // A bad input is an error, not a crash.
   auto bad = ref::run(*g, {*Tensor::from_f32({2, 2}, std::vector<float>{1, 2, 3, 4})});
   std::printf("wrong shape: %s\n", bad.status().message().c_str());
