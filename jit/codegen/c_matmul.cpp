@@ -1,6 +1,15 @@
 // MatMul / Gemm in C: batched, numpy broadcasting of batch dimensions, operands in any float
-// format converted to FP32 in registers, FP32 accumulation over a row tile the compiler
-// vectorises. (Packing and register blocking come with the performance work.)
+// format converted to FP32 while packing, FP32 accumulation.
+//
+// Schedule (GotoBLAS-like, sized so every buffer lives on the stack, < 64 KiB in all):
+//   work item = a block of kRowBlock rows of one batch matrix; a launch range is cut into
+//   chunks of MC rows; per chunk, for each NC-column block, for each KC-deep slice:
+//   B[KC x NC] is packed into NR-wide panels (zero padded), then per MR rows A[MR x KC] is
+//   packed k-major and the MR x NR register-blocked microkernel runs over each panel,
+//   accumulating into an FP32 MC x NC tile. alpha, beta*C and the output format are applied
+//   when the tile is complete. The vector width is chosen in the kernel by the preprocessor
+//   (AVX-512: 6x64 = 24 zmm accumulators; otherwise 6x16 = 12 ymm accumulators), so the
+//   source does not depend on the host; clang vector extensions, no intrinsics headers.
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
@@ -38,6 +47,59 @@ std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64
   return e;
 }
 
+// Rows per work item: a multiple of the microkernel's MR (6), so ranges cut on whole tiles.
+constexpr int64_t kRowBlock = 6;
+
+// The fixed part of every MatMul kernel: tile sizes and the microkernel.
+const char* matmul_micro() {
+  return R"(
+#if defined(__AVX512F__)
+typedef float hpf_vf __attribute__((vector_size(64)));
+#define HPF_VW 16
+#define HPF_NV 4
+#else
+typedef float hpf_vf __attribute__((vector_size(32)));
+#define HPF_VW 8
+#define HPF_NV 2
+#endif
+#define HPF_MR 6
+#define HPF_NR (HPF_VW * HPF_NV)
+#define HPF_KC 128
+#define HPF_NC 64
+#define HPF_MC 96
+/* acc[MR x NR] (row stride HPF_NC) += ap[kc x MR] * bp[kc x NR]; all 64-byte aligned.
+   min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
+   accumulators in two and spill them. */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro(
+    i64 kc, const float* restrict ap,
+                                                               const float* restrict bp,
+                                                               float* restrict acc) {
+  hpf_vf c[HPF_MR][HPF_NV];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * HPF_NC + v * HPF_VW);
+  for (i64 p = 0; p < kc; ++p) {
+    hpf_vf b[HPF_NV];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * HPF_NR + v * HPF_VW);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < HPF_MR; ++i) {
+      const float a = ap[p * HPF_MR + i];
+#pragma clang loop unroll(full)
+      for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
+    }
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * HPF_NC + v * HPF_VW) = c[i][v];
+}
+)";
+}
+
+std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
+
 }  // namespace
 
 Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::string& name) {
@@ -62,47 +124,102 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     bo[d] = std::max(x, y);
   }
   const int64_t batches = numel(bo);
-  // Element (i,k) of A and (k,j) of B within one matrix.
-  const std::string a_ik = ta ? "p * " + std::to_string(M) + "LL + i" : "i * " + std::to_string(K) + "LL + p";
-  const std::string b_kj = tb ? "j * " + std::to_string(K) + "LL + p" : "p * " + std::to_string(N) + "LL + j";
-  const int64_t tile = std::min<int64_t>(N, 256);
+  const int64_t nb = std::max<int64_t>(1, (M + kRowBlock - 1) / kRowBlock);  // row blocks per matrix
+  // Element (i,p) of A and (p,j) of B within one matrix.
+  const std::string a_ip = ta ? "p * " + ll(M) + " + i" : "i * " + ll(K) + " + p";
+  const std::string b_pj = tb ? "j * " + ll(K) + " + p" : "p * " + ll(N) + " + j";
+  const bool has_c = gemm && spec.inputs.size() > 2;
   std::ostringstream s;
-  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+  s << c_prelude() << matmul_micro() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
     << "  const " << c_storage_type(B.dtype) << "* restrict B = (const " << c_storage_type(B.dtype) << "*)args[1];\n";
-  const bool has_c = gemm && spec.inputs.size() > 2;
   if (has_c)
     s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict C = (const " << c_storage_type(spec.inputs[2].dtype)
       << "*)args[2];\n";
   s << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
-    << "  float acc[" << tile << "];\n"
-    << "  for (i64 r = begin; r < end; ++r) {\n"
-    << "    const i64 t = r / " << M << "LL, i = r % " << M << "LL;\n"
+    << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
+    << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
+    // One batch matrix at a time: the range may start or end inside one.
+    << "  for (i64 w = begin; w < end;) {\n"
+    << "    const i64 t = w / " << ll(nb) << ", wend = (t + 1) * " << ll(nb) << " < end ? (t + 1) * " << ll(nb) << " : end;\n"
     << "    const i64 a0 = " << batch_offset(ba, bo, M * K) << ", b0 = " << batch_offset(bb, bo, K * N) << ";\n"
-    << "    for (i64 j0 = 0; j0 < " << N << "LL; j0 += " << tile << "LL) {\n"
-    << "      const i64 jn = " << N << "LL - j0 < " << tile << "LL ? " << N << "LL - j0 : " << tile << "LL;\n"
-    << "      for (i64 j = 0; j < jn; ++j) acc[j] = 0.0f;\n"
-    << "      for (i64 p = 0; p < " << K << "LL; ++p) {\n"
-    << "        const float a = " << c_load(A.dtype, "A[a0 + " + a_ik + "]") << ";\n"
-    << "        for (i64 jj = 0; jj < jn; ++jj) { const i64 j = j0 + jj; acc[jj] += a * "
-    << c_load(B.dtype, "B[b0 + " + b_kj + "]") << "; }\n"
-    << "      }\n"
-    << "      for (i64 jj = 0; jj < jn; ++jj) {\n"
-    << "        const i64 j = j0 + jj;\n"
-    << "        float v = acc[jj]";
+    << "    const i64 r0 = (w - t * " << ll(nb) << ") * " << kRowBlock << "LL;\n"
+    << "    const i64 r1 = (wend - t * " << ll(nb) << ") * " << kRowBlock << "LL < " << ll(M) << " ? (wend - t * " << ll(nb)
+    << ") * " << kRowBlock << "LL : " << ll(M) << ";\n"
+    << "    w = wend;\n"
+    << "    for (i64 ic = r0; ic < r1; ic += HPF_MC) {\n"
+    << "      const i64 mc = r1 - ic < HPF_MC ? r1 - ic : HPF_MC;\n"
+    << "      for (i64 jc = 0; jc < " << ll(N) << "; jc += HPF_NC) {\n"
+    << "        const i64 nc = " << ll(N) << " - jc < HPF_NC ? " << ll(N) << " - jc : HPF_NC;\n"
+    << "        for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
+    << "        for (i64 pc = 0; pc < " << ll(K) << "; pc += HPF_KC) {\n"
+    << "          const i64 kc = " << ll(K) << " - pc < HPF_KC ? " << ll(K) << " - pc : HPF_KC;\n";
+  // Pack B[pc.., jc..] into NR-wide panels, k-major, zero padded past nc.
+  if (tb)
+    s << "          for (i64 jj = 0; jj < HPF_NC; ++jj) {\n"
+      << "            float* restrict d = bpack + (jj / HPF_NR) * HPF_KC * HPF_NR + jj % HPF_NR;\n"
+      << "            if (jj < nc) { const i64 j = jc + jj;\n"
+      << "              for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = "
+      << c_load(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
+      << "            } else for (i64 q = 0; q < kc; ++q) d[q * HPF_NR] = 0.0f;\n"
+      << "          }\n";
+  else
+    s << "          for (i64 q = 0; q < kc; ++q) {\n"
+      << "            const i64 p = pc + q;\n"
+      << "            for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+      << "              float* restrict d = bpack + jp * HPF_KC + q * HPF_NR;\n"
+      << "              if (jp + HPF_NR <= nc) {\n"
+      << "                for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = "
+      << c_load(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
+      << "              } else {\n"
+      << "                for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = jp + jj < nc ? "
+      << c_load(B.dtype, "B[b0 + " + b_pj + "]") << " : 0.0f; }\n"
+      << "              }\n"
+      << "            }\n"
+      << "          }\n";
+  s << "          for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+    << "            const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n";
+  // Pack A[ic+ir.., pc..] k-major (MR values per k), zero rows past mr.
+  if (ta)
+    s << "            for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
+      << "              for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = ii < mr ? "
+      << c_load(A.dtype, "A[a0 + " + a_ip + "]") << " : 0.0f; }\n"
+      << "            }\n";
+  else
+    s << "            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
+      << "              const i64 i = ic + ir + ii;\n"
+      << "              if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = "
+      << c_load(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
+      << "              else for (i64 q = 0; q < kc; ++q) apack[q * HPF_MR + ii] = 0.0f;\n"
+      << "            }\n";
+  s << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+    << "              hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
+    << "          }\n"
+    << "        }\n"
+    // The tile is complete: alpha, beta * C, output format.
+    << "        for (i64 ii = 0; ii < mc; ++ii) {\n"
+    << "          const i64 i = ic + ii;\n"
+    << "          " << c_storage_type(Y.dtype) << "* restrict y = Y + (t * " << ll(M) << " + i) * " << ll(N) << " + jc;\n"
+    << "          for (i64 jj = 0; jj < nc; ++jj) {\n"
+    << "            const i64 j = jc + jj;\n"
+    << "            (void)j;\n"
+    << "            float v = acc[ii * HPF_NC + jj]";
   if (gemm) {
     const float alpha = attr_f(spec.attrs, "alpha", 1.0f), beta = attr_f(spec.attrs, "beta", 1.0f);
     if (alpha != 1.0f) s << " * " << c_float(alpha);
     if (has_c && beta != 0.0f) {
       const auto& cs = spec.inputs[2].shape;
-      std::string idx = numel(cs) == 1 ? "0" : cs.size() == 1 ? "j" : (cs[0] == 1 ? "j" : (cs[1] == 1 ? "i" : "i * " + std::to_string(N) + "LL + j"));
+      std::string idx = numel(cs) == 1 ? "0" : cs.size() == 1 ? "j" : (cs[0] == 1 ? "j" : (cs[1] == 1 ? "i" : "i * " + ll(N) + " + j"));
       s << " + " << c_float(beta) << " * " << c_load(spec.inputs[2].dtype, "C[" + idx + "]");
     }
   }
-  s << ";\n        Y[r * " << N << "LL + j] = " << c_store(Y.dtype, "v") << ";\n"
-    << "      }\n    }\n  }\n}\n";
-  return GeneratedKernel{name, s.str(), batches * M, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, N * K))};
+  s << ";\n            y[jj] = " << c_store(Y.dtype, "v") << ";\n"
+    << "          }\n        }\n      }\n    }\n  }\n}\n";
+  // A range should hold enough rows to pay for packing B: >= 60 rows, more when N*K is small.
+  const int64_t grain_rows = std::max<int64_t>(60, 65536 / std::max<int64_t>(1, N * K));
+  return GeneratedKernel{name, s.str(), batches * (M > 0 ? nb : 0), (grain_rows + kRowBlock - 1) / kRowBlock};
 }
 
 }  // namespace hpf::jit

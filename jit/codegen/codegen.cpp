@@ -59,6 +59,15 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   if (spec.family == "layernorm") return generate_c_layernorm(spec, name);
   if (spec.family == "gather") return generate_c_gather(spec, name);
   if (spec.family == "transpose") return generate_c_transpose(spec, name);
+  if (spec.family == "conv") return generate_c_conv(spec, name);
+  if (spec.family == "batchnorm") return generate_c_batchnorm(spec, name);
+  if (spec.family == "maxpool" || spec.family == "avgpool" || spec.family == "globalavgpool") return generate_c_pool(spec, name);
+  if (spec.family == "reduce") return generate_c_reduce(spec, name);
+  if (spec.family == "concat") return generate_c_concat(spec, name);
+  if (spec.family == "slice") return generate_c_slice(spec, name);
+  if (spec.family == "pad") return generate_c_pad(spec, name);
+  if (spec.family == "expand") return generate_c_expand(spec, name);
+  if (spec.family == "resize") return generate_c_resize(spec, name);
   return Status::unsupported("C codegen: no generator for op family '" + spec.family + "'");
 }
 

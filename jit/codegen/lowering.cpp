@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "jit/codegen/c_codegen.hpp"
+
 namespace hpf::jit {
 namespace {
 
@@ -97,12 +99,29 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       chain_of[n.outputs[0]] = is_float(out.dtype) ? static_cast<int>(s - steps.data()) : -1;
       continue;
     }
+    // Rank of a float input 0 of a single-output node; 0 when that does not hold.
+    auto rank0 = [&]() -> size_t {
+      if (n.inputs.empty() || n.inputs[0] == kNoValue || n.outputs.size() != 1) return 0;
+      const Value& x = g.value(n.inputs[0]);
+      return x.has_shape && is_float(x.dtype) ? x.shape.size() : 0;
+    };
     std::string family;
+    Attributes baked;  // reduce and data movement: constant operands (axes, starts, pads, scales) read here
     if (n.op == "MatMul" || n.op == "Gemm") family = "matmul";
     else if (n.op == "Softmax" || n.op == "LogSoftmax") family = "softmax";
     else if (n.op == "LayerNormalization" && n.outputs.size() == 1) family = "layernorm";
     else if (n.op == "Gather") family = "gather";
     else if (n.op == "Transpose") family = "transpose";
+    // Windowed ops (2-D NCHW only) and BatchNormalization, on a float input, one output; the
+    // rest stay reference fallbacks.
+    else if (n.op == "Conv" && rank0() == 4 && (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] != kNoValue)))
+      family = "conv";
+    else if (n.op == "MaxPool" && rank0() == 4) family = "maxpool";
+    else if (n.op == "AveragePool" && rank0() == 4) family = "avgpool";
+    else if (n.op == "GlobalAveragePool" && rank0() >= 3) family = "globalavgpool";
+    else if (n.op == "BatchNormalization" && n.inputs.size() == 5 && rank0() >= 2) family = "batchnorm";
+    if (family.empty()) family = bake_reduce(g, n, baked);
+    if (family.empty()) family = bake_movement(g, n, baked);
     st.inputs = n.inputs;
     st.outputs = n.outputs;
     if (family.empty()) {
@@ -114,6 +133,20 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     st.spec.attrs = n.attrs;
     if (n.op == "Gemm") st.spec.attrs["gemm"] = int64_t{1};
     if (n.op == "LogSoftmax") st.spec.attrs["log"] = int64_t{1};
+    if (!baked.empty()) {  // reduce/movement kernels ignore constant operands; absent ones are dropped
+      for (auto& [k, v] : baked) st.spec.attrs[k] = v;
+      std::erase(st.inputs, kNoValue);
+      for (ValueId v : st.inputs) {
+        HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+        st.spec.inputs.push_back(d);
+      }
+      for (ValueId v : n.outputs) {
+        HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+        st.spec.outputs.push_back(d);
+      }
+      steps.push_back(std::move(st));
+      continue;
+    }
     for (ValueId v : n.inputs) {
       if (v == kNoValue) return Status::unsupported("lowering: node '" + n.name + "' has an absent optional input");
       HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));

@@ -196,3 +196,401 @@ TEST_CASE("codegen: Gather and Transpose move values exactly") {
   b.output(b.transpose(e, {2, 0, 1}), "out");
   check_graph(b, {random_tensor({2, 3}, DType::I64, 15, 0, 11)}, 0);
 }
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+
+// One Conv (X an input, W and optional B constants) through check_graph.
+void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t seed) {
+  CAPTURE(dtype_name(t));
+  CAPTURE(shape_string(xs));
+  CAPTURE(shape_string(ws));
+  GraphBuilder b("conv");
+  auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+  std::vector<ValueId> in{x, b.constant(random_tensor(ws, t, seed))};
+  if (bias) in.push_back(b.constant(random_tensor({ws[0]}, t, seed + 1)));
+  b.output(b.op1("Conv", in, attrs), "out");
+  // F16: both sum in FP32 and round once; only FP32 contraction differences remain.
+  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : 2e-3);
+}
+
+}  // namespace
+
+TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_pad, bias or not") {
+  for (DType t : {DType::F32, DType::F16}) {
+    // Odd sizes, asymmetric pads, stride 2 by 1.
+    check_conv(t, {2, 3, 7, 9}, {5, 3, 3, 3}, true, {{"pads", Ints{1, 0, 2, 1}}, {"strides", Ints{2, 1}}}, 20);
+    // Dilation, no bias.
+    check_conv(t, {1, 3, 7, 9}, {4, 3, 3, 2}, false, {{"pads", Ints{2, 1, 1, 3}}, {"dilations", Ints{2, 3}}}, 23);
+    // Two groups, stride along the width.
+    check_conv(t, {1, 4, 7, 9}, {6, 2, 3, 3}, true,
+               {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{1, 2}}}, 26);
+    // Depthwise.
+    check_conv(t, {2, 6, 7, 9}, {6, 1, 3, 3}, true, {{"group", int64_t{6}}, {"pads", Ints{1, 1, 1, 1}}}, 29);
+    // auto_pad both ways with an even kernel and stride 2; VALID.
+    check_conv(t, {1, 3, 7, 9}, {5, 3, 4, 4}, true, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}}, 32);
+    check_conv(t, {1, 3, 7, 9}, {5, 3, 4, 4}, false, {{"auto_pad", std::string("SAME_LOWER")}, {"strides", Ints{2, 2}}}, 35);
+    check_conv(t, {1, 3, 7, 9}, {2, 3, 2, 5}, true, {{"auto_pad", std::string("VALID")}, {"strides", Ints{3, 2}}}, 38);
+    // Kernel wider than the input: every output column reads padding on some taps.
+    check_conv(t, {1, 2, 2, 3}, {3, 2, 3, 5}, true, {{"pads", Ints{1, 2, 1, 2}}}, 41);
+    // 1x1.
+    check_conv(t, {3, 8, 5, 1}, {7, 8, 1, 1}, false, {}, 44);
+  }
+}
+
+TEST_CASE("codegen: MaxPool, AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    const Ints xs{2, 3, 7, 9};
+    const std::vector<Attributes> windows = {
+        {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}},
+        {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 1, 2}}, {"ceil_mode", int64_t{1}}},
+        {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{2, 3}}, {"ceil_mode", int64_t{1}}},
+        {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 3}}, {"pads", Ints{1, 2, 0, 1}}},
+        {{"kernel_shape", Ints{3, 2}}, {"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}},
+        {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}},
+    };
+    for (size_t k = 0; k < windows.size(); ++k) {
+      CAPTURE(k);
+      {
+        GraphBuilder b("maxpool");
+        auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+        b.output(b.op1("MaxPool", {x}, windows[k]), "out");
+        check_graph(b, {random_tensor(xs, t, 50 + k)}, 0);  // a max moves values exactly
+      }
+      for (int64_t include : {0, 1}) {
+        CAPTURE(include);
+        if (windows[k].count("dilations")) continue;  // AveragePool dilations: opset 19
+        Attributes a = windows[k];
+        a["count_include_pad"] = include;
+        GraphBuilder b("avgpool");
+        auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+        b.output(b.op1("AveragePool", {x}, a), "out");
+        check_graph(b, {random_tensor(xs, t, 60 + k)}, t == DType::F32 ? 1e-6 : 1e-3);
+      }
+    }
+    for (Ints gs : {Ints{2, 5, 7, 9}, Ints{2, 3, 11}}) {
+      GraphBuilder b("gap");
+      auto x = b.input("x", t, Shape(gs.begin(), gs.end()));
+      b.output(b.op1("GlobalAveragePool", {x}), "out");
+      check_graph(b, {random_tensor(gs, t, 70)}, t == DType::F32 ? 1e-6 : 1e-3);
+    }
+  }
+}
+
+TEST_CASE("codegen: MaxPool NaN: kept when a window's first real cell is NaN, otherwise ignored") {
+  std::vector<float> v(2 * 5 * 6);
+  for (size_t k = 0; k < v.size(); ++k) v[k] = float((k * 7) % 11) - 5.0f;
+  for (size_t k : {0u, 3u, 8u, 14u, 29u, 31u, 47u}) v[k] = NAN;
+  const Tensor x0 = *Tensor::from_f32({1, 2, 5, 6}, v);
+  GraphBuilder b("maxpool_nan");
+  auto x = b.input("x", DType::F32, {1, 2, 5, 6});
+  b.output(b.op1("MaxPool", {x}, {{"kernel_shape", Ints{2, 3}}, {"strides", Ints{1, 2}}, {"pads", Ints{1, 1, 0, 1}}}), "out");
+  check_graph(b, {x0}, 0);
+}
+
+TEST_CASE("codegen: Conv + BatchNormalization + Relu (a cnn-small block) has no fallback") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("block");
+    auto x = b.input("x", t, {2, 3, 9, 7});
+    auto y = b.op1("Conv", {x, b.constant(random_tensor({4, 3, 3, 3}, t, 80)), b.constant(random_tensor({4}, t, 81))},
+                   {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}});
+    y = b.op1("BatchNormalization", {y, b.constant(random_tensor({4}, t, 82)), b.constant(random_tensor({4}, t, 83)),
+                                     b.constant(random_tensor({4}, t, 84)), b.constant(random_tensor({4}, t, 85, 0.5f, 2))},
+              {{"epsilon", 1e-3f}});
+    y = b.op1("MaxPool", {b.op1("Relu", {y})}, {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}});
+    b.output(b.op1("GlobalAveragePool", {y}), "out");
+    check_graph(b, {random_tensor({2, 3, 9, 7}, t, 86)}, t == DType::F32 ? 1e-5 : 2e-2);
+  }
+}
+
+// Packed, register-blocked MatMul: sizes that are not multiples of the row block, the
+// microkernel tile or the K/N cache blocks, size 1, 1-D operands, ranges that span batch
+// matrices, and BF16 weights under FP32 activations.
+TEST_CASE("codegen: MatMul tiles with ragged edges, 1-D operands and BF16 weights") {
+  struct Case {
+    std::vector<int64_t> a, b;
+  };
+  for (const Case& c : std::vector<Case>{{{67, 129}, {129, 35}},
+                                         {{1, 1}, {1, 1}},
+                                         {{1, 768}, {768, 768}},
+                                         {{131, 260}, {260, 200}},
+                                         {{5, 3, 7, 20}, {3, 20, 9}},
+                                         {{129}, {129, 70}},
+                                         {{70, 129}, {129}},
+                                         {{129}, {129}}}) {
+    CAPTURE(c.a.size());
+    CAPTURE(c.b.back());
+    GraphBuilder b("mm");
+    auto x = b.input("x", DType::F32, Shape(c.a.begin(), c.a.end()));
+    auto w = b.constant(random_tensor(c.b, DType::F32, 21));
+    b.output(b.matmul(x, w), "out");
+    check_graph(b, {random_tensor(c.a, DType::F32, 22)}, 1e-4);  // FP32 sums of up to 768 terms
+  }
+  for (DType wt : {DType::BF16, DType::F16}) {
+    GraphBuilder b("mm_lowp_weights");
+    auto x = b.input("x", DType::F32, {67, 129});
+    auto w = b.constant(random_tensor({129, 35}, wt, 23));
+    b.output(b.matmul(x, b.op1("Cast", {w}, {{"to", int64_t{1}}})), "out");
+    check_graph(b, {random_tensor({67, 129}, DType::F32, 24)}, 1e-5);
+  }
+  {
+    GraphBuilder b("mm_bf16");
+    auto x = b.input("x", DType::BF16, {1, 768});
+    auto w = b.constant(random_tensor({768, 768}, DType::BF16, 25));
+    b.output(b.matmul(x, w), "out");
+    check_graph(b, {random_tensor({1, 768}, DType::BF16, 26)}, 1e-2);
+  }
+}
+
+TEST_CASE("codegen: Gemm transposes and C broadcasts across the K and N blocks") {
+  struct Case {
+    int64_t ta, tb;
+    std::vector<int64_t> c;
+  };
+  const int64_t M = 67, K = 260, N = 129;
+  for (const Case& c : std::vector<Case>{{0, 0, {N}}, {1, 0, {M, 1}}, {0, 1, {M, N}}, {1, 1, {1, N}}, {1, 1, {1}}}) {
+    CAPTURE(c.ta);
+    CAPTURE(c.tb);
+    GraphBuilder g("gemm");
+    const Shape ashape = c.ta ? Shape{K, M} : Shape{M, K};
+    auto a = g.input("a", DType::F32, ashape);
+    auto w = g.constant(random_tensor(c.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, DType::F32, 27));
+    auto bias = g.constant(random_tensor(c.c, DType::F32, 28));
+    g.output(g.op1("Gemm", {a, w, bias},
+                   {{"transA", c.ta}, {"transB", c.tb}, {"alpha", 0.75f}, {"beta", -1.5f}}),
+             "out");
+    check_graph(g, {random_tensor(c.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, DType::F32, 29)},
+                1e-4);
+  }
+}
+
+// ---- reductions and data movement (reduce, concat, slice, pad, expand, resize families) ----
+
+namespace {
+
+Tensor f32_tensor(std::vector<int64_t> shape, std::vector<float> v) { return *Tensor::from_f32(shape, v); }
+
+}  // namespace
+
+TEST_CASE("codegen: ReduceMean/Sum/Max over axis sets, keepdims both ways, axes as attribute or input") {
+  struct Case {
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+    bool as_input;
+  };
+  const Case cases[] = {{{1, -1}, 0, false}, {{0, 2}, 1, true}, {{-2}, 1, true}, {{-2}, 0, false},
+                        {{}, 0, false},      {{0, 1, 2, 3}, 1, true}, {{3}, 1, false}};
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax"})
+    for (const Case& c : cases) {
+      CAPTURE(op);
+      CAPTURE(c.keepdims);
+      CAPTURE(shape_string(c.axes));
+      GraphBuilder b("reduce");
+      auto x = b.input("x", DType::F32, {3, 1, 5, 7});
+      Attributes a{{"keepdims", c.keepdims}};
+      ValueId y;
+      if (c.as_input) {
+        y = b.op1(op, {x, b.constant_i64(c.axes)}, a);
+      } else {
+        if (!c.axes.empty()) a["axes"] = c.axes;
+        y = b.op1(op, {x}, a);
+      }
+      b.output(y, "out");
+      check_graph(b, {random_tensor({3, 1, 5, 7}, DType::F32, 20)}, 1e-5);
+    }
+}
+
+TEST_CASE("codegen: ReduceMean in F16 storage, ReduceMax NaN, empty axes as a no-op") {
+  for (int64_t keep : {0, 1}) {
+    GraphBuilder b("mean16");
+    auto x = b.input("x", DType::F16, {2, 9, 1, 33});
+    b.output(b.op1("ReduceMean", {x, b.constant_i64({-1, 1})}, {{"keepdims", keep}}), "out");
+    check_graph(b, {random_tensor({2, 9, 1, 33}, DType::F16, 21)}, 2e-3);
+  }
+  {
+    std::vector<float> v(2 * 3 * 4);
+    for (size_t k = 0; k < v.size(); ++k) v[k] = float(k % 7) - 3;
+    v[5] = NAN;   // row (0, 1): NaN in the middle
+    v[12] = NAN;  // row (1, 0): NaN first
+    GraphBuilder b("maxnan");
+    auto x = b.input("x", DType::F32, {2, 3, 4});
+    b.output(b.op1("ReduceMax", {x}, {{"axes", std::vector<int64_t>{2}}, {"keepdims", int64_t{0}}}), "out");
+    check_graph(b, {f32_tensor({2, 3, 4}, v)}, 0);
+  }
+  {
+    GraphBuilder b("noop");
+    auto x = b.input("x", DType::BF16, {4, 3});
+    b.output(b.op1("ReduceSum", {x, b.constant_i64({})}, {{"noop_with_empty_axes", int64_t{1}}}), "out");
+    check_graph(b, {random_tensor({4, 3}, DType::BF16, 22)}, 0);
+  }
+}
+
+TEST_CASE("codegen: Concat of three inputs on a middle axis and on the last axis, F32 and F16") {
+  for (DType t : {DType::F32, DType::F16})
+    for (int64_t axis : {1, -2}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("concat");
+      auto x0 = b.input("x0", t, {2, 3, 5});
+      auto x1 = b.input("x1", t, {2, 1, 5});
+      auto x2 = b.input("x2", t, {2, 4, 5});
+      b.output(b.op1("Concat", {x0, x1, x2}, {{"axis", axis}}), "out");
+      check_graph(b, {random_tensor({2, 3, 5}, t, 23), random_tensor({2, 1, 5}, t, 24), random_tensor({2, 4, 5}, t, 25)},
+                  0);
+    }
+  GraphBuilder b("concat_last");
+  auto x0 = b.input("x0", DType::F16, {3, 2});
+  auto x1 = b.input("x1", DType::F16, {3, 1});
+  b.output(b.op1("Concat", {x0, b.constant(random_tensor({3, 4}, DType::F16, 26)), x1}, {{"axis", int64_t{-1}}}), "out");
+  check_graph(b, {random_tensor({3, 2}, DType::F16, 27), random_tensor({3, 1}, DType::F16, 28)}, 0);
+}
+
+TEST_CASE("codegen: Slice with constant starts/ends/axes/steps, negative steps and axes, attribute form") {
+  {
+    GraphBuilder b("slice");
+    auto x = b.input("x", DType::F32, {5, 1, 9, 4});
+    auto y = b.op1("Slice", {x, b.constant_i64({-1, 1, 3}), b.constant_i64({-100, 8, 0}), b.constant_i64({0, 2, -1}),
+                             b.constant_i64({-2, 3, -1})});
+    b.output(y, "out");
+    check_graph(b, {random_tensor({5, 1, 9, 4}, DType::F32, 30)}, 0);
+  }
+  {
+    GraphBuilder b("slice_noaxes");  // axes and steps absent: the first axes, step 1
+    auto x = b.input("x", DType::F16, {7, 3});
+    b.output(b.op1("Slice", {x, b.constant_i64({2, -2}), b.constant_i64({INT64_MAX, 3})}), "out");
+    check_graph(b, {random_tensor({7, 3}, DType::F16, 31)}, 0);
+  }
+  {
+    GraphBuilder b("slice_attr");
+    auto x = b.input("x", DType::F32, {6, 5});
+    b.output(b.op1("Slice", {x}, {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{-1}},
+                                  {"axes", std::vector<int64_t>{-1}}}),
+             "out");
+    check_graph(b, {random_tensor({6, 5}, DType::F32, 32)}, 0);
+  }
+}
+
+TEST_CASE("codegen: Pad constant/reflect/edge/wrap with constant pads, axes and crops") {
+  struct Case {
+    const char* mode;
+    std::vector<int64_t> pads;
+    std::vector<int64_t> axes;  // empty: every axis
+    float value;
+  };
+  const Case cases[] = {{"reflect", {0, 2, 1, 1, 3, 2}, {}, 0},
+                        {"edge", {1, 4, 0, 2}, {-1, 0}, 0},
+                        {"constant", {1, -1, 0, 0, 2, -2}, {}, 1.5f},
+                        {"wrap", {0, 1, 3, 0, 0, 1}, {}, 0},
+                        {"reflect", {0, 0, 7, 0, 0, 0}, {}, 0}};  // longer than the axis
+  for (DType t : {DType::F32, DType::F16})
+    for (const Case& c : cases) {
+      CAPTURE(c.mode);
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("pad");
+      auto x = b.input("x", t, {3, 4, 5});
+      std::vector<ValueId> in{x, b.constant_i64(c.pads)};
+      in.push_back(c.value != 0 ? b.constant(*Tensor::from_f32({}, std::vector<float>{c.value}, t)) : kNoValue);
+      if (!c.axes.empty()) in.push_back(b.constant_i64(c.axes));
+      while (in.back() == kNoValue) in.pop_back();
+      b.output(b.op1("Pad", in, {{"mode", std::string(c.mode)}}), "out");
+      check_graph(b, {random_tensor({3, 4, 5}, t, 33)}, 0);
+    }
+}
+
+TEST_CASE("codegen: Expand broadcasts size-1 axes and adds leading ones") {
+  for (DType t : {DType::F32, DType::F16}) {
+    GraphBuilder b("expand");
+    auto x = b.input("x", t, {3, 1, 5});
+    b.output(b.op1("Expand", {x, b.constant_i64({2, 3, 4, 1})}), "out");
+    check_graph(b, {random_tensor({3, 1, 5}, t, 34)}, 0);
+  }
+  GraphBuilder b("expand_col");
+  auto x = b.input("x", DType::F32, {4, 1});
+  b.output(b.op1("Expand", {x, b.constant_i64({1, 7})}), "out");
+  check_graph(b, {random_tensor({4, 1}, DType::F32, 35)}, 0);
+}
+
+TEST_CASE("codegen: Resize nearest (every nearest_mode, several coordinate modes) and linear up/down") {
+  auto scales = [](std::vector<float> s) { return *Tensor::from_f32({static_cast<int64_t>(s.size())}, s); };
+  const std::pair<const char*, const char*> nearest[] = {{"asymmetric", "floor"},
+                                                         {"half_pixel", "round_prefer_floor"},
+                                                         {"align_corners", "round_prefer_ceil"},
+                                                         {"tf_half_pixel_for_nearest", "ceil"},
+                                                         {"pytorch_half_pixel", "round_prefer_floor"},
+                                                         {"half_pixel_symmetric", "round_prefer_ceil"}};
+  for (const auto& [coord, nm] : nearest) {
+    CAPTURE(coord);
+    GraphBuilder b("nearest2x");
+    auto x = b.input("x", DType::F16, {1, 2, 3, 5});
+    b.output(b.op1("Resize", {x, kNoValue, b.constant(scales({1, 1, 2, 2}))},
+                   {{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string(coord)},
+                    {"nearest_mode", std::string(nm)}}),
+             "out");
+    check_graph(b, {random_tensor({1, 2, 3, 5}, DType::F16, 36)}, 0);
+    GraphBuilder d("nearest_down");  // sizes, a non-integer ratio
+    auto y = d.input("y", DType::F32, {2, 1, 7, 9});
+    d.output(d.op1("Resize", {y, kNoValue, kNoValue, d.constant_i64({2, 1, 4, 5})},
+                   {{"coordinate_transformation_mode", std::string(coord)}, {"nearest_mode", std::string(nm)}}),
+             "out");
+    check_graph(d, {random_tensor({2, 1, 7, 9}, DType::F32, 37)}, 0);
+  }
+  for (const char* coord : {"half_pixel", "align_corners", "asymmetric", "pytorch_half_pixel"}) {
+    CAPTURE(coord);
+    const Attributes a{{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string(coord)}};
+    GraphBuilder up("linear_up");
+    auto x = up.input("x", DType::F32, {1, 3, 4, 5});
+    up.output(up.op1("Resize", {x, kNoValue, up.constant(scales({1, 1, 2.5f, 1.5f}))}, a), "out");
+    check_graph(up, {random_tensor({1, 3, 4, 5}, DType::F32, 38)}, 1e-5);
+    GraphBuilder down("linear_down");
+    auto y = down.input("y", DType::F32, {2, 1, 9, 7});
+    down.output(down.op1("Resize", {y, down.constant(Tensor(DType::F32, {0})), down.constant(Tensor(DType::F32, {0})),
+                                    down.constant_i64({2, 1, 4, 3})},
+                         a),
+                "out");
+    check_graph(down, {random_tensor({2, 1, 9, 7}, DType::F32, 39)}, 1e-5);
+    GraphBuilder w("linear_w");  // only W resized; BF16 storage
+    auto z = w.input("z", DType::BF16, {1, 2, 3, 6});
+    w.output(w.op1("Resize", {z, kNoValue, w.constant(scales({1, 1, 1, 0.5f}))}, a), "out");
+    check_graph(w, {random_tensor({1, 2, 3, 6}, DType::BF16, 40)}, 1e-2);
+  }
+}
+
+TEST_CASE("codegen: reduce/movement cases without a generator stay reference fallbacks") {
+  auto kinds = [](GraphBuilder& b) {
+    auto g = b.build();
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    auto steps = jit::lower(*g, {});
+    REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+    std::vector<jit::LoweredStep::Kind> k;
+    for (const auto& st : *steps) k.push_back(st.kind);
+    return k;
+  };
+  using K = jit::LoweredStep::Kind;
+  {
+    GraphBuilder b("slice_dyn");  // starts known only at run time
+    auto x = b.input("x", DType::F32, {4, 6});
+    auto starts = b.input("starts", DType::I64, {1});
+    b.output(b.op1("Slice", {x, starts, b.constant_i64({3})}), "s");
+    if (auto g = b.build(); g.ok()) {
+      auto steps = jit::lower(*g, {});
+      if (steps.ok())
+        for (const auto& st : *steps) CHECK(st.kind == K::fallback);
+    }
+  }
+  {
+    GraphBuilder b("linear_c");  // linear over the channel axis
+    auto x = b.input("x", DType::F32, {1, 2, 4, 4});
+    b.output(b.op1("Resize", {x, kNoValue, b.constant(*Tensor::from_f32({4}, std::vector<float>{1, 2, 1, 1}))},
+                   {{"mode", std::string("linear")}}),
+             "y");
+    CHECK(kinds(b) == std::vector<K>{K::fallback});
+  }
+  {
+    GraphBuilder b("sum_i64");  // integer reductions are exact in int64 on the reference
+    auto x = b.input("x", DType::I64, {3, 4});
+    b.output(b.op1("ReduceSum", {x, b.constant_i64({1})}), "y");
+    CHECK(kinds(b) == std::vector<K>{K::fallback});
+  }
+}

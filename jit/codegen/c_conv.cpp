@@ -1,0 +1,165 @@
+// Conv (2-D, NCHW, groups incl. depthwise, strides, dilations, pads/auto_pad, optional bias) and
+// inference BatchNormalization in C. Direct convolution, one output row per work item: the
+// row accumulates in FP32 over input channel, kernel row and kernel column, output column
+// innermost. Kernel rows outside the input are skipped once per row; for each kernel column the
+// range of output columns reading inside the input is baked in as constants, so the hot loop
+// has no bounds tests. Terms are summed in the reference's order (channel, then taps row-major).
+#include <algorithm>
+#include <sstream>
+
+#include "core/ir/op_geometry.hpp"
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_prelude.hpp"
+
+namespace hpf::jit {
+namespace {
+
+int64_t attr_i(const Attributes& a, const char* n, int64_t d) {
+  auto it = a.find(n);
+  if (it == a.end()) return d;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  return d;
+}
+std::vector<int64_t> attr_ints(const Attributes& a, const char* n) {
+  auto it = a.find(n);
+  if (it == a.end()) return {};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
+  return {};
+}
+std::string attr_s(const Attributes& a, const char* n) {
+  auto it = a.find(n);
+  if (it == a.end()) return "";
+  if (auto* v = std::get_if<std::string>(&it->second)) return *v;
+  return "";
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+std::string L(int64_t v) { return std::to_string(v) + "LL"; }
+
+std::string array(const char* type, const std::string& name, const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  s << "  static const " << type << " " << name << "[" << v.size() << "] = {";
+  for (size_t k = 0; k < v.size(); ++k) s << (k ? ", " : "") << v[k];
+  s << "};\n";
+  return s.str();
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_c_conv(const KernelSpec& spec, const std::string& name) {
+  if (spec.inputs.size() < 2 || spec.inputs.size() > 3 || spec.outputs.size() != 1)
+    return Status::invalid("conv: needs X, W, optional B and one output");
+  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
+  const bool has_b = spec.inputs.size() == 3;
+  for (const TensorDesc& t : spec.inputs)
+    if (!is_float(t.dtype)) return Status::unsupported("C codegen: Conv on " + std::string(dtype_name(t.dtype)));
+  if (!is_float(Y.dtype)) return Status::unsupported("C codegen: Conv to " + std::string(dtype_name(Y.dtype)));
+  if (X.shape.size() != 4 || Wt.shape.size() != 4)
+    return Status::unsupported("C codegen: Conv other than 2-D (input " + shape_string(X.shape) + ")");
+  const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
+  const int64_t M = Wt.shape[0], CG = Wt.shape[1], KH = Wt.shape[2], KW = Wt.shape[3];
+  const int64_t group = attr_i(spec.attrs, "group", 1);
+  if (group < 1 || C != CG * group || M % group != 0)
+    return Status::invalid("conv: input " + shape_string(X.shape) + ", weight " + shape_string(Wt.shape) +
+                           " and group " + std::to_string(group) + " disagree");
+  if (has_b && numel(spec.inputs[2].shape) != M) return Status::invalid("conv: bias must have " + std::to_string(M) + " values");
+  const std::vector<int64_t> in{H, W};
+  HPF_ASSIGN_OR_RETURN(auto g, ir::window_geometry(in, {KH, KW}, attr_ints(spec.attrs, "strides"),
+                                                   attr_ints(spec.attrs, "dilations"), attr_ints(spec.attrs, "pads"),
+                                                   attr_s(spec.attrs, "auto_pad"), false));
+  const int64_t OH = g.out[0], OW = g.out[1];
+  if (Y.shape != std::vector<int64_t>{N, M, OH, OW})
+    return Status::invalid("conv: output " + shape_string(Y.shape) + " does not match the geometry");
+  const int64_t SH = g.strides[0], SW = g.strides[1], DH = g.dilations[0], DW = g.dilations[1];
+  const int64_t PH = g.pads_begin[0], PW = g.pads_begin[1];
+  const int64_t MG = M / group;
+  // Per kernel column: output columns [lo, hi) whose input column ow*SW + kw*DW - PW is inside.
+  std::vector<int64_t> lo(KW), hi(KW);
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    const int64_t off = kw * DW - PW;
+    lo[kw] = std::max<int64_t>(0, ceil_div(-off, SW));
+    hi[kw] = std::max(lo[kw], std::min(OW, floor_div(W - 1 - off, SW) + 1));
+  }
+  const char* xt = c_storage_type(X.dtype);
+  const char* wt = c_storage_type(Wt.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
+  if (has_b) {
+    const char* bt = c_storage_type(spec.inputs[2].dtype);
+    s << "  const " << bt << "* restrict B = (const " << bt << "*)args[2];\n";
+  }
+  s << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "    const i64 oh = r % " << L(OH) << ", m = (r / " << L(OH) << ") % " << L(M) << ", n = r / " << L(OH * M) << ";\n"
+    << "    const i64 c0 = (m / " << L(MG) << ") * " << L(CG) << ";\n"
+    << "    const i64 ih0 = oh * " << L(SH) << " - " << L(PH) << ";\n"
+    // Kernel rows reading inside the input: kh*DH + ih0 in [0, H).
+    << "    i64 kh_lo = 0, kh_hi = " << L(KH) << ";\n"
+    << "    while (kh_lo < kh_hi && kh_lo * " << L(DH) << " + ih0 < 0) ++kh_lo;\n"
+    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(DH) << " + ih0 >= " << L(H) << ") --kh_hi;\n"
+    << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = 0.0f;\n"
+    << "    for (i64 c = 0; c < " << L(CG) << "; ++c) {\n"
+    << "      const " << xt << "* restrict xc = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << ") * " << L(W) << ";\n"
+    << "      const " << wt << "* restrict wc = Wt + (m * " << L(CG) << " + c) * " << L(KH * KW) << ";\n"
+    << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
+    << "        const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
+    << "        for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
+    << "          const float w = " << c_load(Wt.dtype, "wc[kh * " + L(KW) + " + kw]") << ";\n"
+    << "          const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
+    << "          for (i64 j = lo[kw]; j < j1; ++j) acc[j] += w * "
+    << c_load(X.dtype, SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]") << ";\n"
+    << "        }\n      }\n    }\n";
+  if (has_b) s << "    const float b = " << c_load(spec.inputs[2].dtype, "B[m]") << ";\n";
+  s << "    " << yt << "* restrict yr = Y + r * " << L(OW) << ";\n"
+    << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, has_b ? "acc[j] + b" : "acc[j]") << ";\n"
+    << "  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, OW * CG * KH * KW);
+  return GeneratedKernel{name, s.str(), N * M * OH, std::max<int64_t>(1, 65536 / per_item)};
+}
+
+// BatchNormalization (inference): y = x * scale[c] + shift[c], scale = gamma / sqrt(var + eps),
+// shift = beta - mean * scale, in FP32. One (n, c) plane per work item.
+Expected<GeneratedKernel> generate_c_batchnorm(const KernelSpec& spec, const std::string& name) {
+  if (spec.inputs.size() != 5 || spec.outputs.size() != 1)
+    return Status::invalid("batchnorm: needs X, scale, B, mean, var and one output");
+  for (const TensorDesc& t : spec.inputs)
+    if (!is_float(t.dtype)) return Status::unsupported("C codegen: BatchNormalization on " + std::string(dtype_name(t.dtype)));
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  if (!is_float(Y.dtype) || X.shape.size() < 2) return Status::unsupported("C codegen: BatchNormalization of " + shape_string(X.shape));
+  if (attr_i(spec.attrs, "training_mode", 0)) return Status::unsupported("C codegen: BatchNormalization training_mode=1");
+  const int64_t ch = X.shape[1], planes = X.shape[0] * ch, inner = ch ? numel(X.shape) / std::max<int64_t>(1, planes) : 0;
+  for (size_t k = 1; k < 5; ++k)
+    if (numel(spec.inputs[k].shape) != ch) return Status::invalid("batchnorm: parameter " + std::to_string(k) + " size");
+  float eps = 1e-5f;
+  if (auto it = spec.attrs.find("epsilon"); it != spec.attrs.end()) {
+    if (auto* f = std::get_if<float>(&it->second)) eps = *f;
+  }
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n";
+  for (int k = 1; k < 5; ++k) {
+    const char* pt = c_storage_type(spec.inputs[k].dtype);
+    s << "  const " << pt << "* restrict P" << k << " = (const " << pt << "*)args[" << k << "];\n";
+  }
+  auto p = [&](int k) { return c_load(spec.inputs[k].dtype, "P" + std::to_string(k) + "[c]"); };
+  s << "  " << yt << "* restrict Y = (" << yt << "*)args[5];\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "    const i64 c = r % " << L(ch) << ";\n"
+    << "    const float scale = " << p(1) << " / sqrtf(" << p(4) << " + " << c_float(eps) << ");\n"
+    << "    const float shift = " << p(2) << " - " << p(3) << " * scale;\n"
+    << "    const i64 o = r * " << L(inner) << ";\n"
+    << "    for (i64 j = 0; j < " << L(inner) << "; ++j) Y[o + j] = "
+    << c_store(Y.dtype, c_load(X.dtype, "X[o + j]") + " * scale + shift") << ";\n"
+    << "  }\n}\n";
+  return GeneratedKernel{name, s.str(), planes, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, inner))};
+}
+
+}  // namespace hpf::jit

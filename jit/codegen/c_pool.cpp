@@ -1,0 +1,170 @@
+// MaxPool (output 0), AveragePool (2-D NCHW; pads, auto_pad, strides, dilations, ceil_mode,
+// count_include_pad) and GlobalAveragePool (any rank) in C, FP32 in registers whatever the
+// storage format. Windowed pools take one output row per work item, like Conv: kernel rows
+// outside the input are skipped per row, the output-column range of each kernel column is baked
+// in, the output column loop is innermost and free of bounds tests. Semantics follow the
+// reference: padding never wins a max, a max window over padding only gives the lowest float,
+// NaN propagates exactly when the window's first real cell is NaN; average divisors count the
+// explicit padding (count_include_pad) but never the ceil_mode overhang.
+#include <algorithm>
+#include <sstream>
+
+#include "core/ir/op_geometry.hpp"
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_prelude.hpp"
+
+namespace hpf::jit {
+namespace {
+
+int64_t attr_i(const Attributes& a, const char* n, int64_t d) {
+  auto it = a.find(n);
+  if (it == a.end()) return d;
+  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
+  return d;
+}
+std::vector<int64_t> attr_ints(const Attributes& a, const char* n) {
+  auto it = a.find(n);
+  if (it == a.end()) return {};
+  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
+  return {};
+}
+std::string attr_s(const Attributes& a, const char* n) {
+  auto it = a.find(n);
+  if (it == a.end()) return "";
+  if (auto* v = std::get_if<std::string>(&it->second)) return *v;
+  return "";
+}
+
+int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
+int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+std::string L(int64_t v) { return std::to_string(v) + "LL"; }
+
+std::string array(const char* type, const std::string& name, const std::vector<int64_t>& v) {
+  std::ostringstream s;
+  s << "  static const " << type << " " << name << "[" << std::max<size_t>(1, v.size()) << "] = {";
+  for (size_t k = 0; k < v.size(); ++k) s << (k ? ", " : "") << v[k];
+  if (v.empty()) s << "0";
+  s << "};\n";
+  return s.str();
+}
+
+Expected<GeneratedKernel> global_average_pool(const KernelSpec& spec, const std::string& name) {
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  if (X.shape.size() < 3) return Status::unsupported("C codegen: GlobalAveragePool of " + shape_string(X.shape));
+  const int64_t planes = X.shape[0] * X.shape[1];
+  const int64_t size = planes ? numel(X.shape) / planes : 0;
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  " << yt << "* restrict Y = (" << yt << "*)args[1];\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "    const " << xt << "* restrict xp = X + r * " << L(size) << ";\n"
+    << "    float sum = 0.0f;\n"
+    << "    for (i64 j = 0; j < " << L(size) << "; ++j) sum += " << c_load(X.dtype, "xp[j]") << ";\n"
+    << "    Y[r] = " << c_store(Y.dtype, "sum / " + std::to_string(size) + ".0f") << ";\n"
+    << "  }\n}\n";
+  return GeneratedKernel{name, s.str(), planes, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, size))};
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_c_pool(const KernelSpec& spec, const std::string& name) {
+  if (spec.inputs.size() != 1 || spec.outputs.size() != 1)
+    return Status::unsupported("C codegen: " + spec.family + " needs one input and one output (no MaxPool indices)");
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  if (!is_float(X.dtype) || !is_float(Y.dtype))
+    return Status::unsupported("C codegen: " + spec.family + " on " + std::string(dtype_name(X.dtype)));
+  if (spec.family == "globalavgpool") return global_average_pool(spec, name);
+  const bool is_max = spec.family == "maxpool";
+  if (X.shape.size() != 4) return Status::unsupported("C codegen: pooling other than 2-D (input " + shape_string(X.shape) + ")");
+  if (attr_i(spec.attrs, "storage_order", 0) != 0 && !is_max) return Status::invalid("pool: storage_order");
+  const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
+  const std::vector<int64_t> in{H, W};
+  HPF_ASSIGN_OR_RETURN(auto g, ir::window_geometry(in, attr_ints(spec.attrs, "kernel_shape"), attr_ints(spec.attrs, "strides"),
+                                                   attr_ints(spec.attrs, "dilations"), attr_ints(spec.attrs, "pads"),
+                                                   attr_s(spec.attrs, "auto_pad"), attr_i(spec.attrs, "ceil_mode", 0) != 0));
+  const int64_t OH = g.out[0], OW = g.out[1], KH = g.kernel[0], KW = g.kernel[1];
+  if (Y.shape != std::vector<int64_t>{N, C, OH, OW})
+    return Status::invalid("pool: output " + shape_string(Y.shape) + " does not match the geometry");
+  const int64_t SH = g.strides[0], SW = g.strides[1], DH = g.dilations[0], DW = g.dilations[1];
+  const int64_t PH = g.pads_begin[0], PW = g.pads_begin[1], PHE = g.pads_end[0], PWE = g.pads_end[1];
+  const bool include_pad = attr_i(spec.attrs, "count_include_pad", 0) != 0;
+  // Per kernel column: output columns [lo, hi) whose input column is inside. Per output column:
+  // its first inside kernel column (-1: none), inside count and count_include_pad count.
+  std::vector<int64_t> lo(KW), hi(KW), first(OW, -1), cnt(OW, 0), pcnt(OW, 0);
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    const int64_t off = kw * DW - PW;
+    lo[kw] = std::max<int64_t>(0, ceil_div(-off, SW));
+    hi[kw] = std::max(lo[kw], std::min(OW, floor_div(W - 1 - off, SW) + 1));
+  }
+  for (int64_t ow = 0; ow < OW; ++ow)
+    for (int64_t kw = 0; kw < KW; ++kw) {
+      const int64_t p = ow * SW + kw * DW - PW;
+      if (p >= 0 && p < W) {
+        if (first[ow] < 0) first[ow] = p;  // input column of the first inside cell
+        ++cnt[ow];
+      }
+      if (p >= -PW && p < W + PWE) ++pcnt[ow];
+    }
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  const std::string x_at = c_load(X.dtype, SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]");
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  " << yt << "* restrict Y = (" << yt << "*)args[1];\n"
+    << array("i64", "lo", lo) << array("i64", "hi", hi);
+  if (is_max) s << array("i64", "first", first);
+  else s << array("i32", "cnt", include_pad ? pcnt : cnt);
+  s << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "    const i64 oh = r % " << L(OH) << ", plane = r / " << L(OH) << ";\n"
+    << "    const " << xt << "* restrict xc = X + plane * " << L(H * W) << ";\n"
+    << "    " << yt << "* restrict yr = Y + r * " << L(OW) << ";\n"
+    << "    const i64 ih0 = oh * " << L(SH) << " - " << L(PH) << ";\n"
+    << "    i64 kh_lo = 0, kh_hi = " << L(KH) << ";\n"
+    << "    while (kh_lo < kh_hi && kh_lo * " << L(DH) << " + ih0 < 0) ++kh_lo;\n"
+    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(DH) << " + ih0 >= " << L(H) << ") --kh_hi;\n";
+  if (is_max) {
+    // Start from each window's first inside cell, then take strictly greater values: the first
+    // cell wins ties and a NaN there stays, a NaN later never wins.
+    s << "    if (kh_lo >= kh_hi) {\n"
+      << "      for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "-3.40282347e+38f") << ";\n"
+      << "      continue;\n    }\n"
+      << "    {\n      const " << xt << "* restrict xr = xc + (ih0 + kh_lo * " << L(DH) << ") * " << L(W) << ";\n"
+      << "      for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = first[j] < 0 ? -3.40282347e+38f : "
+      << c_load(X.dtype, "xr[first[j] < 0 ? 0 : first[j]]") << ";\n    }\n"
+      << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
+      << "      const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
+      << "      for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
+      << "        const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
+      << "        for (i64 j = lo[kw]; j < j1; ++j) { const float v = " << x_at << "; acc[j] = v > acc[j] ? v : acc[j]; }\n"
+      << "      }\n    }\n"
+      << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "acc[j]") << ";\n";
+  } else {
+    // Rows of the window counted for the divisor: inside rows, or rows inside the explicit pads.
+    if (include_pad)
+      s << "    i64 rows = 0;\n"
+        << "    for (i64 kh = 0; kh < " << L(KH) << "; ++kh) { const i64 p = ih0 + kh * " << L(DH) << "; rows += p >= -"
+        << L(PH) << " && p < " << L(H + PHE) << "; }\n";
+    else
+      s << "    const i64 rows = kh_hi > kh_lo ? kh_hi - kh_lo : 0;\n";
+    s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = 0.0f;\n"
+      << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
+      << "      const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
+      << "      for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
+      << "        const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
+      << "        for (i64 j = lo[kw]; j < j1; ++j) acc[j] += " << x_at << ";\n"
+      << "      }\n    }\n"
+      // A window over padding only (without count_include_pad) divides 0 by 0: NaN, as the reference.
+      << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "acc[j] / (float)(rows * cnt[j])") << ";\n";
+  }
+  s << "  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, OW * KH * KW);
+  return GeneratedKernel{name, s.str(), N * C * OH, std::max<int64_t>(1, 65536 / per_item)};
+}
+
+}  // namespace hpf::jit
