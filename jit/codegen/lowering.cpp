@@ -124,7 +124,12 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     if (family.empty()) family = bake_movement(g, n, baked);
     st.inputs = n.inputs;
     st.outputs = n.outputs;
+    // Absent optional inputs at the end (Gemm without C) are simply left out; one in the middle
+    // means a form the generators do not take.
+    while (!family.empty() && baked.empty() && !st.inputs.empty() && st.inputs.back() == kNoValue) st.inputs.pop_back();
+    if (baked.empty() && std::find(st.inputs.begin(), st.inputs.end(), kNoValue) != st.inputs.end()) family.clear();
     if (family.empty()) {
+      st.inputs = n.inputs;
       st.kind = LoweredStep::Kind::fallback;
       steps.push_back(std::move(st));
       continue;
@@ -147,8 +152,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       steps.push_back(std::move(st));
       continue;
     }
-    for (ValueId v : n.inputs) {
-      if (v == kNoValue) return Status::unsupported("lowering: node '" + n.name + "' has an absent optional input");
+    for (ValueId v : st.inputs) {
       HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
       st.spec.inputs.push_back(d);
     }

@@ -184,6 +184,21 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     st.label = ls.label;
     st.inputs = ls.inputs;
     st.outputs = ls.outputs;
+    // A single op whose generator declines this form (a format or attribute it does not take)
+    // runs on the reference instead.
+    std::optional<jit::GeneratedKernel> generated;
+    if (ls.kind == jit::LoweredStep::Kind::kernel) {
+      auto k = jit::generate_c(ls.spec);
+      if (k.ok()) {
+        generated = std::move(k).value();
+      } else if (k.status().code() == StatusCode::unsupported && ls.fused.size() == 1) {
+        log(LogLevel::info, "node '" + ls.label + "': " + k.status().message() + "; using the reference");
+        ls.kind = st.kind = jit::LoweredStep::Kind::fallback;
+        st.inputs = g->node(ls.node).inputs;
+      } else {
+        return k.status().with_context("generating the kernel for '" + ls.label + "'");
+      }
+    }
     if (ls.kind == jit::LoweredStep::Kind::fallback) {
       // One-node graph run by the reference interpreter on host copies.
       const Node& n = g->node(ls.node);
@@ -209,7 +224,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       ++impl->stats.fallbacks;
       log(LogLevel::info, "node '" + n.name + "' (" + n.op + ") runs on the reference interpreter (no generator)");
     } else if (ls.kind == jit::LoweredStep::Kind::kernel) {
-      HPF_ASSIGN_OR_RETURN(jit::GeneratedKernel k, jit::generate_c(ls.spec));
+      const jit::GeneratedKernel& k = *generated;
       st.work_items = k.work_items;
       st.grain = k.grain;
       auto it = kernel_index.find(k.name);

@@ -100,3 +100,34 @@ TEST_CASE("session: input errors name the input and what was expected") {
   REQUIRE_FALSE(bad_compile.ok());
   CHECK(bad_compile.status().message() == "compile: input 'x' expects [batch,64], got [4,65]");
 }
+
+TEST_CASE("session: forms without a generator run on the reference and are counted") {
+  GraphBuilder b("fallbacks");
+  auto x = b.input("x", DType::F32, {3, 4});
+  auto s0 = b.softmax(x, 0);  // not the last axis: the generator declines, the reference runs it
+  auto w = b.constant(*Tensor::from_f32({4, 5}, std::vector<float>(20, 0.25f)));
+  auto y = b.op1("Gemm", {s0, w, kNoValue});  // absent C at the end: still a kernel
+  b.output(b.op1("Clip", {y, kNoValue, b.scalar(0.6f)}), "out");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->compile_stats().fallbacks == 1);
+  CHECK(exe->compile_stats().kernels == 2);
+  std::vector<float> xv(12);
+  for (int k = 0; k < 12; ++k) xv[k] = 0.3f * k - 1.0f;
+  const Tensor in = *Tensor::from_f32({3, 4}, xv);
+  auto got = exe->run({in});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  auto want = ref::run(*g, {in});
+  REQUIRE(want.ok());
+  auto d = compare((*want)[0], (*got)[0]);
+  CHECK(d->max_abs_error < 1e-6);
+  bool fallback_listed = false;
+  for (const auto& p : exe->profile()) fallback_listed |= p.kind == "fallback" && p.calls == 1;
+  CHECK(fallback_listed);
+}
