@@ -97,6 +97,13 @@ BertConfig bert_tiny() {
   return c;
 }
 
+BertConfig bert_layer() {
+  BertConfig c;
+  c.layers = 1;
+  c.vocab = 1000;
+  return c;
+}
+
 Expected<Graph> bert(const BertConfig& config) { return BertWriter(config).build(); }
 
 }  // namespace hpf::models

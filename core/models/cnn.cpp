@@ -72,6 +72,7 @@ Expected<Graph> mlp(uint64_t seed) {
 
 std::vector<BuiltinInfo> builtin_models() {
   return {{"bert-base", "BERT-base encoder: 12 layers, hidden 768, 12 heads, sequence 128 (110M parameters)"},
+          {"bert-layer", "one BERT-base encoder layer: hidden 768, 12 heads, FFN 3072, sequence 128"},
           {"bert-tiny", "BERT encoder: 2 layers, hidden 128, 2 heads, sequence 32"},
           {"cnn-small", "residual CNN classifier, 3x32x32 images, Conv/BatchNorm/Relu/MaxPool/Gemm"},
           {"mlp", "two-layer perceptron, 64 -> 128 -> 10"}};
@@ -81,6 +82,7 @@ Expected<Graph> builtin(const std::string& name) {
   std::string n = name.rfind("builtin:", 0) == 0 ? name.substr(8) : name;
   if (n == "bert-base") return bert(bert_base());
   if (n == "bert-tiny") return bert(bert_tiny());
+  if (n == "bert-layer") return bert(bert_layer());
   if (n == "cnn-small") return cnn_small();
   if (n == "mlp") return mlp();
   std::string known;

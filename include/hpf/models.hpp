@@ -24,7 +24,8 @@ struct BertConfig {
   uint64_t seed = 1;
 };
 BertConfig bert_base();
-BertConfig bert_tiny();  // 2 layers, hidden 128, 2 heads, sequence 32, vocab 1000
+BertConfig bert_tiny();   // 2 layers, hidden 128, 2 heads, sequence 32, vocab 1000
+BertConfig bert_layer();  // one encoder layer of BERT-base shape (hidden 768, 12 heads, 3072, seq 128), vocab 1000
 
 // BERT encoder: input "input_ids" i64[batch, sequence]; outputs "last_hidden_state"
 // f32[batch, sequence, hidden] and "logits" f32[batch, labels]. Post-LayerNorm, exact GELU,
@@ -44,7 +45,7 @@ struct BuiltinInfo {
   std::string description;
 };
 std::vector<BuiltinInfo> builtin_models();
-// "bert-base", "bert-tiny", "cnn-small", "mlp" (with or without a "builtin:" prefix).
+// "bert-base", "bert-layer", "bert-tiny", "cnn-small", "mlp" (with or without "builtin:").
 Expected<Graph> builtin(const std::string& name);
 
 // Seeded example inputs for a graph: integer ids in [0, bound) for i64 inputs named *ids

@@ -85,7 +85,7 @@ TEST_CASE("models: lower formats diverge more, and FP32 storage not at all") {
 TEST_CASE("models: unknown names list the known ones") {
   auto g = models::builtin("builtin:resnet");
   REQUIRE_FALSE(g.ok());
-  CHECK(g.status().message() == "no built-in model 'resnet' (built-in models: bert-base, bert-tiny, cnn-small, mlp)");
+  CHECK(g.status().message() == "no built-in model 'resnet' (built-in models: bert-base, bert-layer, bert-tiny, cnn-small, mlp)");
 }
 
 TEST_CASE("divergence: KL, rel-L2, top-1 on hand-computed logits") {
