@@ -138,15 +138,16 @@ uint64_t physical_memory() {
 
 void describe_device(hpf_plugin& p) {
   static const hpf_precision_support kPrecisions[] = {
-      {sizeof(hpf_precision_support), "matmul", "f32,bf16,f16,i8"},
-      {sizeof(hpf_precision_support), "conv", "f32,bf16,f16,i8"},
+      // What libhpf's C kernels do for this backend: every listed format is storage, converted
+      // to FP32 in registers, with FP32 accumulation. INT8 arithmetic arrives with its kernels.
+      {sizeof(hpf_precision_support), "matmul", "f32,bf16,f16"},
+      {sizeof(hpf_precision_support), "conv", "f32,bf16,f16"},
       {sizeof(hpf_precision_support), "elementwise", "f32,bf16,f16"},
-      {sizeof(hpf_precision_support), "attention", "f32"},
-      {sizeof(hpf_precision_support), "normalization", "f32"},
-      {sizeof(hpf_precision_support), "softmax", "f32"},
-      {sizeof(hpf_precision_support), "embedding", "f32"},
-      {sizeof(hpf_precision_support), "data_movement", "f32"},
-      {sizeof(hpf_precision_support), "quantization", "f32,i8"},
+      {sizeof(hpf_precision_support), "attention", "f32,bf16,f16"},
+      {sizeof(hpf_precision_support), "normalization", "f32,bf16,f16"},
+      {sizeof(hpf_precision_support), "softmax", "f32,bf16,f16"},
+      {sizeof(hpf_precision_support), "embedding", "f32,bf16,f16"},
+      {sizeof(hpf_precision_support), "data_movement", "f32,bf16,f16"},
   };
   const auto& target = p.compiler.target();
   p.device_name = cpu_brand(target.cpu);
