@@ -4,20 +4,15 @@
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 
 namespace hpf::jit {
+
 namespace {
 
 std::string f(float v) { return c_float(v); }
 
-float attr_f(const Attributes& a, const char* name, float def) {
-  auto it = a.find(name);
-  if (it == a.end()) return def;
-  if (auto* v = std::get_if<float>(&it->second)) return *v;
-  if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<float>(*v);
-  return def;
-}
 
 // Rounds a float expression to `t` and back, as the graph's intermediate value of format t.
 std::string round_to_format(DType t, const std::string& e) {

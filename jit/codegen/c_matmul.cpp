@@ -13,21 +13,12 @@
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 
 namespace hpf::jit {
-namespace {
 
-int64_t attr_i(const Attributes& a, const char* n, int64_t d) {
-  auto it = a.find(n);
-  return it == a.end() ? d : std::get<int64_t>(it->second);
-}
-float attr_f(const Attributes& a, const char* n, float d) {
-  auto it = a.find(n);
-  if (it == a.end()) return d;
-  if (auto* v = std::get_if<float>(&it->second)) return *v;
-  return static_cast<float>(std::get<int64_t>(it->second));
-}
+namespace {
 
 // Offset expression of batch index `t` of an operand with batch shape `in` broadcast to `out`.
 std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t matrix) {

@@ -11,43 +11,12 @@
 
 #include "core/ir/op_geometry.hpp"
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 
 namespace hpf::jit {
+
 namespace {
-
-int64_t attr_i(const Attributes& a, const char* n, int64_t d) {
-  auto it = a.find(n);
-  if (it == a.end()) return d;
-  if (auto* v = std::get_if<int64_t>(&it->second)) return *v;
-  return d;
-}
-std::vector<int64_t> attr_ints(const Attributes& a, const char* n) {
-  auto it = a.find(n);
-  if (it == a.end()) return {};
-  if (auto* v = std::get_if<std::vector<int64_t>>(&it->second)) return *v;
-  return {};
-}
-std::string attr_s(const Attributes& a, const char* n) {
-  auto it = a.find(n);
-  if (it == a.end()) return "";
-  if (auto* v = std::get_if<std::string>(&it->second)) return *v;
-  return "";
-}
-
-int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
-int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
-
-std::string L(int64_t v) { return std::to_string(v) + "LL"; }
-
-std::string array(const char* type, const std::string& name, const std::vector<int64_t>& v) {
-  std::ostringstream s;
-  s << "  static const " << type << " " << name << "[" << std::max<size_t>(1, v.size()) << "] = {";
-  for (size_t k = 0; k < v.size(); ++k) s << (k ? ", " : "") << v[k];
-  if (v.empty()) s << "0";
-  s << "};\n";
-  return s.str();
-}
 
 Expected<GeneratedKernel> global_average_pool(const KernelSpec& spec, const std::string& name) {
   const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
