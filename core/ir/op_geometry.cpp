@@ -1,6 +1,7 @@
 #include "core/ir/op_geometry.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace hpf::ir {
@@ -229,6 +230,40 @@ Expected<std::vector<int64_t>> split_sizes(int64_t dim, std::span<const int64_t>
   if (left != 0 || (dim % num_outputs != 0 && out.back() <= 0))
     return Status::invalid("cannot split size " + std::to_string(dim) + " into " + std::to_string(num_outputs) + " outputs");
   return out;
+}
+
+double resize_source_coordinate(double x, int64_t in, int64_t out, double scale, const std::string& mode) {
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "align_corners") return out == 1 ? 0.0 : x * double(in - 1) / double(out - 1);
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (mode == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
+  if (mode == "half_pixel_symmetric") {
+    const double adjustment = double(out) / (scale * double(in));
+    const double offset = double(in) / 2 * (1 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  return (x + 0.5) / scale - 0.5;  // half_pixel
+}
+
+int64_t resize_nearest_index(double v, const std::string& mode, int64_t in) {
+  const double fl = std::floor(v);
+  double r;
+  if (mode == "floor") r = fl;
+  else if (mode == "ceil") r = std::ceil(v);
+  else if (v - fl == 0.5) r = mode == "round_prefer_ceil" ? fl + 1 : fl;  // ties are exact in double
+  else r = std::round(v);
+  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
+}
+
+bool is_resize_coordinate_mode(const std::string& m) {
+  for (const char* k : {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+                        "tf_half_pixel_for_nearest"})
+    if (m == k) return true;
+  return false;
+}
+
+bool is_resize_nearest_mode(const std::string& m) {
+  return m == "round_prefer_floor" || m == "round_prefer_ceil" || m == "floor" || m == "ceil";
 }
 
 Expected<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank) {

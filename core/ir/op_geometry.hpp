@@ -52,6 +52,16 @@ Expected<std::vector<SliceAxis>> slice_ranges(std::span<const int64_t> in,
 Expected<std::vector<int64_t>> split_sizes(int64_t dim, std::span<const int64_t> split,
                                            int64_t num_outputs);
 
+// Resize: the input coordinate of output coordinate `x` along one axis of size `in` -> `out`
+// for an ONNX coordinate_transformation_mode (half_pixel, half_pixel_symmetric,
+// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nearest), in double as the
+// ONNX reference computes it; and the input index a nearest_mode (round_prefer_floor,
+// round_prefer_ceil, floor, ceil) picks for it, clamped to [0, in).
+double resize_source_coordinate(double x, int64_t in, int64_t out, double scale, const std::string& mode);
+int64_t resize_nearest_index(double v, const std::string& mode, int64_t in);
+bool is_resize_coordinate_mode(const std::string& mode);
+bool is_resize_nearest_mode(const std::string& mode);
+
 // Normalises each axis against rank; error on out-of-range or repeated axes.
 Expected<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank);
 

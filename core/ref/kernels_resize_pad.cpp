@@ -38,44 +38,7 @@ void for_each_row(std::span<const int64_t> out_dims, const std::vector<std::vect
 
 // ---- Resize ----
 
-const char* const kCoordinateModes[] = {"half_pixel",         "half_pixel_symmetric",
-                                        "pytorch_half_pixel", "align_corners",
-                                        "asymmetric",         "tf_half_pixel_for_nearest"};
-const char* const kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
-template <size_t N>
-bool one_of(const std::string& s, const char* const (&names)[N]) {
-  return std::find(std::begin(names), std::end(names), s) != std::end(names);
-}
-
-// Input coordinate of output coordinate `x` along one axis (ONNX coordinate_transformation_mode).
-// Computed in double: the ONNX reference does, and ties of nearest_mode are exact there.
-double source_coordinate(double x, int64_t in, int64_t out, double scale, const std::string& mode) {
-  if (mode == "asymmetric") return x / scale;
-  if (mode == "align_corners") return out == 1 ? 0.0 : x * double(in - 1) / double(out - 1);
-  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
-  if (mode == "half_pixel_symmetric") {
-    const double adjustment = double(out) / (scale * double(in));
-    const double offset = double(in) / 2 * (1 - adjustment);
-    return offset + (x + 0.5) / scale - 0.5;
-  }
-  return (x + 0.5) / scale - 0.5;  // half_pixel
-}
-
-int64_t nearest_index(double v, const std::string& mode, int64_t in) {
-  const double fl = std::floor(v);
-  double r;
-  if (mode == "floor")
-    r = fl;
-  else if (mode == "ceil")
-    r = std::ceil(v);
-  else if (v - fl == 0.5)
-    r = mode == "round_prefer_ceil" ? fl + 1 : fl;
-  else
-    r = std::round(v);
-  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
-}
 
 template <typename T>
 void gather_nearest(const std::vector<T>& x, std::vector<T>& y, std::span<const int64_t> in_dims,
@@ -100,7 +63,7 @@ void linear_axis(std::vector<double>& cur, std::vector<int64_t>& dims, size_t ax
   for (int64_t j = 0; j < out; ++j) {
     // Clamping the coordinate is what ONNX's edge-padded neighbour lookup amounts to.
     const double v =
-        std::clamp(source_coordinate(double(j), in, out, scale, mode), 0.0, double(in - 1));
+        std::clamp(ir::resize_source_coordinate(double(j), in, out, scale, mode), 0.0, double(in - 1));
     i0[j] = static_cast<int64_t>(std::floor(v));
     i1[j] = std::min(i0[j] + 1, in - 1);
     w1[j] = v - double(i0[j]);
@@ -128,9 +91,9 @@ Status resize(KernelContext& ctx) {
     return ctx.unsupported(
         "coordinate_transformation_mode 'tf_crop_and_resize' is not supported "
         "(roi cropping and extrapolation_value are not implemented)");
-  if (!one_of(coord, kCoordinateModes))
+  if (!ir::is_resize_coordinate_mode(coord))
     return ctx.error("unknown coordinate_transformation_mode '" + coord + "'");
-  if (mode == "nearest" && !one_of(nearest_mode, kNearestModes))
+  if (mode == "nearest" && !ir::is_resize_nearest_mode(nearest_mode))
     return ctx.error("unknown nearest_mode '" + nearest_mode + "'");
 
   const size_t rank = x.shape.size();
@@ -175,7 +138,7 @@ Status resize(KernelContext& ctx) {
     for (size_t k = 0; k < rank; ++k)
       for (int64_t j = 0; j < out_dims[k]; ++j)
         maps[k].push_back(
-            nearest_index(source_coordinate(double(j), x.shape[k], out_dims[k], scales[k], coord),
+            ir::resize_nearest_index(ir::resize_source_coordinate(double(j), x.shape[k], out_dims[k], scales[k], coord),
                           nearest_mode, x.shape[k]));
     if (rank == 0) {
       y = x;

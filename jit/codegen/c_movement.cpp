@@ -211,38 +211,7 @@ Expected<std::vector<int64_t>> pad_map(const std::string& mode, int64_t len, int
 
 // ---- Resize ----
 
-// ONNX coordinate_transformation_mode, in double like the reference.
-double source_coordinate(double x, int64_t in, int64_t out, double scale, const std::string& mode) {
-  if (mode == "asymmetric") return x / scale;
-  if (mode == "align_corners") return out == 1 ? 0.0 : x * double(in - 1) / double(out - 1);
-  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
-  if (mode == "half_pixel_symmetric") {
-    const double adjustment = double(out) / (scale * double(in));
-    const double offset = double(in) / 2 * (1 - adjustment);
-    return offset + (x + 0.5) / scale - 0.5;
-  }
-  return (x + 0.5) / scale - 0.5;  // half_pixel
-}
 
-int64_t nearest_index(double v, const std::string& mode, int64_t in) {
-  const double fl = std::floor(v);
-  double r;
-  if (mode == "floor") r = fl;
-  else if (mode == "ceil") r = std::ceil(v);
-  else if (v - fl == 0.5) r = mode == "round_prefer_ceil" ? fl + 1 : fl;
-  else r = std::round(v);
-  return std::clamp<int64_t>(static_cast<int64_t>(r), 0, in - 1);
-}
-
-const char* const kCoordModes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-                                   "asymmetric", "tf_half_pixel_for_nearest"};
-const char* const kNearestModes[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
-
-template <size_t N>
-bool one_of(const std::string& s, const char* const (&names)[N]) {
-  return std::find(std::begin(names), std::end(names), s) != std::end(names);
-}
 
 // Per-axis scales as the reference derives them: from `resize_scales`, else out / in.
 std::vector<double> resize_scales(const KernelSpec& spec) {
@@ -267,7 +236,7 @@ struct LinearAxis {
 LinearAxis linear_axis(int64_t in, int64_t out, double scale, const std::string& mode) {
   LinearAxis a;
   for (int64_t j = 0; j < out; ++j) {
-    const double v = std::clamp(source_coordinate(double(j), in, out, scale, mode), 0.0, double(in - 1));
+    const double v = std::clamp(ir::resize_source_coordinate(double(j), in, out, scale, mode), 0.0, double(in - 1));
     const auto i0 = static_cast<int64_t>(std::floor(v));
     a.i0.push_back(i0);
     a.i1.push_back(std::min(i0 + 1, in - 1));
@@ -440,8 +409,8 @@ std::string bake_movement(const Graph& g, const Node& n, Attributes& attrs) {
     const std::string mode = attr_or(n.attrs, "mode", std::string("nearest"));
     const std::string coord = attr_or(n.attrs, "coordinate_transformation_mode", std::string("half_pixel"));
     const std::string nearest = attr_or(n.attrs, "nearest_mode", std::string("round_prefer_floor"));
-    if (!one_of(coord, kCoordModes)) return "";
-    if (mode == "nearest" ? !one_of(nearest, kNearestModes) : mode != "linear") return "";
+    if (!ir::is_resize_coordinate_mode(coord)) return "";
+    if (mode == "nearest" ? !ir::is_resize_nearest_mode(nearest) : mode != "linear") return "";
     if (attr_or(n.attrs, "antialias", int64_t{0}) != 0 || n.attrs.count("axes") ||
         attr_or(n.attrs, "keep_aspect_ratio_policy", std::string("stretch")) != "stretch")
       return "";
@@ -593,16 +562,16 @@ Expected<GeneratedKernel> generate_c_resize(const KernelSpec& spec, const std::s
   if (X.shape.size() != Y.shape.size()) return Status::invalid("C codegen: Resize changes the rank");
   const std::string mode = attr_or(spec.attrs, "mode", std::string("nearest"));
   const std::string coord = attr_or(spec.attrs, "coordinate_transformation_mode", std::string("half_pixel"));
-  if (!one_of(coord, kCoordModes)) return Status::unsupported("C codegen: Resize coordinate mode '" + coord + "'");
+  if (!ir::is_resize_coordinate_mode(coord)) return Status::unsupported("C codegen: Resize coordinate mode '" + coord + "'");
   if (mode == "linear") return resize_linear(spec, name);
   if (mode != "nearest") return Status::unsupported("C codegen: Resize mode '" + mode + "'");
   const std::string nearest = attr_or(spec.attrs, "nearest_mode", std::string("round_prefer_floor"));
-  if (!one_of(nearest, kNearestModes)) return Status::unsupported("C codegen: Resize nearest_mode '" + nearest + "'");
+  if (!ir::is_resize_nearest_mode(nearest)) return Status::unsupported("C codegen: Resize nearest_mode '" + nearest + "'");
   const auto sc = resize_scales(spec);
   std::vector<std::vector<int64_t>> maps(X.shape.size());
   for (size_t k = 0; k < X.shape.size(); ++k)
     for (int64_t j = 0; j < Y.shape[k]; ++j)
-      maps[k].push_back(nearest_index(source_coordinate(double(j), X.shape[k], Y.shape[k], sc[k], coord), nearest, X.shape[k]));
+      maps[k].push_back(ir::resize_nearest_index(ir::resize_source_coordinate(double(j), X.shape[k], Y.shape[k], sc[k], coord), nearest, X.shape[k]));
   return index_map_kernel(spec, name, X.shape, std::move(maps), 0.0);
 }
 
