@@ -266,6 +266,38 @@ bool is_resize_nearest_mode(const std::string& m) {
   return m == "round_prefer_floor" || m == "round_prefer_ceil" || m == "floor" || m == "ceil";
 }
 
+Expected<std::vector<int64_t>> pad_source_map(const std::string& mode, int64_t len, int64_t begin, int64_t end) {
+  const int64_t crop_b = std::max<int64_t>(0, -begin), crop_e = std::max<int64_t>(0, -end);
+  const int64_t add_b = std::max<int64_t>(0, begin), add_e = std::max<int64_t>(0, end);
+  const int64_t kept = len - crop_b - crop_e, out = len + begin + end;
+  if (out < 0) return Status::invalid("pads make an axis negative");
+  if (mode != "constant" && (add_b > 0 || add_e > 0) && kept <= 0)
+    return Status::invalid("mode '" + mode + "' cannot pad an axis with no elements left");
+  std::vector<int64_t> map(out);
+  for (int64_t j = 0; j < out; ++j) {
+    int64_t p = j - add_b;
+    if (p < 0 || p >= kept) {
+      if (mode == "constant") {
+        map[j] = -1;
+        continue;
+      }
+      if (mode == "edge") {
+        p = std::clamp<int64_t>(p, 0, kept - 1);
+      } else if (mode == "wrap") {
+        p = ((p % kept) + kept) % kept;
+      } else if (kept == 1) {
+        p = 0;
+      } else {
+        const int64_t period = 2 * (kept - 1);
+        p = ((p % period) + period) % period;
+        if (p >= kept) p = period - p;
+      }
+    }
+    map[j] = crop_b + p;
+  }
+  return map;
+}
+
 Expected<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank) {
   std::vector<int64_t> out;
   for (int64_t a : axes) {

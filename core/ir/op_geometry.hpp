@@ -62,6 +62,12 @@ int64_t resize_nearest_index(double v, const std::string& mode, int64_t in);
 bool is_resize_coordinate_mode(const std::string& mode);
 bool is_resize_nearest_mode(const std::string& mode);
 
+// Pad: for each output coordinate along an axis of size `len` padded by [begin, end], the input
+// coordinate it copies, or -1 for a constant cell. Negative pads crop first and the mode
+// (constant, edge, reflect, wrap) then pads what is left, as the ONNX reference does; reflect
+// and wrap repeat periodically like numpy.pad when a pad is longer than the axis.
+Expected<std::vector<int64_t>> pad_source_map(const std::string& mode, int64_t len, int64_t begin, int64_t end);
+
 // Normalises each axis against rank; error on out-of-range or repeated axes.
 Expected<std::vector<int64_t>> normalize_axes(std::span<const int64_t> axes, int64_t rank);
 

@@ -168,43 +168,14 @@ Status resize(KernelContext& ctx) {
 
 // ---- Pad ----
 
-// Output coordinate -> input coordinate along one axis, -1 for a constant cell. Negative pads
-// crop first and the mode then pads what is left, as the ONNX reference does. Reflect and wrap
-// follow numpy.pad, which repeats periodically when a pad is longer than the axis.
+// The input coordinate each output coordinate of one axis copies (-1: constant cell), with
+// errors naming the node and the axis.
 Expected<std::vector<int64_t>> pad_map(const KernelContext& ctx, const std::string& mode,
                                        int64_t len, int64_t begin, int64_t end, size_t axis) {
-  const int64_t crop_b = std::max<int64_t>(0, -begin), crop_e = std::max<int64_t>(0, -end);
-  const int64_t add_b = std::max<int64_t>(0, begin), add_e = std::max<int64_t>(0, end);
-  const int64_t kept = len - crop_b - crop_e;
-  const int64_t out = len + begin + end;
-  if (out < 0)
-    return ctx.error("pads [" + std::to_string(begin) + "," + std::to_string(end) + "] make axis " +
-                     std::to_string(axis) + " of size " + std::to_string(len) + " negative");
-  if (mode != "constant" && (add_b > 0 || add_e > 0) && kept <= 0)
-    return ctx.error("mode '" + mode + "' cannot pad axis " + std::to_string(axis) +
-                     ", which has no elements left after cropping");
-  std::vector<int64_t> map(out);
-  for (int64_t j = 0; j < out; ++j) {
-    int64_t p = j - add_b;
-    if (p < 0 || p >= kept) {
-      if (mode == "constant") {
-        map[j] = -1;
-        continue;
-      }
-      if (mode == "edge") {
-        p = std::clamp<int64_t>(p, 0, kept - 1);
-      } else if (mode == "wrap") {
-        p = ((p % kept) + kept) % kept;
-      } else if (kept == 1) {  // reflect of a single element repeats it
-        p = 0;
-      } else {
-        const int64_t period = 2 * (kept - 1);
-        p = ((p % period) + period) % period;
-        if (p >= kept) p = period - p;
-      }
-    }
-    map[j] = crop_b + p;
-  }
+  auto map = ir::pad_source_map(mode, len, begin, end);
+  if (!map.ok())
+    return ctx.error("axis " + std::to_string(axis) + " of size " + std::to_string(len) + ", pads [" +
+                     std::to_string(begin) + "," + std::to_string(end) + "]: " + map.status().message());
   return map;
 }
 

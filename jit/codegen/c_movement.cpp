@@ -175,39 +175,6 @@ Expected<GeneratedKernel> index_map_kernel(const KernelSpec& spec, const std::st
 
 // ---- Pad ----
 
-// Output coordinate -> input coordinate along one axis (-1: constant). Negative pads crop
-// first; reflect and wrap repeat periodically like numpy.pad (the reference's rules).
-Expected<std::vector<int64_t>> pad_map(const std::string& mode, int64_t len, int64_t begin, int64_t end) {
-  const int64_t crop_b = std::max<int64_t>(0, -begin), crop_e = std::max<int64_t>(0, -end);
-  const int64_t add_b = std::max<int64_t>(0, begin), add_e = std::max<int64_t>(0, end);
-  const int64_t kept = len - crop_b - crop_e, out = len + begin + end;
-  if (out < 0) return Status::invalid("pads make an axis negative");
-  if (mode != "constant" && (add_b > 0 || add_e > 0) && kept <= 0)
-    return Status::invalid("mode '" + mode + "' cannot pad an axis with no elements left");
-  std::vector<int64_t> map(out);
-  for (int64_t j = 0; j < out; ++j) {
-    int64_t p = j - add_b;
-    if (p < 0 || p >= kept) {
-      if (mode == "constant") {
-        map[j] = -1;
-        continue;
-      }
-      if (mode == "edge") {
-        p = std::clamp<int64_t>(p, 0, kept - 1);
-      } else if (mode == "wrap") {
-        p = ((p % kept) + kept) % kept;
-      } else if (kept == 1) {
-        p = 0;
-      } else {
-        const int64_t period = 2 * (kept - 1);
-        p = ((p % period) + period) % period;
-        if (p >= kept) p = period - p;
-      }
-    }
-    map[j] = crop_b + p;
-  }
-  return map;
-}
 
 // ---- Resize ----
 
@@ -398,7 +365,7 @@ std::string bake_movement(const Graph& g, const Node& n, Attributes& attrs) {
       full[rank + axes[j]] = pads[j + axes.size()];
     }
     for (int64_t k = 0; k < rank; ++k)
-      if (!pad_map(mode, (*in)[k], full[k], full[rank + k]).ok()) return "";
+      if (!ir::pad_source_map(mode, (*in)[k], full[k], full[rank + k]).ok()) return "";
     attrs["op"] = n.op;
     attrs["mode"] = mode;
     attrs["pad_pads"] = full;  // every axis: [b0..bn-1, e0..en-1]
@@ -534,7 +501,7 @@ Expected<GeneratedKernel> generate_c_pad(const KernelSpec& spec, const std::stri
   if (static_cast<int64_t>(pads.size()) != 2 * rank) return Status::invalid("C codegen: Pad needs pad_pads for every axis");
   std::vector<std::vector<int64_t>> maps;
   for (int64_t k = 0; k < rank; ++k) {
-    HPF_ASSIGN_OR_RETURN(auto m, pad_map(mode, X.shape[k], pads[k], pads[rank + k]));
+    HPF_ASSIGN_OR_RETURN(auto m, ir::pad_source_map(mode, X.shape[k], pads[k], pads[rank + k]));
     if (static_cast<int64_t>(m.size()) != Y.shape[k]) return Status::invalid("C codegen: Pad output " + shape_string(Y.shape));
     maps.push_back(std::move(m));
   }
