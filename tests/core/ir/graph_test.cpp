@@ -15,6 +15,8 @@
 
 #include "ir_test_util.hpp"
 
+using hpf::test::f32;
+
 namespace {
 
 using hpf::Attributes;
@@ -28,20 +30,6 @@ using hpf::Status;
 using hpf::StatusCode;
 using hpf::Tensor;
 using hpf::ValueId;
-
-// Evaluates `text` once (it may be a helper call that asserts).
-#define CHECK_CONTAINS(text, part)                                                   \
-  do {                                                                               \
-    const std::string contains_text_ = (text);                                       \
-    CHECK_MESSAGE(contains_text_.find(part) != std::string::npos,                    \
-                  "'" << contains_text_ << "' does not contain '" << (part) << "'"); \
-  } while (0)
-
-Tensor f32(std::vector<int64_t> shape, std::vector<float> values) {
-  auto t = Tensor::from_f32(std::move(shape), values);
-  REQUIRE_MESSAGE(t.ok(), t.status().to_string());
-  return std::move(t).value();
-}
 
 Tensor zeros(std::vector<int64_t> shape) { return Tensor(DType::F32, std::move(shape)); }
 

@@ -15,6 +15,8 @@
 
 #include "ir_test_util.hpp"
 
+using hpf::test::f32;
+
 namespace {
 
 using hpf::Dim;
@@ -26,20 +28,6 @@ using hpf::Shape;
 using hpf::Tensor;
 using hpf::ValueId;
 using Order = std::vector<int32_t>;
-
-// Evaluates `text` once (it may be a helper call that asserts).
-#define CHECK_CONTAINS(text, part)                                                   \
-  do {                                                                               \
-    const std::string contains_text_ = (text);                                       \
-    CHECK_MESSAGE(contains_text_.find(part) != std::string::npos,                    \
-                  "'" << contains_text_ << "' does not contain '" << (part) << "'"); \
-  } while (0)
-
-Tensor f32(std::vector<int64_t> shape, std::vector<float> values) {
-  auto t = Tensor::from_f32(std::move(shape), values);
-  REQUIRE_MESSAGE(t.ok(), t.status().to_string());
-  return std::move(t).value();
-}
 
 // 0, 1, 2, ... as an F32 tensor of `shape`.
 Tensor iota(std::vector<int64_t> shape, float scale = 1.0f) {

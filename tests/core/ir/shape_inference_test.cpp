@@ -16,6 +16,8 @@
 
 #include "ir_test_util.hpp"
 
+using hpf::test::f32;
+
 namespace {
 
 using hpf::Attributes;
@@ -33,22 +35,8 @@ using ints = std::vector<int64_t>;
 constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 
-// Evaluates `text` once (it may be a helper call that asserts).
-#define CHECK_CONTAINS(text, part)                                                   \
-  do {                                                                               \
-    const std::string contains_text_ = (text);                                       \
-    CHECK_MESSAGE(contains_text_.find(part) != std::string::npos,                    \
-                  "'" << contains_text_ << "' does not contain '" << (part) << "'"); \
-  } while (0)
-
 const Dim kBatch = Dim::sym("batch");
 const Dim kSeq = Dim::sym("seq");
-
-Tensor f32(std::vector<int64_t> shape, std::vector<float> values) {
-  auto t = Tensor::from_f32(std::move(shape), values);
-  REQUIRE_MESSAGE(t.ok(), t.status().to_string());
-  return std::move(t).value();
-}
 
 // Marks `outs` as outputs, builds (validate + infer_shapes) and requires success.
 Graph built(GraphBuilder& b, std::vector<ValueId> outs) {

@@ -15,13 +15,6 @@ std::vector<float> iota_f(int64_t n, float start = 1.0f) {
   return v;
 }
 
-Tensor run1(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
-  auto r = run_op(op, std::move(args), std::move(attrs));
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  REQUIRE(r->size() == 1);
-  return (*r)[0];
-}
-
 TEST_CASE("Conv 2-D with padding and stride") {
   // Padded 5x5 input, 2x2 kernel [[1,2],[3,4]] at stride 2.
   auto y = run1("Conv", {in(f32({1, 1, 3, 3}, iota_f(9))), cst(f32({1, 1, 2, 2}, {1, 2, 3, 4}))},

@@ -43,22 +43,6 @@ void check_vals(const Tensor& got, std::vector<int64_t> shape, const std::vector
   }
 }
 
-// Runs a single-output op and returns its output; fails the test case if the run fails.
-Tensor run1(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
-  auto r = run_op(op, std::move(args), std::move(attrs));
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  REQUIRE(r->size() == 1);
-  return (*r)[0];
-}
-
-// Expects the run to fail with a message containing every fragment.
-void check_error(const Expected<std::vector<Tensor>>& r, std::vector<std::string> fragments) {
-  REQUIRE_FALSE(r.ok());
-  const std::string& m = r.status().message();
-  for (const auto& f : fragments)
-    CHECK_MESSAGE(m.find(f) != std::string::npos, "'" << f << "' not in: " << m);
-}
-
 // Unary op on a 1-D input, compared against expected values.
 void check_unary(const std::string& op, std::vector<float> x, std::vector<float> want,
                  Attributes attrs = {}, double tol = 1e-6) {

@@ -23,20 +23,6 @@ Tensor i8(std::vector<int64_t> shape, std::vector<int64_t> v) {
   return typed(std::move(shape), std::move(v), DType::I8);
 }
 
-Tensor run1(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
-  auto r = run_op(op, std::move(args), std::move(attrs));
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  REQUIRE(r->size() == 1);
-  return (*r)[0];
-}
-
-void check_error(const Expected<std::vector<Tensor>>& r, std::vector<std::string> fragments) {
-  REQUIRE_FALSE(r.ok());
-  const std::string& m = r.status().message();
-  for (const auto& f : fragments)
-    CHECK_MESSAGE(m.find(f) != std::string::npos, "'" << f << "' not in: " << m);
-}
-
 }  // namespace
 
 // ---- QuantizeLinear ---------------------------------------------------------------------------

@@ -53,6 +53,22 @@ inline Expected<std::vector<Tensor>> run_op(const std::string& op, std::vector<A
   return ref::run(*g, feeds);
 }
 
+// Runs a single-output op and returns its output; fails the test case if the run fails.
+inline Tensor run1(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
+  auto r = run_op(op, std::move(args), std::move(attrs));
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  REQUIRE(r->size() == 1);
+  return (*r)[0];
+}
+
+// Expects the run to fail with a message containing every fragment.
+inline void check_error(const Expected<std::vector<Tensor>>& r, std::vector<std::string> fragments) {
+  REQUIRE_FALSE(r.ok());
+  const std::string& m = r.status().message();
+  for (const auto& f : fragments)
+    CHECK_MESSAGE(m.find(f) != std::string::npos, "'" << f << "' not in: " << m);
+}
+
 // Checks shape and values (|got - want| <= atol + rtol * |want|; NaN matches NaN).
 inline void check_close(const Tensor& got, std::vector<int64_t> shape, const std::vector<float>& want,
                         double atol = 1e-5, double rtol = 1e-5) {

@@ -7,13 +7,6 @@ namespace {
 using Ints = std::vector<int64_t>;
 using Floats = std::vector<float>;
 
-Tensor run1(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
-  auto r = run_op(op, std::move(args), std::move(attrs));
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  REQUIRE(r->size() == 1);
-  return (*r)[0];
-}
-
 // Resize of a [1,1,1,w] row along its last axis, by scale or to a size.
 Tensor resize_row(const Floats& row, float scale, Attributes attrs) {
   const auto w = static_cast<int64_t>(row.size());

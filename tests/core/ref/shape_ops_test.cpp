@@ -22,20 +22,6 @@ Expected<std::vector<Tensor>> run_n(const std::string& op, std::vector<Arg> args
   return run_op(op, std::move(args), std::move(attrs), n);
 }
 
-Tensor run1(const std::string& op, std::vector<Arg> args, Attributes attrs = {}) {
-  auto r = run_op(op, std::move(args), std::move(attrs));
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  REQUIRE(r->size() == 1);
-  return (*r)[0];
-}
-
-void check_error(const Expected<std::vector<Tensor>>& r, std::vector<std::string> fragments) {
-  REQUIRE_FALSE(r.ok());
-  const std::string& m = r.status().message();
-  for (const auto& f : fragments)
-    CHECK_MESSAGE(m.find(f) != std::string::npos, "'" << f << "' not in: " << m);
-}
-
 std::vector<float> iota(int64_t n, float start = 0) {
   std::vector<float> v(n);
   for (int64_t k = 0; k < n; ++k) v[k] = start + float(k);
