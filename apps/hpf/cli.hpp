@@ -58,5 +58,6 @@ int cmd_ops();
 int cmd_hwdb(const std::vector<std::string>& argv);
 int cmd_info(const std::vector<std::string>& argv);
 int cmd_cache(const std::vector<std::string>& argv);
+int cmd_onnx_test(const std::vector<std::string>& argv);
 
 }  // namespace hpf::cli

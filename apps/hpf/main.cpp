@@ -36,6 +36,10 @@ const char* kUsage =
     "                sm_NN): peaks per format, memory, power, support matrix, sources\n"
     "  hwdb recommend --scenario large-training|realtime-inference|edge [--json]\n"
     "                the hardware decision tree: hardware and precision combination, with reasons\n"
+    "  onnx-test DIR [--filter REGEX] [--json]\n"
+    "                ONNX backend tests (DIR: one test folder with model.onnx and\n"
+    "                test_data_set_*/, or a folder of them, e.g. /usr/share/libonnx-testdata/data/node)\n"
+    "                on the reference interpreter: passed / failed / unsupported per test\n"
     "  --version     print the version\n"
     "  --help        print this help\n"
     "\n"
@@ -65,5 +69,6 @@ int main(int argc, char** argv) {
   if (cmd == "hwdb") return cmd_hwdb(rest);
   if (cmd == "info") return cmd_info(rest);
   if (cmd == "cache") return cmd_cache(rest);
+  if (cmd == "onnx-test") return cmd_onnx_test(rest);
   return fail("unknown command '" + cmd + "'\n" + kUsage, 2);
 }

@@ -1,0 +1,245 @@
+// ONNX import: models built with ONNX's protobuf API, imported and run on the reference
+// interpreter; the error messages users see for bad files and unsupported ops.
+#include "hpf/onnx.hpp"
+
+#include <doctest/doctest.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "hpf/reference.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using hpf::Dim;
+using hpf::DType;
+using hpf::StatusCode;
+using hpf::Tensor;
+
+#define CHECK_CONTAINS(text, part)                                                   \
+  do {                                                                               \
+    const std::string contains_text_ = (text);                                       \
+    CHECK_MESSAGE(contains_text_.find(part) != std::string::npos,                    \
+                  "'" << contains_text_ << "' does not contain '" << (part) << "'"); \
+  } while (0)
+
+fs::path temp_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("hpf_onnx_test_" + std::to_string(getpid()) + "_" + name);
+  fs::create_directories(d);
+  return d;
+}
+
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+onnx::ModelProto new_model(int64_t opset = 17) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* o = m.add_opset_import();
+  o->set_domain("");
+  o->set_version(opset);
+  m.mutable_graph()->set_name("test");
+  return m;
+}
+
+void add_io(onnx::ValueInfoProto* v, const std::string& name, std::vector<Dim> dims) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = tt->mutable_shape();
+  for (const Dim& d : dims) {
+    auto* dim = shape->add_dim();
+    if (d.known()) dim->set_dim_value(d.value);
+    else dim->set_dim_param(d.symbol);
+  }
+}
+
+onnx::NodeProto* add_node(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                          std::vector<std::string> in, std::vector<std::string> out) {
+  auto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (auto& s : in) n->add_input(s);
+  for (auto& s : out) n->add_output(s);
+  return n;
+}
+
+std::string raw_floats(const std::vector<float>& v) {
+  std::string s(v.size() * 4, '\0');
+  std::memcpy(s.data(), v.data(), s.size());
+  return s;
+}
+
+// y = Relu(x[batch,3] @ W + B), W an initializer (raw data, or external when `external_file`
+// is set), B from a Constant node; the MatMul has no name.
+onnx::ModelProto mlp_model(const std::string& external_file = "") {
+  auto m = new_model();
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {Dim::sym("batch"), 3});
+  auto* w = g->add_initializer();
+  w->set_name("W");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(3);
+  w->add_dims(2);
+  const std::string w_bytes = raw_floats({1, 0, 0, 1, 1, -1});
+  if (external_file.empty()) {
+    w->set_raw_data(w_bytes);
+  } else {
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = w->add_external_data();
+    kv->set_key("location");
+    kv->set_value(external_file);
+    kv = w->add_external_data();
+    kv->set_key("offset");
+    kv->set_value("8");
+    kv = w->add_external_data();
+    kv->set_key("length");
+    kv->set_value(std::to_string(w_bytes.size()));
+  }
+  auto* c = add_node(g, "Constant", "bias", {}, {"B"});
+  auto* a = c->add_attribute();
+  a->set_name("value_floats");
+  a->set_type(onnx::AttributeProto::FLOATS);
+  a->add_floats(0.5f);
+  a->add_floats(-0.5f);
+  add_node(g, "MatMul", "", {"x", "W"}, {"xw"});
+  add_node(g, "Add", "add", {"xw", "B"}, {"xwb"});
+  add_node(g, "Relu", "relu", {"xwb"}, {"y"});
+  add_io(g->add_output(), "y", {Dim::sym("batch"), 2});
+  return m;
+}
+
+std::vector<float> run_f32(const hpf::Graph& g, std::vector<int64_t> shape, std::vector<float> x) {
+  auto in = Tensor::from_f32(shape, x);
+  REQUIRE(in.ok());
+  auto out = hpf::ref::run(g, {*in});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  REQUIRE(out->size() == 1);
+  return (*out)[0].to_f32();
+}
+
+hpf::Expected<hpf::Graph> import(const onnx::ModelProto& m, const std::string& name = "model.onnx") {
+  const std::string bytes = m.SerializeAsString();
+  return hpf::import_onnx_bytes({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, name);
+}
+
+TEST_CASE("onnx: MatMul+Add+Relu with an initializer, a Constant and a symbolic batch") {
+  REQUIRE(hpf::onnx_import_available());
+  auto g = import(mlp_model());
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  REQUIRE(g->inputs().size() == 1);
+  const auto& x = g->value(g->inputs()[0]);
+  CHECK(x.name == "x");
+  CHECK(x.shape == hpf::Shape{Dim::sym("batch"), 3});
+  CHECK(g->value(g->outputs()[0]).name == "y");
+  CHECK(g->value(g->outputs()[0]).shape == hpf::Shape{Dim::sym("batch"), 2});
+  CHECK(g->constant(*g->find_value("B")) != nullptr);  // the Constant node became an initializer
+  CHECK(g->nodes().size() == 3);
+  CHECK(g->nodes()[0].name == "MatMul_1");  // unnamed node: a generated, unique name
+  // x @ W = [[4,-1],[0,-2]]; + B = [[4.5,-1.5],[0.5,-2.5]]; Relu.
+  CHECK(run_f32(*g, {2, 3}, {1, 2, 3, -1, 0, 1}) == std::vector<float>{4.5f, 0, 0.5f, 0});
+  CHECK(run_f32(*g, {1, 3}, {0, 0, 1}) == std::vector<float>{1.5f, 0});
+}
+
+TEST_CASE("onnx: files: external data beside the model, truncated and missing files") {
+  const fs::path dir = temp_dir("files");
+  // External weights at offset 8 of weights.bin.
+  write_file(dir / "weights.bin", std::string(8, '\x7f') + raw_floats({1, 0, 0, 1, 1, -1}));
+  const std::string model = mlp_model("weights.bin").SerializeAsString();
+  write_file(dir / "model.onnx", model);
+  auto g = hpf::import_onnx((dir / "model.onnx").string());
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  CHECK(run_f32(*g, {1, 3}, {1, 2, 3}) == std::vector<float>{4.5f, 0});
+
+  fs::remove(dir / "weights.bin");
+  auto missing_ext = hpf::import_onnx((dir / "model.onnx").string());
+  REQUIRE_FALSE(missing_ext.ok());
+  CHECK(missing_ext.status().code() == StatusCode::not_found);
+  CHECK(missing_ext.status().message() == (dir / "model.onnx").string() + ": initializer 'W': " +
+                                              (dir / "weights.bin").string() + ": no such file");
+
+  write_file(dir / "truncated.onnx", mlp_model().SerializeAsString().substr(0, model.size() / 2));
+  auto truncated = hpf::import_onnx((dir / "truncated.onnx").string());
+  REQUIRE_FALSE(truncated.ok());
+  CHECK(truncated.status().code() == StatusCode::invalid_argument);
+  CHECK(truncated.status().message() ==
+        (dir / "truncated.onnx").string() +
+            ": not a valid ONNX model (protobuf parsing failed; truncated or corrupt file?)");
+
+  auto none = hpf::import_onnx((dir / "nope.onnx").string());
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message() == (dir / "nope.onnx").string() + ": no such file");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("onnx: unknown ops name the op, the node and the domain") {
+  auto m = new_model();
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {2});
+  add_node(g, "FancyOp", "fancy", {"x"}, {"y"});
+  add_io(g->add_output(), "y", {2});
+  auto r = import(m);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::unsupported);
+  CHECK(r.status().message() == "model.onnx: node 'fancy': op FancyOp (domain 'ai.onnx', opset 17) is not supported");
+
+  g->mutable_node(0)->set_domain("com.example");
+  auto d = import(m);
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.status().message() == "model.onnx: node 'fancy': op FancyOp of domain 'com.example' is not supported");
+}
+
+TEST_CASE("onnx: a missing initializer names the node and the input") {
+  auto m = mlp_model();
+  m.mutable_graph()->clear_initializer();
+  auto r = import(m);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "model.onnx: node 'MatMul_1' (MatMul): input 1 'W' is neither a graph input, an "
+                                "initializer nor the output of an earlier node");
+}
+
+TEST_CASE("onnx: Softmax before opset 13 normalises over the flattened trailing dimensions") {
+  auto m = new_model(11);
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {1, 2, 2});
+  add_node(g, "Softmax", "sm", {"x"}, {"y"});  // axis defaults to 1: softmax over 4 elements
+  add_io(g->add_output(), "y", {1, 2, 2});
+  auto r = import(m);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(r->value(r->outputs()[0]).shape == hpf::Shape{1, 2, 2});
+  CHECK(run_f32(*r, {1, 2, 2}, {1, 1, 1, 1}) == std::vector<float>{0.25f, 0.25f, 0.25f, 0.25f});
+}
+
+TEST_CASE("onnx: TensorProto files (typed fields, DOUBLE as F32)") {
+  onnx::TensorProto t;
+  t.set_name("t");
+  t.set_data_type(onnx::TensorProto::DOUBLE);
+  t.add_dims(2);
+  t.add_double_data(1.5);
+  t.add_double_data(-2);
+  const std::string bytes = t.SerializeAsString();
+  std::string name;
+  auto r = hpf::load_tensor_pb_bytes({reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()}, "t.pb", &name);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(name == "t");
+  CHECK(r->dtype() == DType::F32);
+  CHECK(r->to_f32() == std::vector<float>{1.5f, -2});
+
+  t.set_data_type(onnx::TensorProto::INT64);
+  t.clear_double_data();
+  t.add_int64_data(7);
+  const std::string short_bytes = t.SerializeAsString();
+  auto bad = hpf::load_tensor_pb_bytes({reinterpret_cast<const std::byte*>(short_bytes.data()), short_bytes.size()},
+                                       "t.pb");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message() == "t.pb: holds 1 elements, shape [2] needs 2");
+}
+
+}  // namespace

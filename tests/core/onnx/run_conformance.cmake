@@ -1,0 +1,10 @@
+# Runs `hpf onnx-test DIR --json`, fails on a non-zero exit, prints the counts.
+execute_process(COMMAND ${HPF} onnx-test ${DIR} --json OUTPUT_FILE ${OUT} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "hpf onnx-test ${DIR} exited with ${rc}")
+endif()
+file(READ ${OUT} json)
+foreach(k total passed failed unsupported)
+  string(JSON ${k} GET "${json}" ${k})
+endforeach()
+message(STATUS "ONNX node tests: ${passed} passed, ${failed} failed, ${unsupported} unsupported of ${total} (details: ${OUT})")
