@@ -106,9 +106,10 @@ Expected<WindowGeometry> conv_transpose_geometry(
     if (!output_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       const int64_t target = output_shape.empty() ? in[i] * strides[i] : output_shape[i];
       const int64_t total = full - target;
-      if (total < 0) return Status::invalid("output_shape " + list(output_shape) + " is larger than the transposed convolution produces");
+      // A target larger than the full result gives negative pads: the extra cells get no
+      // contribution (bias only), as in the ONNX reference.
       // ONNX: SAME_UPPER puts the smaller half at the start; otherwise the larger half.
-      const int64_t small = total / 2, big = total - small;
+      const int64_t small = total >= 0 ? total / 2 : -((1 - total) / 2), big = total - small;  // floor, as ONNX's Python
       g.pads_begin[i] = auto_pad == "SAME_UPPER" ? small : big;
       g.pads_end[i] = auto_pad == "SAME_UPPER" ? big : small;
       g.out[i] = target;
@@ -234,8 +235,10 @@ Expected<std::vector<int64_t>> split_sizes(int64_t dim, std::span<const int64_t>
 
 double resize_source_coordinate(double x, int64_t in, int64_t out, double scale, const std::string& mode) {
   if (mode == "asymmetric") return x / scale;
-  if (mode == "align_corners") return out == 1 ? 0.0 : x * double(in - 1) / double(out - 1);
-  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  // ONNX measures the resized length as in * scale, before flooring to the output size.
+  const double length = double(in) * scale;
+  if (mode == "align_corners") return length == 1.0 ? 0.0 : x * double(in - 1) / (length - 1.0);
+  if (mode == "pytorch_half_pixel") return length > 1.0 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (mode == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
   if (mode == "half_pixel_symmetric") {
     const double adjustment = double(out) / (scale * double(in));

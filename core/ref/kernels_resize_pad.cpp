@@ -92,9 +92,9 @@ Status resize(KernelContext& ctx) {
         "coordinate_transformation_mode 'tf_crop_and_resize' is not supported "
         "(roi cropping and extrapolation_value are not implemented)");
   if (!ir::is_resize_coordinate_mode(coord))
-    return ctx.error("unknown coordinate_transformation_mode '" + coord + "'");
+    return ctx.unsupported("coordinate_transformation_mode '" + coord + "'");
   if (mode == "nearest" && !ir::is_resize_nearest_mode(nearest_mode))
-    return ctx.error("unknown nearest_mode '" + nearest_mode + "'");
+    return ctx.unsupported("nearest_mode '" + nearest_mode + "'");
 
   const size_t rank = x.shape.size();
   std::vector<int64_t> out_dims(rank);
