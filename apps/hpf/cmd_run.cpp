@@ -17,6 +17,7 @@
 
 #include "apps/hpf/cli.hpp"
 #include "hpf/fingerprint.hpp"
+#include "hpf/onnx.hpp"
 #include "hpf/session.hpp"
 #include "hpf/hpf.hpp"
 
@@ -137,8 +138,6 @@ double median(std::vector<double> v) {
 int cmd_run(const std::vector<std::string>& argv) {
   auto args = parse_run(argv);
   if (!args.ok()) return fail(args.status().message(), 2);
-  if (args->model.rfind("builtin:", 0) != 0)
-    return fail("'" + args->model + "': only built-in models can be run so far (builtin:NAME; see hpf models)", 2);
   // The CPU plugin reads HPF_NUM_THREADS when it initialises, which happens below.
   if (args->threads > 0) setenv("HPF_NUM_THREADS", std::to_string(args->threads).c_str(), 1);
   const bool quiet = args->json;
@@ -147,7 +146,8 @@ int cmd_run(const std::vector<std::string>& argv) {
   };
 
   auto t0 = std::chrono::steady_clock::now();
-  auto graph = hpf::models::builtin(args->model);
+  // builtin:NAME, or an ONNX file (inputs: seeded random values of the declared shapes).
+  auto graph = args->model.rfind("builtin:", 0) == 0 ? hpf::models::builtin(args->model) : hpf::import_onnx(args->model);
   if (!graph.ok()) return fail(graph.status().message());
   const double build_ms = ms_since(t0);
   const hpf::Graph& g = *graph;
