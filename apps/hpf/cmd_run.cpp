@@ -183,7 +183,11 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (!ref.ok()) return fail(ref.status().to_string());
   const double ref_ms = ms_since(t0);
   say("reference  ground truth (FP32 storage, FP64 accumulation): %.1f ms\n", ref_ms);
-  size_t watched = 0;  // the output the comparisons use: "logits" if there is one
+  // The output the comparisons use: "logits" if there is one, else the first float output.
+  size_t watched = ref->size();
+  for (size_t k = 0; k < ref->size(); ++k)
+    if (watched == ref->size() && hpf::is_float((*ref)[k].dtype())) watched = k;
+  if (watched == ref->size()) watched = 0;
   for (size_t k = 0; k < ref->size(); ++k) {
     const std::string& name = g.value(g.outputs()[k]).name;
     if (name == "logits") watched = k;
@@ -227,6 +231,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (d.ok())
       say("vs ref   '%s': rel-L2 %.3e, max|err| %.3e, KL %.3e, top-1 %.0f%%\n", g.value(g.outputs()[watched]).name.c_str(),
           d->rel_l2, d->max_abs_error, d->kl, 100 * d->top1_agreement);
+    else  // integer or bool output: exact
+      say("vs ref   '%s': %s\n", g.value(g.outputs()[watched]).name.c_str(),
+          (*ref)[watched].to_i64() == (*out)[watched].to_i64() ? "identical" : "DIFFERENT");
     if (args->profile) {
       auto prof = exe->profile();
       double total = 0;
@@ -267,6 +274,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     return 0;
   }
   if (args->formats.empty()) return 0;
+  if (!hpf::is_float((*ref)[watched].dtype())) {
+    std::printf("\n(no float output: the format table is skipped)\n");
+    return 0;
+  }
 
   std::printf("\nEmulated formats on the reference: every float tensor (weights, activations) stored in the\n"
               "format, FP32 accumulation; divergence of '%s' from the ground truth (KL over softmax of the last axis)\n\n",

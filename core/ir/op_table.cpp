@@ -80,6 +80,21 @@ std::vector<OpDef> build_table() {
   for (const char* n : {"Equal", "Less", "Greater"})
     t.push_back(row(n, 2, 2, 1, 1, C::elementwise, kAny, sf::compare));
   t.push_back(row("Not", 1, 1, 1, 1, C::elementwise, {D::BOOL}, sf::logical_not));
+  for (const char* n : {"And", "Or", "Xor"})
+    t.push_back(row(n, 2, 2, 1, 1, C::elementwise, {D::BOOL}, sf::compare));
+  t.push_back(row("Mod", 2, 2, 1, 1, C::elementwise, kVector, sf::broadcast, {i("fmod", 0)}));
+  for (const char* n : {"Sin", "Cos", "Ceil", "Floor", "Round", "Reciprocal", "Sign", "Softplus", "Softsign", "Mish"})
+    unary(n);
+  unary("Elu", {f("alpha", 1.0f)});
+  unary("Selu", {f("alpha", 1.67326319217681884765625f), f("gamma", 1.05070102214813232421875f)});
+  unary("ThresholdedRelu", {f("alpha", 1.0f)});
+  t.push_back(row("IsNaN", 1, 1, 1, 1, C::elementwise, kVector, sf::to_bool));
+  t.push_back(row("IsInf", 1, 1, 1, 1, C::elementwise, kVector, sf::to_bool,
+                  {i("detect_negative", 1), i("detect_positive", 1)}));
+  // Dropout in inference: output 0 is the input, the optional mask all true (ratio was an
+  // attribute before opset 12, an input after).
+  t.push_back(row("Dropout", 1, 3, 1, 2, C::elementwise, kAny, sf::dropout, {f("ratio", 0.5f), opt_int("seed")},
+                  {1, 2}));
   t.push_back(row("Cast", 1, 1, 1, 1, C::elementwise, kAny, sf::cast, {req_int("to"), i("saturate", 1)}));
 
   // Matrix work: FP64 accumulation in the reference, FP32 or wider on devices unless a plan says
@@ -109,7 +124,8 @@ std::vector<OpDef> build_table() {
                   "max and sum of exponentials in FP32"));
 
   // Reductions (axes: attribute before opset 13/18, input after).
-  for (const char* n : {"ReduceMean", "ReduceSum", "ReduceMax"})
+  for (const char* n : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                        "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"})
     t.push_back(row(n, 1, 2, 1, 1, C::elementwise, kVector, sf::reduce,
                     {ints("axes"), i("keepdims", 1), i("noop_with_empty_axes", 0)}, {1}, "sums in FP32"));
 
@@ -146,6 +162,7 @@ std::vector<OpDef> build_table() {
   t.push_back(row("Pad", 1, 4, 1, 1, C::data_movement, kAny, sf::pad,
                   {s("mode", "constant"), ints("pads"), f("value", 0.0f)}, {1, 2, 3}));
   t.push_back(row("Expand", 2, 2, 1, 1, C::data_movement, kAny, sf::expand, {}, {1}));
+  t.push_back(row("Size", 1, 1, 1, 1, C::data_movement, kAny, sf::size_of));
   t.push_back(row("Shape", 1, 1, 1, 1, C::data_movement, kAny, sf::shape_of, {i("start", 0), opt_int("end")}));
   t.push_back(row("ConstantOfShape", 1, 1, 1, 1, C::data_movement, kAny, sf::constant_of_shape,
                   {opt_tensor("value")}, {0}));

@@ -91,6 +91,34 @@ Status logical_not(InferContext& c) {
   return same_as_input0(c);
 }
 
+Status to_bool(InferContext& c) {
+  if (!shapes_known(c, DType::BOOL)) return {};
+  c.set_output(0, DType::BOOL, *c.shape(0));
+  return {};
+}
+
+Status size_of(InferContext& c) {
+  c.set_output(0, DType::I64, {});
+  return {};
+}
+
+Status dropout(InferContext& c) {
+  const DType t = c.input(0).dtype;
+  if (c.has_input(2)) {
+    const Tensor* m = c.const_input(2);
+    if (m && m->numel() == 1 && m->to_i64()[0] != 0)
+      return Status::unsupported("node '" + c.node().name + "' (Dropout): training_mode=true is not supported");
+  }
+  if (!c.shape(0)) {
+    c.set_output_unknown_shape(0, t);
+    if (c.num_outputs() > 1) c.set_output_unknown_shape(1, DType::BOOL);
+    return {};
+  }
+  c.set_output(0, t, *c.shape(0));
+  if (c.num_outputs() > 1) c.set_output(1, DType::BOOL, *c.shape(0));
+  return {};
+}
+
 Status where(InferContext& c) {
   const DType t = c.input(1).dtype;
   if (c.input(0).dtype != DType::BOOL) return c.error("condition must be bool");

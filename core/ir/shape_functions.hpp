@@ -10,6 +10,9 @@ Status broadcast(InferContext& c);          // n-ary numpy broadcasting, dtype o
 Status broadcast_mixed(InferContext& c);    // same, inputs may mix float and integer (Pow)
 Status compare(InferContext& c);            // broadcasting, BOOL result
 Status logical_not(InferContext& c);
+Status to_bool(InferContext& c);           // same shape, BOOL result (IsNaN, IsInf)
+Status size_of(InferContext& c);           // I64 scalar
+Status dropout(InferContext& c);           // output 0 as input 0, optional BOOL mask
 Status where(InferContext& c);
 Status cast(InferContext& c);
 Status matmul(InferContext& c);

@@ -1,5 +1,6 @@
-// Elementwise ops: unary maths and activations, broadcasting binary ops, comparisons, Where,
-// Not, Cast, Clip. Maths is done in double and rounded once to FP32.
+// Elementwise ops: unary maths and activations, broadcasting binary ops, comparisons, logical
+// And/Or/Xor, Mod, IsNaN/IsInf, Where, Not, Cast, Clip, Dropout (inference).
+// Maths is done in double and rounded once to FP32.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -198,6 +199,71 @@ Status clip_kernel(KernelContext& c) {
   return {};
 }
 
+// Logical And/Or/Xor over BOOL inputs, broadcast.
+template <typename Op>
+Kernel logical(Op op) {
+  return [op](KernelContext& c) -> Status {
+    if (c.in(0).dtype != DType::BOOL || c.in(1).dtype != DType::BOOL) return c.error("inputs must be bool");
+    return compare([op](auto a, auto b) { return op(a != 0, b != 0); })(c);
+  };
+}
+
+// Mod: fmod=0 takes the sign of the divisor (Python's %), fmod=1 that of the dividend (C fmod).
+Status mod_kernel(KernelContext& c) {
+  const bool c_fmod = c.attr_int("fmod") != 0;
+  if (c_fmod) {
+    return broadcast_fold(
+        c, [](double a, double b) { return std::fmod(a, b); },
+        [](int64_t a, int64_t b) -> std::optional<int64_t> {
+          if (b == 0) return std::nullopt;
+          if (b == -1) return 0;  // INT64_MIN % -1 overflows in C++
+          return a % b;
+        });
+  }
+  return broadcast_fold(
+      c,
+      [](double a, double b) {
+        double r = std::fmod(a, b);
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+      },
+      [](int64_t a, int64_t b) -> std::optional<int64_t> {
+        if (b == 0) return std::nullopt;
+        if (b == -1) return 0;
+        int64_t r = a % b;
+        if (r != 0 && ((r < 0) != (b < 0))) r += b;
+        return r;
+      });
+}
+
+// IsNaN / IsInf: BOOL of the input's shape; integer inputs are never NaN or infinite.
+template <typename Pred>
+Kernel classify(Pred pred) {
+  return [pred](KernelContext& c) -> Status {
+    const Buf& x = c.in(0);
+    Buf y = Buf::ints(x.shape, DType::BOOL);
+    if (x.is_float())
+      for (size_t k = 0; k < x.f.size(); ++k) y.i[k] = pred(x.f[k], c);
+    c.out[0] = std::move(y);
+    return {};
+  };
+}
+
+Status dropout_kernel(KernelContext& c) {
+  if (c.has(2) && c.in(2).numel() == 1 && c.in(2).get(0) != 0)
+    return c.unsupported("training_mode=true (the reference runs inference only)");
+  const Buf& x = c.in(0);
+  c.out[0] = x;
+  if (c.out.size() > 1) {
+    Buf m = Buf::ints(x.shape, DType::BOOL);
+    std::fill(m.i.begin(), m.i.end(), 1);
+    c.out[1] = std::move(m);
+  }
+  return {};
+}
+
+double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))); }
+
 }  // namespace
 
 void add_elementwise_kernels(KernelTable& t) {
@@ -260,6 +326,37 @@ void add_elementwise_kernels(KernelTable& t) {
   t["Not"] = not_kernel;
   t["Cast"] = cast_kernel;
   t["Clip"] = clip_kernel;
+  t["Sin"] = unary([](double x, const KernelContext&) { return std::sin(x); });
+  t["Cos"] = unary([](double x, const KernelContext&) { return std::cos(x); });
+  t["Ceil"] = unary([](double x, const KernelContext&) { return std::ceil(x); });
+  t["Floor"] = unary([](double x, const KernelContext&) { return std::floor(x); });
+  // Halves round to even (the default rounding mode).
+  t["Round"] = unary([](double x, const KernelContext&) { return std::nearbyint(x); });
+  t["Reciprocal"] = unary([](double x, const KernelContext&) { return 1.0 / x; });
+  t["Sign"] = unary([](double x, const KernelContext&) { return x > 0 ? 1.0 : x < 0 ? -1.0 : std::isnan(x) ? x : 0.0; },
+                    [](int64_t x) { return int64_t{x > 0} - int64_t{x < 0}; });
+  t["Softplus"] = unary([](double x, const KernelContext&) { return std::isnan(x) ? x : softplus(x); });
+  t["Softsign"] = unary([](double x, const KernelContext&) { return x / (1.0 + std::abs(x)); });
+  t["Mish"] = unary([](double x, const KernelContext&) { return std::isnan(x) ? x : x * std::tanh(softplus(x)); });
+  t["Elu"] = unary([](double x, const KernelContext& c) {
+    return x < 0 ? double(c.attr_float("alpha")) * std::expm1(x) : x;
+  });
+  t["Selu"] = unary([](double x, const KernelContext& c) {
+    const double alpha = c.attr_float("alpha"), gamma = c.attr_float("gamma");
+    return x > 0 ? gamma * x : gamma * (alpha * std::exp(x) - alpha);
+  });
+  t["ThresholdedRelu"] = unary([](double x, const KernelContext& c) {
+    return x > double(c.attr_float("alpha")) ? x : (std::isnan(x) ? x : 0.0);
+  });
+  t["IsNaN"] = classify([](float x, const KernelContext&) { return std::isnan(x); });
+  t["IsInf"] = classify([](float x, const KernelContext& c) {
+    return std::isinf(x) && (x > 0 ? c.attr_int("detect_positive") != 0 : c.attr_int("detect_negative") != 0);
+  });
+  t["And"] = logical([](bool a, bool b) { return a && b; });
+  t["Or"] = logical([](bool a, bool b) { return a || b; });
+  t["Xor"] = logical([](bool a, bool b) { return a != b; });
+  t["Mod"] = mod_kernel;
+  t["Dropout"] = dropout_kernel;
 }
 
 }  // namespace hpf::ref

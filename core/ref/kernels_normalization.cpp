@@ -1,4 +1,5 @@
-// BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax, ReduceMean/Sum/Max.
+// BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax, and the reductions
+// (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp).
 // Statistics and exponential sums are computed in FP64 whatever the plan (the op table marks
 // them wide); ReduceSum/ReduceMean follow the plan's accumulation.
 #include <algorithm>
@@ -114,7 +115,7 @@ Status softmax_kernel(KernelContext& c, bool log) {
   return {};
 }
 
-enum class Reduce { sum, mean, max };
+enum class Reduce { sum, mean, max, min, prod, l1, l2, sum_square, log_sum, log_sum_exp };
 
 Status reduce_kernel(KernelContext& c, Reduce kind) {
   const Buf& x = c.in(0);
@@ -154,36 +155,85 @@ Status reduce_kernel(KernelContext& c, Reduce kind) {
     slot[e] = o;
   }
   const int64_t count = n_out ? n_in / n_out : 0;
+  const bool extreme = kind == Reduce::max || kind == Reduce::min;
   if (!x.is_float()) {
-    // Integers reduce exactly in int64. An empty max gives the type's minimum (ONNX ReduceMax-18).
+    if (kind == Reduce::l2 || kind == Reduce::log_sum || kind == Reduce::log_sum_exp)
+      return c.unsupported("integer input (" + std::string(dtype_name(x.dtype)) + ")");
+    // Integers reduce exactly in int64 (wrapping). An empty max gives the type's minimum, an
+    // empty min its maximum (ONNX ReduceMax/ReduceMin-18).
     const int64_t lowest = x.dtype == DType::I64   ? std::numeric_limits<int64_t>::min()
                            : x.dtype == DType::I32 ? std::numeric_limits<int32_t>::min()
                            : x.dtype == DType::BOOL ? 0
                                                     : qmin(x.dtype);
-    std::fill(y.i.begin(), y.i.end(), kind == Reduce::max ? lowest : 0);
+    const int64_t highest = x.dtype == DType::I64   ? std::numeric_limits<int64_t>::max()
+                            : x.dtype == DType::I32 ? std::numeric_limits<int32_t>::max()
+                            : x.dtype == DType::BOOL ? 1
+                                                     : qmax(x.dtype);
+    std::fill(y.i.begin(), y.i.end(), kind == Reduce::max ? lowest : kind == Reduce::min ? highest
+                                                          : kind == Reduce::prod      ? 1
+                                                                                      : 0);
     for (int64_t e = 0; e < n_in; ++e) {
       int64_t& o = y.i[slot[e]];
-      o = kind == Reduce::max ? std::max(o, x.i[e]) : static_cast<int64_t>(uint64_t(o) + uint64_t(x.i[e]));
+      const uint64_t v = uint64_t(x.i[e]);
+      switch (kind) {
+        case Reduce::max: o = std::max(o, x.i[e]); break;
+        case Reduce::min: o = std::min(o, x.i[e]); break;
+        case Reduce::prod: o = static_cast<int64_t>(uint64_t(o) * v); break;
+        case Reduce::l1: o = static_cast<int64_t>(uint64_t(o) + (x.i[e] < 0 ? 0 - v : v)); break;
+        case Reduce::sum_square: o = static_cast<int64_t>(uint64_t(o) + v * v); break;
+        default: o = static_cast<int64_t>(uint64_t(o) + v); break;
+      }
     }
     if (kind == Reduce::mean)
       for (int64_t& o : y.i) o = count ? o / count : 0;
-  } else if (kind == Reduce::max) {
-    // An empty max gives -inf, the identity of max (ONNX ReduceMax-18); NaN propagates.
-    std::vector<double> m(n_out, -std::numeric_limits<double>::infinity());
+  } else if (extreme) {
+    // An empty max gives -inf and an empty min +inf, the identities (ONNX ReduceMax/Min-18); NaN
+    // propagates.
+    const bool is_max = kind == Reduce::max;
+    std::vector<double> m(n_out, is_max ? -std::numeric_limits<double>::infinity()
+                                        : std::numeric_limits<double>::infinity());
     std::vector<bool> nan(n_out, false);
     for (int64_t e = 0; e < n_in; ++e) {
       const double v = x.f[e];
       if (std::isnan(v)) nan[slot[e]] = true;
-      m[slot[e]] = std::max(m[slot[e]], v);
+      m[slot[e]] = is_max ? std::max(m[slot[e]], v) : std::min(m[slot[e]], v);
     }
     for (int64_t o = 0; o < n_out; ++o) y.f[o] = nan[o] ? NAN : static_cast<float>(m[o]);
   } else {
+    // LogSumExp subtracts each slot's maximum before exponentiating (log(sum(exp(x - m))) + m).
+    std::vector<double> shift(n_out, 0.0);
+    if (kind == Reduce::log_sum_exp) {
+      std::vector<double> m(n_out, -std::numeric_limits<double>::infinity());
+      for (int64_t e = 0; e < n_in; ++e) m[slot[e]] = std::max(m[slot[e]], double(x.f[e]));
+      for (int64_t o = 0; o < n_out; ++o) shift[o] = std::isfinite(m[o]) ? m[o] : 0.0;
+    }
     with_accumulation(c.accumulation(), [&](auto zero, auto round) {
       using T = decltype(zero);
-      std::vector<T> s(n_out, zero);
-      for (int64_t e = 0; e < n_in; ++e) s[slot[e]] = round(s[slot[e]] + T(x.f[e]));
-      for (int64_t o = 0; o < n_out; ++o)
-        y.f[o] = static_cast<float>(kind == Reduce::mean ? double(s[o]) / double(count) : double(s[o]));
+      std::vector<T> s(n_out, kind == Reduce::prod ? T(1) : zero);
+      for (int64_t e = 0; e < n_in; ++e) {
+        const double v = x.f[e];
+        T& acc = s[slot[e]];
+        switch (kind) {
+          case Reduce::prod: acc = round(acc * T(v)); break;
+          case Reduce::l1: acc = round(acc + T(std::abs(v))); break;
+          case Reduce::l2:
+          case Reduce::sum_square: acc = round(acc + T(v * v)); break;
+          case Reduce::log_sum_exp: acc = round(acc + T(std::exp(v - shift[slot[e]]))); break;
+          default: acc = round(acc + T(v)); break;
+        }
+      }
+      for (int64_t o = 0; o < n_out; ++o) {
+        const double v = double(s[o]);
+        double r = v;
+        switch (kind) {
+          case Reduce::mean: r = v / double(count); break;
+          case Reduce::l2: r = std::sqrt(v); break;
+          case Reduce::log_sum: r = std::log(v); break;
+          case Reduce::log_sum_exp: r = std::log(v) + shift[o]; break;
+          default: break;
+        }
+        y.f[o] = static_cast<float>(r);
+      }
       return 0;
     });
   }
@@ -201,6 +251,13 @@ void add_normalization_kernels(KernelTable& t) {
   t["ReduceSum"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::sum); };
   t["ReduceMean"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::mean); };
   t["ReduceMax"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::max); };
+  t["ReduceMin"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::min); };
+  t["ReduceProd"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::prod); };
+  t["ReduceL1"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::l1); };
+  t["ReduceL2"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::l2); };
+  t["ReduceSumSquare"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::sum_square); };
+  t["ReduceLogSum"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::log_sum); };
+  t["ReduceLogSumExp"] = [](KernelContext& c) { return reduce_kernel(c, Reduce::log_sum_exp); };
 }
 
 }  // namespace hpf::ref

@@ -302,6 +302,12 @@ void add_shape_kernels(KernelTable& t) {
   t["Slice"] = slice_kernel;
   t["Expand"] = expand_kernel;
   t["Shape"] = shape_kernel;
+  t["Size"] = [](KernelContext& c) -> Status {
+    Buf y = Buf::ints({}, DType::I64);
+    y.i[0] = c.in(0).numel();
+    c.out[0] = std::move(y);
+    return {};
+  };
   t["ConstantOfShape"] = constant_of_shape_kernel;
   t["Range"] = range_kernel;
   t["Constant"] = constant_kernel;

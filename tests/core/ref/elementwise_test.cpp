@@ -490,4 +490,102 @@ TEST_CASE("ref elementwise: Cast to an unsupported type is an error") {
   CHECK(r.status().message().find("11") != std::string::npos);
 }
 
+// ---- more unary maths and activations, logical ops, Mod, Size, Dropout ------------------------
+
+TEST_CASE("ref elementwise: Sin/Cos/Ceil/Floor/Reciprocal") {
+  check_unary("Sin", {0.0f, 1.5707963705062866f, -0.5f}, {0.0f, 1.0f, -0.47942554f});
+  check_unary("Cos", {0.0f, 3.1415927410125732f, 0.5f}, {1.0f, -1.0f, 0.87758256f});
+  check_unary("Ceil", {-1.5f, 1.2f, 2.0f, kNaN}, {-1.0f, 2.0f, 2.0f, kNaN});
+  check_unary("Floor", {-1.5f, 1.2f, 2.0f, -kInf}, {-2.0f, 1.0f, 2.0f, -kInf});
+  check_unary("Reciprocal", {2.0f, -4.0f, 0.0f}, {0.5f, -0.25f, kInf});
+}
+
+TEST_CASE("ref elementwise: Round halves to even") {
+  check_unary("Round", {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 2.4f, 2.6f, -2.6f},
+              {0.0f, 2.0f, 2.0f, -0.0f, -2.0f, 2.0f, 3.0f, -3.0f});
+}
+
+TEST_CASE("ref elementwise: Sign on floats and integers") {
+  check_unary("Sign", {-3.0f, 0.0f, 2.5f, kNaN}, {-1.0f, 0.0f, 1.0f, kNaN});
+  auto y = run1("Sign", {in(i64({3}, {-5, 0, 7}))});
+  CHECK(y.dtype() == DType::I64);
+  check_ints(y, {3}, {-1, 0, 1});
+}
+
+TEST_CASE("ref elementwise: Softplus/Softsign/Mish") {
+  // softplus(x) = log(1 + e^x); stays finite and equal to x for large x.
+  check_unary("Softplus", {0.0f, 1.0f, -1.0f, 100.0f}, {0.69314718f, 1.31326169f, 0.31326169f, 100.0f});
+  check_unary("Softsign", {1.0f, -3.0f, 0.0f}, {0.5f, -0.75f, 0.0f});
+  // mish(1) = tanh(log(1 + e)).
+  check_unary("Mish", {0.0f, 1.0f, -100.0f}, {0.0f, 0.86509839f, 0.0f});
+}
+
+TEST_CASE("ref elementwise: Elu/Selu/ThresholdedRelu with default and explicit attributes") {
+  check_unary("Elu", {-1.0f, 0.0f, 2.0f}, {-0.63212056f, 0.0f, 2.0f});
+  check_unary("Elu", {-1.0f, 2.0f}, {-1.26424112f, 2.0f}, {{"alpha", 2.0f}});
+  // gamma * alpha * (e^-1 - 1) with the ONNX defaults.
+  check_unary("Selu", {-1.0f, 0.0f, 2.0f}, {-1.11133074f, 0.0f, 2.10140204f});
+  check_unary("Selu", {-1.0f, 2.0f}, {-1.26424112f, 4.0f}, {{"alpha", 1.0f}, {"gamma", 2.0f}}, 1e-5);
+  check_unary("ThresholdedRelu", {0.5f, 1.0f, 1.5f, -2.0f}, {0.0f, 0.0f, 1.5f, 0.0f});
+  check_unary("ThresholdedRelu", {0.5f, 1.0f}, {0.5f, 1.0f}, {{"alpha", 0.25f}});
+}
+
+TEST_CASE("ref elementwise: IsNaN and IsInf give BOOL") {
+  auto n = run1("IsNaN", {in(f32({3}, {1.0f, kNaN, kInf}))});
+  CHECK(n.dtype() == DType::BOOL);
+  check_ints(n, {3}, {0, 1, 0});
+  const Tensor x = f32({4}, {1.0f, kInf, -kInf, kNaN});
+  auto both = run1("IsInf", {in(x)});
+  CHECK(both.dtype() == DType::BOOL);
+  check_ints(both, {4}, {0, 1, 1, 0});
+  check_ints(run1("IsInf", {in(x)}, {{"detect_negative", int64_t{0}}}), {4}, {0, 1, 0, 0});
+  check_ints(run1("IsInf", {in(x)}, {{"detect_positive", int64_t{0}}}), {4}, {0, 0, 1, 0});
+}
+
+TEST_CASE("ref elementwise: And/Or/Xor broadcast BOOL") {
+  const Tensor a = typed({2, 2}, {1, 1, 0, 0}, DType::BOOL), b = typed({2}, {1, 0}, DType::BOOL);
+  auto y = run1("And", {in(a), in(b)});
+  CHECK(y.dtype() == DType::BOOL);
+  check_ints(y, {2, 2}, {1, 0, 0, 0});
+  check_ints(run1("Or", {in(a), in(b)}), {2, 2}, {1, 1, 1, 0});
+  check_ints(run1("Xor", {in(a), in(b)}), {2, 2}, {0, 1, 1, 0});
+}
+
+TEST_CASE("ref elementwise: Mod, Python-style and C fmod") {
+  const Tensor a = i64({4}, {-4, 7, 5, -7}), b = i64({4}, {3, -3, 3, -3});
+  // fmod=0: the result takes the sign of the divisor.
+  check_ints(run1("Mod", {in(a), in(b)}), {4}, {2, -2, 2, -1});
+  // fmod=1: the sign of the dividend.
+  check_ints(run1("Mod", {in(a), in(b)}, {{"fmod", int64_t{1}}}), {4}, {-1, 1, 2, -1});
+  const Tensor fa = f32({2}, {-4.5f, 7.5f}), fb = f32({2}, {2.0f, -2.0f});
+  check_vals(run1("Mod", {in(fa), in(fb)}, {{"fmod", int64_t{1}}}), {2}, {-0.5f, 1.5f});
+  check_vals(run1("Mod", {in(fa), in(fb)}), {2}, {1.5f, -0.5f});
+  // Broadcasting, and integer division by zero is an error.
+  check_ints(run1("Mod", {in(i64({3}, {4, 5, 6})), in(i64({}, {4}))}), {3}, {0, 1, 2});
+  check_error(run_op("Mod", {in(i64({1}, {4})), in(i64({1}, {0}))}), {"'node'", "division by zero"});
+}
+
+TEST_CASE("ref elementwise: Size gives an I64 scalar") {
+  auto y = run1("Size", {in(f32({2, 3}, {1, 2, 3, 4, 5, 6}))});
+  CHECK(y.dtype() == DType::I64);
+  check_ints(y, {}, {6});
+  check_ints(run1("Size", {in(f32({2, 0}, {}))}), {}, {0});
+}
+
+TEST_CASE("ref elementwise: Dropout in inference passes the input through") {
+  const Tensor x = f32({2, 2}, {1, -2, 3, 4});
+  auto r = run_op("Dropout", {in(x), cst(f32({}, {0.5f}))}, {}, 2);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  check_vals((*r)[0], {2, 2}, {1, -2, 3, 4});
+  CHECK((*r)[1].dtype() == DType::BOOL);
+  check_ints((*r)[1], {2, 2}, {1, 1, 1, 1});
+  check_vals(run1("Dropout", {in(x)}), {2, 2}, {1, -2, 3, 4});
+  // training_mode=false is inference; true is not supported.
+  const Tensor no = typed({}, {0}, DType::BOOL), yes = typed({}, {1}, DType::BOOL);
+  check_vals(run1("Dropout", {in(x), cst(f32({}, {0.5f})), cst(no)}), {2, 2}, {1, -2, 3, 4});
+  auto t = run_op("Dropout", {in(x), cst(f32({}, {0.5f})), cst(yes)});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().message().find("training_mode") != std::string::npos);
+}
+
 }  // namespace hpf::test

@@ -429,4 +429,43 @@ TEST_CASE("ref normalization: reduction axis errors") {
   check_error(run_op("ReduceSum", {in(x), in(i64({1}, {5}))}), {"'node'", "ReduceSum", "axis 5"});
 }
 
+TEST_CASE("ref normalization: ReduceMin/Prod/L1/L2/SumSquare/LogSum/LogSumExp") {
+  const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  const Attributes row = {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}};
+  check_vals(run1("ReduceMin", {in(x)}, row), {2}, {1, 4});
+  check_vals(run1("ReduceProd", {in(x)}, row), {2}, {6, 120});
+  check_vals(run1("ReduceL1", {in(f32({2, 3}, {-1, 2, -3, 4, -5, 6}))}, row), {2}, {6, 15});
+  check_vals(run1("ReduceL2", {in(x)}, row), {2}, {3.74165739f, 8.77496439f});
+  check_vals(run1("ReduceSumSquare", {in(x)}, row), {2}, {14, 77});
+  check_vals(run1("ReduceLogSum", {in(x)}, row), {2}, {1.79175947f, 2.70805020f});
+  // log(e + e^2 + e^3) = 3 + log(1 + e^-1 + e^-2).
+  check_vals(run1("ReduceLogSumExp", {in(x)}, row), {2}, {3.40760596f, 6.40760596f});
+  // Large values do not overflow: log(2 e^1000) = 1000 + log 2.
+  check_vals(run1("ReduceLogSumExp", {in(f32({2}, {1000, 1000}))}), {1}, {1000.693147f});
+  // Axes as an input, keepdims default, all axes by default.
+  check_vals(run1("ReduceMin", {in(x), cst(i64({1}, {0}))}), {1, 3}, {1, 2, 3});
+  check_vals(run1("ReduceProd", {in(x)}), {1, 1}, {720});
+  check_vals(run1("ReduceSumSquare", {in(x)}, {{"noop_with_empty_axes", int64_t{1}}}), {2, 3},
+             {1, 2, 3, 4, 5, 6});
+}
+
+TEST_CASE("ref normalization: new reductions on integers and empty sets") {
+  const Tensor xi = i64({2, 3}, {3, -1, 2, 4, 5, 6});
+  const Attributes row = {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}};
+  auto mn = run1("ReduceMin", {in(xi)}, row);
+  CHECK(mn.dtype() == DType::I64);
+  check_ints(mn, {2}, {-1, 4});
+  check_ints(run1("ReduceProd", {in(xi)}, row), {2}, {-6, 120});
+  check_ints(run1("ReduceL1", {in(xi)}, row), {2}, {6, 15});
+  check_ints(run1("ReduceSumSquare", {in(xi)}, row), {2}, {14, 77});
+  // Empty sets give the identities: +inf for min, 1 for prod, 0 for sums, -inf for log sums.
+  const Tensor e = f32({2, 0}, {});
+  check_vals(run1("ReduceMin", {in(e)}, row), {2}, {kInf, kInf});
+  check_vals(run1("ReduceProd", {in(e)}, row), {2}, {1, 1});
+  check_vals(run1("ReduceL2", {in(e)}, row), {2}, {0, 0});
+  check_vals(run1("ReduceLogSumExp", {in(e)}, row), {2}, {-kInf, -kInf});
+  // NaN propagates through ReduceMin.
+  check_vals(run1("ReduceMin", {in(f32({3}, {1, kNaN, 0}))}), {1}, {kNaN});
+}
+
 }  // namespace hpf::test
