@@ -83,6 +83,7 @@ std::vector<OpDef> build_table() {
   for (const char* n : {"And", "Or", "Xor"})
     t.push_back(row(n, 2, 2, 1, 1, C::elementwise, {D::BOOL}, sf::compare));
   t.push_back(row("Mod", 2, 2, 1, 1, C::elementwise, kVector, sf::broadcast, {i("fmod", 0)}));
+  for (const char* n : {"Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh", "Acosh", "Atanh"}) unary(n);
   for (const char* n : {"Sin", "Cos", "Ceil", "Floor", "Round", "Reciprocal", "Sign", "Softplus", "Softsign", "Mish"})
     unary(n);
   unary("Elu", {f("alpha", 1.0f)});
@@ -96,6 +97,7 @@ std::vector<OpDef> build_table() {
   t.push_back(row("Dropout", 1, 3, 1, 2, C::elementwise, kAny, sf::dropout, {f("ratio", 0.5f), opt_int("seed")},
                   {1, 2}));
   t.push_back(row("Cast", 1, 1, 1, 1, C::elementwise, kAny, sf::cast, {req_int("to"), i("saturate", 1)}));
+  t.push_back(row("CastLike", 2, 2, 1, 1, C::elementwise, kAny, sf::cast_like, {i("saturate", 1)}));
 
   // Matrix work: FP64 accumulation in the reference, FP32 or wider on devices unless a plan says
   // otherwise.
@@ -129,6 +131,12 @@ std::vector<OpDef> build_table() {
     t.push_back(row(n, 1, 2, 1, 1, C::elementwise, kVector, sf::reduce,
                     {ints("axes"), i("keepdims", 1), i("noop_with_empty_axes", 0)}, {1}, "sums in FP32"));
 
+  for (const char* n : {"ArgMax", "ArgMin"})
+    t.push_back(row(n, 1, 1, 1, 1, C::elementwise, kVector, sf::arg_reduce,
+                    {i("axis", 0), i("keepdims", 1), i("select_last_index", 0)}));
+  t.push_back(row("CumSum", 2, 2, 1, 1, C::elementwise, kVector, sf::same_as_input0,
+                  {i("exclusive", 0), i("reverse", 0)}, {1}, "sums in FP32"));
+
   // Pooling.
   {
     auto a = window_attrs();
@@ -149,6 +157,9 @@ std::vector<OpDef> build_table() {
 
   // Data movement and shapes.
   t.push_back(row("Gather", 2, 2, 1, 1, C::embedding, kAny, sf::gather, {i("axis", 0)}, {1}));
+  t.push_back(row("GatherElements", 2, 2, 1, 1, C::data_movement, kAny, sf::gather_elements, {i("axis", 0)}, {1}));
+  t.push_back(row("Trilu", 1, 2, 1, 1, C::data_movement, kAny, sf::trilu, {i("upper", 1)}, {1}));
+  t.push_back(row("Tile", 2, 2, 1, 1, C::data_movement, kAny, sf::tile, {}, {1}));
   t.push_back(row("Reshape", 2, 2, 1, 1, C::data_movement, kAny, sf::reshape, {i("allowzero", 0)}, {1}));
   t.push_back(row("Transpose", 1, 1, 1, 1, C::data_movement, kAny, sf::transpose, {ints("perm")}));
   t.push_back(row("Flatten", 1, 1, 1, 1, C::data_movement, kAny, sf::flatten, {i("axis", 1)}));

@@ -139,6 +139,26 @@ Status cast(InferContext& c) {
   return {};
 }
 
+Status cast_like(InferContext& c) {
+  const DType to = c.input(1).dtype;
+  if (!shapes_known(c, to)) return {};
+  c.set_output(0, to, *c.shape(0));
+  return {};
+}
+
+Status arg_reduce(InferContext& c) {
+  if (!shapes_known(c, DType::I64)) return {};
+  const Shape& x = *c.shape(0);
+  HPF_ASSIGN_OR_RETURN(int64_t axis, axis_of(c, c.attr_int("axis"), static_cast<int64_t>(x.size())));
+  Shape out;
+  for (size_t k = 0; k < x.size(); ++k) {
+    if (int64_t(k) != axis) out.push_back(x[k]);
+    else if (c.attr_int("keepdims") != 0) out.push_back(Dim(1));
+  }
+  c.set_output(0, DType::I64, out);
+  return {};
+}
+
 Status matmul(InferContext& c) {
   const DType t = c.input(0).dtype;
   if (!shapes_known(c, t)) return {};
@@ -380,6 +400,47 @@ Status gather(InferContext& c) {
   Shape out(d.begin(), d.begin() + axis);
   out.insert(out.end(), idx.begin(), idx.end());
   out.insert(out.end(), d.begin() + axis + 1, d.end());
+  c.set_output(0, t, out);
+  return {};
+}
+
+Status gather_elements(InferContext& c) {
+  const DType t = c.input(0).dtype;
+  if (is_float(c.input(1).dtype)) return c.error("indices must be integers, are " + std::string(dtype_name(c.input(1).dtype)));
+  if (!shapes_known(c, t)) return {};
+  const Shape &d = *c.shape(0), &idx = *c.shape(1);
+  if (d.size() != idx.size())
+    return c.error("indices rank " + std::to_string(idx.size()) + " differs from data rank " + std::to_string(d.size()));
+  HPF_ASSIGN_OR_RETURN(int64_t axis, axis_of(c, c.attr_int("axis"), static_cast<int64_t>(d.size())));
+  (void)axis;
+  c.set_output(0, t, idx);
+  return {};
+}
+
+Status trilu(InferContext& c) {
+  const DType t = c.input(0).dtype;
+  if (!shapes_known(c, t)) return {};
+  if (c.shape(0)->size() < 2) return c.error("input must have rank >= 2, has rank " + std::to_string(c.shape(0)->size()));
+  c.set_output(0, t, *c.shape(0));
+  return {};
+}
+
+Status tile(InferContext& c) {
+  const DType t = c.input(0).dtype;
+  if (!shapes_known(c, t)) return {};
+  const Shape& x = *c.shape(0);
+  auto reps = const_ints(c, 1);
+  if (!reps) {
+    c.set_output(0, t, Shape(x.size(), Dim()));
+    return {};
+  }
+  if (reps->size() != x.size())
+    return c.error("repeats has " + std::to_string(reps->size()) + " entries, input has rank " + std::to_string(x.size()));
+  Shape out;
+  for (size_t k = 0; k < x.size(); ++k) {
+    if ((*reps)[k] < 0) return c.error("repeats must be non-negative, got " + std::to_string((*reps)[k]));
+    out.push_back(x[k].known() ? Dim(x[k].value * (*reps)[k]) : Dim());
+  }
   c.set_output(0, t, out);
   return {};
 }

@@ -15,6 +15,8 @@ Status size_of(InferContext& c);           // I64 scalar
 Status dropout(InferContext& c);           // output 0 as input 0, optional BOOL mask
 Status where(InferContext& c);
 Status cast(InferContext& c);
+Status cast_like(InferContext& c);         // input 0's shape, input 1's dtype
+Status arg_reduce(InferContext& c);        // ArgMax/ArgMin: one axis reduced, I64 result
 Status matmul(InferContext& c);
 Status gemm(InferContext& c);
 Status conv(InferContext& c);
@@ -27,6 +29,9 @@ Status softmax(InferContext& c);            // axis check, same shape
 Status reduce(InferContext& c);
 Status resize(InferContext& c);
 Status gather(InferContext& c);
+Status gather_elements(InferContext& c);   // indices' shape, data's dtype
+Status trilu(InferContext& c);             // same as input 0, rank >= 2
+Status tile(InferContext& c);
 Status reshape(InferContext& c);
 Status transpose(InferContext& c);
 Status flatten(InferContext& c);

@@ -1,5 +1,5 @@
 // Elementwise ops: unary maths and activations, broadcasting binary ops, comparisons, logical
-// And/Or/Xor, Mod, IsNaN/IsInf, Where, Not, Cast, Clip, Dropout (inference).
+// And/Or/Xor, Mod, IsNaN/IsInf, Where, Not, Cast, CastLike, Clip, Dropout (inference).
 // Maths is done in double and rounded once to FP32.
 #include <algorithm>
 #include <cmath>
@@ -140,9 +140,7 @@ int64_t wrap_int(int64_t v, DType t) {
   }
 }
 
-Status cast_kernel(KernelContext& c) {
-  auto to = ir::dtype_from_onnx(c.attr_int("to"));
-  if (!to.ok()) return c.error(to.status().message());
+Status cast_to(KernelContext& c, const DType* to) {
   const Buf& x = c.in(0);
   const Overflow mode = c.attr_int("saturate") ? Overflow::saturate : Overflow::propagate;
   Buf y = is_float(*to) ? Buf::floats(x.shape, *to) : Buf::ints(x.shape, *to);
@@ -174,6 +172,18 @@ Status cast_kernel(KernelContext& c) {
   }
   c.out[0] = std::move(y);
   return {};
+}
+
+Status cast_kernel(KernelContext& c) {
+  auto to = ir::dtype_from_onnx(c.attr_int("to"));
+  if (!to.ok()) return c.error(to.status().message());
+  return cast_to(c, &*to);
+}
+
+// CastLike: Cast to input 1's format.
+Status cast_like_kernel(KernelContext& c) {
+  const DType to = c.in(1).dtype;
+  return cast_to(c, &to);
 }
 
 Status clip_kernel(KernelContext& c) {
@@ -325,6 +335,16 @@ void add_elementwise_kernels(KernelTable& t) {
   t["Where"] = where_kernel;
   t["Not"] = not_kernel;
   t["Cast"] = cast_kernel;
+  t["CastLike"] = cast_like_kernel;
+  t["Tan"] = unary([](double x, const KernelContext&) { return std::tan(x); });
+  t["Asin"] = unary([](double x, const KernelContext&) { return std::asin(x); });
+  t["Acos"] = unary([](double x, const KernelContext&) { return std::acos(x); });
+  t["Atan"] = unary([](double x, const KernelContext&) { return std::atan(x); });
+  t["Sinh"] = unary([](double x, const KernelContext&) { return std::sinh(x); });
+  t["Cosh"] = unary([](double x, const KernelContext&) { return std::cosh(x); });
+  t["Asinh"] = unary([](double x, const KernelContext&) { return std::asinh(x); });
+  t["Acosh"] = unary([](double x, const KernelContext&) { return std::acosh(x); });
+  t["Atanh"] = unary([](double x, const KernelContext&) { return std::atanh(x); });
   t["Clip"] = clip_kernel;
   t["Sin"] = unary([](double x, const KernelContext&) { return std::sin(x); });
   t["Cos"] = unary([](double x, const KernelContext&) { return std::cos(x); });

@@ -1,5 +1,5 @@
 // BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax, and the reductions
-// (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp).
+// (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin, CumSum.
 // Statistics and exponential sums are computed in FP64 whatever the plan (the op table marks
 // them wide); ReduceSum/ReduceMean follow the plan's accumulation.
 #include <algorithm>
@@ -241,9 +241,75 @@ Status reduce_kernel(KernelContext& c, Reduce kind) {
   return {};
 }
 
+// ArgMax/ArgMin: index of the first (or, with select_last_index, last) extreme along `axis`.
+Status arg_kernel(KernelContext& c, bool is_max) {
+  const Buf& x = c.in(0);
+  auto axis = ir::normalize_axis(c.attr_int("axis"), x.rank());
+  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+  const Split3 s = split_at(x.shape, *axis);
+  if (s.mid == 0) return c.error("cannot take ArgMax/ArgMin of an empty axis");
+  const bool last = c.attr_int("select_last_index") != 0;
+  std::vector<int64_t> out_shape = x.shape;
+  if (c.attr_int("keepdims") != 0) out_shape[*axis] = 1;
+  else out_shape.erase(out_shape.begin() + *axis);
+  Buf y = Buf::ints(out_shape, DType::I64);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      int64_t best = 0;
+      double bv = x.get(o * s.mid * s.inner + in);
+      for (int64_t m = 1; m < s.mid; ++m) {
+        const double v = x.get((o * s.mid + m) * s.inner + in);
+        const bool better = is_max ? (v > bv || (last && v == bv)) : (v < bv || (last && v == bv));
+        if (better) {
+          best = m;
+          bv = v;
+        }
+      }
+      y.i[o * s.inner + in] = best;
+    }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// CumSum along the axis given by input 1 (exclusive: the element itself is left out; reverse:
+// sums run from the end). Floats sum in FP64, integers in int64.
+Status cumsum_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  const auto a = c.in(1).as_ints();
+  if (a.size() != 1) return c.error("axis must be a scalar or a 1-element tensor");
+  auto axis = ir::normalize_axis(a[0], x.rank());
+  if (!axis) return c.error("axis " + std::to_string(a[0]) + " is out of range for rank " + std::to_string(x.rank()));
+  const bool exclusive = c.attr_int("exclusive") != 0, reverse = c.attr_int("reverse") != 0;
+  const Split3 s = split_at(x.shape, *axis);
+  Buf y = Buf::like(x);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      double fs = 0;
+      int64_t is = 0;
+      for (int64_t m = 0; m < s.mid; ++m) {
+        const int64_t mm = reverse ? s.mid - 1 - m : m;
+        const int64_t k = (o * s.mid + mm) * s.inner + in;
+        if (x.is_float()) {
+          if (!exclusive) fs += x.f[k];
+          y.f[k] = static_cast<float>(fs);
+          if (exclusive) fs += x.f[k];
+        } else {
+          if (!exclusive) is += x.i[k];
+          y.i[k] = is;
+          if (exclusive) is += x.i[k];
+        }
+      }
+    }
+  c.out[0] = std::move(y);
+  return {};
+}
+
 }  // namespace
 
 void add_normalization_kernels(KernelTable& t) {
+  t["ArgMax"] = [](KernelContext& c) { return arg_kernel(c, true); };
+  t["ArgMin"] = [](KernelContext& c) { return arg_kernel(c, false); };
+  t["CumSum"] = cumsum_kernel;
   t["BatchNormalization"] = batch_norm_kernel;
   t["LayerNormalization"] = layer_norm_kernel;
   t["Softmax"] = [](KernelContext& c) { return softmax_kernel(c, false); };

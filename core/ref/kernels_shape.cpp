@@ -51,6 +51,84 @@ Status gather_kernel(KernelContext& c) {
   return {};
 }
 
+// GatherElements: out[i] = data[i with axis coordinate replaced by indices[i]].
+Status gather_elements_kernel(KernelContext& c) {
+  const Buf &data = c.in(0), &idx = c.in(1);
+  auto axis = ir::normalize_axis(c.attr_int("axis"), data.rank());
+  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(data.rank()));
+  if (idx.is_float()) return c.error("indices must be integers");
+  if (idx.rank() != data.rank()) return c.error("indices and data ranks differ");
+  const auto ds = strides_of(data.shape), is = strides_of(idx.shape);
+  const int64_t dim = data.shape[*axis];
+  Buf y = empty_like(data, idx.shape);
+  const int64_t n = idx.numel();
+  for (int64_t j = 0; j < n; ++j) {
+    int64_t ix = idx.i[j];
+    if (ix < -dim || ix >= dim)
+      return c.error("index " + std::to_string(ix) + " is out of range for axis " + std::to_string(*axis) +
+                     " of size " + std::to_string(dim));
+    if (ix < 0) ix += dim;
+    int64_t src = 0, rem = j;
+    for (int64_t d = 0; d < idx.rank(); ++d) {
+      const int64_t coord = rem / is[d];
+      rem %= is[d];
+      src += (d == *axis ? ix : coord) * ds[d];
+    }
+    copy_elem(data, src, y, j);
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// Trilu: keeps the upper (j - i >= k) or lower (j - i <= k) triangle of the last two axes.
+Status trilu_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (x.rank() < 2) return c.error("input must have rank >= 2");
+  int64_t k = 0;
+  if (c.has(1)) {
+    const auto kv = c.in(1).as_ints();
+    if (kv.size() != 1) return c.error("k must be a scalar");
+    k = kv[0];
+  }
+  const bool upper = c.attr_int("upper") != 0;
+  const int64_t rows = x.shape[x.rank() - 2], cols = x.shape[x.rank() - 1];
+  Buf y = Buf::like(x);
+  const int64_t n = x.numel();
+  for (int64_t e = 0; e < n; ++e) {
+    const int64_t j = e % cols, i = (e / cols) % rows;
+    if (upper ? j - i >= k : j - i <= k) copy_elem(x, e, y, e);
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// Tile: repeats[d] copies of the input along each axis d.
+Status tile_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  const auto reps = c.in(1).as_ints();
+  if (static_cast<int64_t>(reps.size()) != x.rank())
+    return c.error("repeats has " + std::to_string(reps.size()) + " entries, input has rank " + std::to_string(x.rank()));
+  std::vector<int64_t> out_shape(x.shape);
+  for (size_t d = 0; d < reps.size(); ++d) {
+    if (reps[d] < 0) return c.error("repeats must be non-negative");
+    out_shape[d] *= reps[d];
+  }
+  const auto xs = strides_of(x.shape), ys = strides_of(out_shape);
+  Buf y = empty_like(x, out_shape);
+  const int64_t n = y.numel();
+  for (int64_t e = 0; e < n; ++e) {
+    int64_t src = 0, rem = e;
+    for (int64_t d = 0; d < x.rank(); ++d) {
+      const int64_t coord = rem / ys[d];
+      rem %= ys[d];
+      src += (coord % x.shape[d]) * xs[d];
+    }
+    copy_elem(x, src, y, e);
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
 Status reshape_kernel(KernelContext& c) {
   auto target = ir::reshape_target(c.in(0).shape, c.in(1).as_ints(), c.attr_int("allowzero") != 0);
   if (!target.ok()) return c.error(target.status().message());
@@ -292,6 +370,9 @@ Status constant_kernel(KernelContext& c) {
 
 void add_shape_kernels(KernelTable& t) {
   t["Gather"] = gather_kernel;
+  t["GatherElements"] = gather_elements_kernel;
+  t["Trilu"] = trilu_kernel;
+  t["Tile"] = tile_kernel;
   t["Reshape"] = reshape_kernel;
   t["Transpose"] = transpose_kernel;
   t["Flatten"] = flatten_kernel;

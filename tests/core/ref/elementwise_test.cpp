@@ -588,4 +588,28 @@ TEST_CASE("ref elementwise: Dropout in inference passes the input through") {
   CHECK(t.status().message().find("training_mode") != std::string::npos);
 }
 
+TEST_CASE("ref elementwise: Tan/Asin/Acos/Atan/Sinh/Cosh/Asinh/Acosh/Atanh") {
+  check_unary("Tan", {0, 0.78539816f}, {0, 1});
+  check_unary("Asin", {0.5f, 1, 2}, {0.52359878f, 1.57079633f, NAN});
+  check_unary("Acos", {0.5f, 1}, {1.04719755f, 0});
+  check_unary("Atan", {1, 0}, {0.78539816f, 0});
+  check_unary("Sinh", {1, 0}, {1.17520119f, 0});
+  check_unary("Cosh", {1, 0}, {1.54308063f, 1});
+  check_unary("Asinh", {0, 1}, {0, 0.88137359f});
+  check_unary("Acosh", {1, 2}, {0, 1.31695790f});
+  check_unary("Atanh", {0, 0.5f, 1}, {0, 0.54930614f, INFINITY});
+}
+
+TEST_CASE("ref elementwise: CastLike takes input 1's format") {
+  auto y = run1("CastLike", {in(f32({3}, {1.7f, -2.5f, 0})), in(i64({1}, {0}))});
+  CHECK(y.dtype() == DType::I64);
+  check_ints(y, {3}, {1, -2, 0});
+  auto z = run1("CastLike", {in(i64({2}, {3, -4})), in(f32({}, {0}))});
+  CHECK(z.dtype() == DType::F32);
+  check_vals(z, {2}, {3, -4});
+  auto b = run1("CastLike", {in(f32({2}, {0.5f, 0})), in(typed({}, {0}, DType::BOOL))});
+  CHECK(b.dtype() == DType::BOOL);
+  check_ints(b, {2}, {1, 0});
+}
+
 }  // namespace hpf::test

@@ -468,4 +468,27 @@ TEST_CASE("ref normalization: new reductions on integers and empty sets") {
   check_vals(run1("ReduceMin", {in(f32({3}, {1, kNaN, 0}))}), {1}, {kNaN});
 }
 
+TEST_CASE("ref normalization: ArgMax/ArgMin") {
+  const Tensor x = f32({2, 3}, {1, 5, 5, 7, 0, 7});
+  // Defaults: axis 0, keepdims 1, first index of the extreme.
+  auto y = run1("ArgMax", {in(x)});
+  CHECK(y.dtype() == DType::I64);
+  check_ints(y, {1, 3}, {1, 0, 1});
+  check_ints(run1("ArgMin", {in(x)}), {1, 3}, {0, 1, 0});
+  check_ints(run1("ArgMax", {in(x)}, {{"axis", int64_t{-1}}, {"keepdims", int64_t{0}}}), {2}, {1, 0});
+  check_ints(run1("ArgMax", {in(x)}, {{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}}), {2, 1}, {2, 2});
+  check_ints(run1("ArgMin", {in(x)}, {{"axis", int64_t{1}}}), {2, 1}, {0, 1});
+}
+
+TEST_CASE("ref normalization: CumSum") {
+  const Tensor x = f32({2, 3}, {1, 2, 3, 4, 5, 6});
+  check_vals(run1("CumSum", {in(x), cst(i64({}, {1}))}), {2, 3}, {1, 3, 6, 4, 9, 15});
+  check_vals(run1("CumSum", {in(x), cst(i64({}, {0}))}), {2, 3}, {1, 2, 3, 5, 7, 9});
+  check_vals(run1("CumSum", {in(x), in(i64({}, {-1}))}, {{"exclusive", int64_t{1}}}), {2, 3}, {0, 1, 3, 0, 4, 9});
+  check_vals(run1("CumSum", {in(x), cst(i64({}, {1}))}, {{"reverse", int64_t{1}}}), {2, 3}, {6, 5, 3, 15, 11, 6});
+  check_vals(run1("CumSum", {in(x), cst(i64({}, {1}))}, {{"reverse", int64_t{1}}, {"exclusive", int64_t{1}}}),
+             {2, 3}, {5, 3, 0, 11, 6, 0});
+  check_ints(run1("CumSum", {in(i64({3}, {1, -2, 4})), cst(i64({}, {0}))}), {3}, {1, -1, 3});
+}
+
 }  // namespace hpf::test

@@ -498,4 +498,30 @@ TEST_CASE("ref shape ops: Identity on I64 is exact") {
   check_ints(run1("Identity", {in(i64({3}, {kBig, -kBig, 123}))}), {3}, {kBig, -kBig, 123});
 }
 
+TEST_CASE("ref shape ops: GatherElements") {
+  const Tensor data = f32({2, 2}, {1, 2, 3, 4});
+  // Axis 0 (default): out[i][j] = data[idx[i][j]][j]; negative indices count from the end.
+  check_close(run1("GatherElements", {in(data), in(i64({2, 2}, {1, -2, 0, 1}))}), {2, 2}, {3, 2, 1, 4});
+  check_close(run1("GatherElements", {in(data), in(i64({2, 1}, {1, 0}))}, {{"axis", int64_t{1}}}), {2, 1}, {2, 3});
+  check_error(run_op("GatherElements", {in(data), in(i64({1, 2}, {2, 0}))}), {"'node'", "out of range"});
+}
+
+TEST_CASE("ref shape ops: Trilu") {
+  const Tensor x = f32({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  check_close(run1("Trilu", {in(x)}), {3, 3}, {1, 2, 3, 0, 5, 6, 0, 0, 9});
+  check_close(run1("Trilu", {in(x)}, {{"upper", int64_t{0}}}), {3, 3}, {1, 0, 0, 4, 5, 0, 7, 8, 9});
+  check_close(run1("Trilu", {in(x), cst(i64({}, {1}))}), {3, 3}, {0, 2, 3, 0, 0, 6, 0, 0, 0});
+  check_close(run1("Trilu", {in(x), in(i64({}, {-1}))}, {{"upper", int64_t{0}}}), {3, 3}, {0, 0, 0, 4, 0, 0, 7, 8, 0});
+  // Batched: the last two axes of each matrix.
+  check_ints(run1("Trilu", {in(i64({2, 1, 2}, {1, 2, 3, 4}))}, {{"upper", int64_t{0}}}), {2, 1, 2}, {1, 0, 3, 0});
+}
+
+TEST_CASE("ref shape ops: Tile") {
+  const Tensor x = f32({2, 2}, {1, 2, 3, 4});
+  check_close(run1("Tile", {in(x), cst(i64({2}, {1, 2}))}), {2, 4}, {1, 2, 1, 2, 3, 4, 3, 4});
+  check_close(run1("Tile", {in(x), in(i64({2}, {2, 1}))}), {4, 2}, {1, 2, 3, 4, 1, 2, 3, 4});
+  check_ints(run1("Tile", {in(i64({1}, {7})), cst(i64({1}, {3}))}), {3}, {7, 7, 7});
+  check_close(run1("Tile", {in(x), cst(i64({2}, {0, 1}))}), {0, 2}, {});
+}
+
 }  // namespace hpf::test
