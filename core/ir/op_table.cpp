@@ -97,6 +97,8 @@ std::vector<OpDef> build_table() {
   t.push_back(row("Dropout", 1, 3, 1, 2, C::elementwise, kAny, sf::dropout, {f("ratio", 0.5f), opt_int("seed")},
                   {1, 2}));
   t.push_back(row("Cast", 1, 1, 1, 1, C::elementwise, kAny, sf::cast, {req_int("to"), i("saturate", 1)}));
+  t.push_back(row("Sum", 1, kMany, 1, 1, C::elementwise, kVector, sf::broadcast));
+  t.push_back(row("Mean", 1, kMany, 1, 1, C::elementwise, kVector, sf::broadcast));
   t.push_back(row("CastLike", 2, 2, 1, 1, C::elementwise, kAny, sf::cast_like, {i("saturate", 1)}));
 
   // Matrix work: FP64 accumulation in the reference, FP32 or wider on devices unless a plan says
@@ -124,6 +126,13 @@ std::vector<OpDef> build_table() {
                   "max and sum of exponentials in FP32"));
   t.push_back(row("LogSoftmax", 1, 1, 1, 1, C::softmax, kVector, sf::softmax, {i("axis", -1)}, {},
                   "max and sum of exponentials in FP32"));
+
+  t.push_back(row("Hardmax", 1, 1, 1, 1, C::softmax, kVector, sf::softmax, {i("axis", -1)}));
+  t.push_back(row("NegativeLogLikelihoodLoss", 2, 3, 1, 1, C::elementwise, kVector, sf::nll_loss,
+                  {s("reduction", "mean"), opt_int("ignore_index")}, {1, 2}, "sums in FP32"));
+  t.push_back(row("SoftmaxCrossEntropyLoss", 2, 3, 1, 2, C::softmax, kVector, sf::softmax_cross_entropy,
+                  {s("reduction", "mean"), opt_int("ignore_index")}, {1, 2},
+                  "max, sum of exponentials and loss sums in FP32"));
 
   // Reductions (axes: attribute before opset 13/18, input after).
   for (const char* n : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
@@ -173,6 +182,10 @@ std::vector<OpDef> build_table() {
   t.push_back(row("Pad", 1, 4, 1, 1, C::data_movement, kAny, sf::pad,
                   {s("mode", "constant"), ints("pads"), f("value", 0.0f)}, {1, 2, 3}));
   t.push_back(row("Expand", 2, 2, 1, 1, C::data_movement, kAny, sf::expand, {}, {1}));
+  t.push_back(row("DepthToSpace", 1, 1, 1, 1, C::data_movement, kAny, sf::depth_to_space,
+                  {req_int("blocksize"), s("mode", "DCR")}));
+  t.push_back(row("SpaceToDepth", 1, 1, 1, 1, C::data_movement, kAny, sf::space_to_depth, {req_int("blocksize")}));
+  t.push_back(row("OneHot", 3, 3, 1, 1, C::data_movement, kAny, sf::one_hot, {i("axis", -1)}, {0, 1}));
   t.push_back(row("Size", 1, 1, 1, 1, C::data_movement, kAny, sf::size_of));
   t.push_back(row("Shape", 1, 1, 1, 1, C::data_movement, kAny, sf::shape_of, {i("start", 0), opt_int("end")}));
   t.push_back(row("ConstantOfShape", 1, 1, 1, 1, C::data_movement, kAny, sf::constant_of_shape,

@@ -746,4 +746,83 @@ Status dequantize_linear(InferContext& c) {
   return {};
 }
 
+namespace {
+Status loss_output(InferContext& c) {
+  const DType t = c.input(0).dtype;
+  if (is_float(c.input(1).dtype)) return c.error("target must be integers, is " + std::string(dtype_name(c.input(1).dtype)));
+  const std::string red = c.attr_string("reduction");
+  if (red != "mean" && red != "sum" && red != "none")
+    return c.error("reduction must be 'mean', 'sum' or 'none', is '" + red + "'");
+  if (!shapes_known(c, t)) return {};
+  const Shape &x = *c.shape(0), &y = *c.shape(1);
+  if (x.size() < 2) return c.error("input must have rank >= 2, has rank " + std::to_string(x.size()));
+  if (y.size() + 1 != x.size())
+    return c.error("target rank " + std::to_string(y.size()) + " must be input rank " + std::to_string(x.size()) + " - 1");
+  c.set_output(0, t, red == "none" ? y : Shape{});
+  return {};
+}
+}  // namespace
+
+Status nll_loss(InferContext& c) { return loss_output(c); }
+
+Status softmax_cross_entropy(InferContext& c) {
+  HPF_RETURN_IF_ERROR(loss_output(c));
+  if (c.num_outputs() > 1) {
+    if (c.shape(0)) c.set_output(1, c.input(0).dtype, *c.shape(0));
+    else c.set_output_unknown_shape(1, c.input(0).dtype);
+  }
+  return {};
+}
+
+namespace {
+Status space_depth(InferContext& c, bool to_space) {
+  const DType t = c.input(0).dtype;
+  const int64_t b = c.attr_int("blocksize");
+  if (b <= 0) return c.error("blocksize must be positive, is " + std::to_string(b));
+  if (to_space) {
+    const std::string mode = c.attr_string("mode");
+    if (mode != "DCR" && mode != "CRD") return c.error("mode must be 'DCR' or 'CRD', is '" + mode + "'");
+  }
+  if (!shapes_known(c, t)) return {};
+  std::vector<int64_t> x = sizes(*c.shape(0));
+  if (x.size() != 4) return c.error("input must have rank 4, has rank " + std::to_string(x.size()));
+  if (to_space) {
+    if (x[1] >= 0 && x[1] % (b * b) != 0)
+      return c.error("channels " + std::to_string(x[1]) + " are not a multiple of blocksize^2");
+    if (x[1] >= 0) x[1] /= b * b;
+    for (int k = 2; k < 4; ++k) if (x[k] >= 0) x[k] *= b;
+  } else {
+    for (int k = 2; k < 4; ++k) {
+      if (x[k] >= 0 && x[k] % b != 0)
+        return c.error("spatial size " + std::to_string(x[k]) + " is not a multiple of blocksize");
+      if (x[k] >= 0) x[k] /= b;
+    }
+    if (x[1] >= 0) x[1] *= b * b;
+  }
+  c.set_output(0, t, from_sizes(x));
+  return {};
+}
+}  // namespace
+
+Status depth_to_space(InferContext& c) { return space_depth(c, true); }
+Status space_to_depth(InferContext& c) { return space_depth(c, false); }
+
+Status one_hot(InferContext& c) {
+  const DType t = c.input(2).dtype;
+  if (!shapes_known(c, t)) return {};
+  const Shape& idx = *c.shape(0);
+  const int64_t r = static_cast<int64_t>(idx.size());
+  HPF_ASSIGN_OR_RETURN(int64_t axis, axis_of(c, c.attr_int("axis"), r + 1));
+  Dim depth;
+  if (const Tensor* d = c.const_input(1)) {
+    auto v = d->to_f32();
+    if (v.size() != 1) return c.error("depth must have one element");
+    depth = Dim(static_cast<int64_t>(v[0]));
+  }
+  Shape out = idx;
+  out.insert(out.begin() + axis, depth);
+  c.set_output(0, t, out);
+  return {};
+}
+
 }  // namespace hpf::ir::shape_fn

@@ -27,6 +27,11 @@ Status batch_norm(InferContext& c);
 Status layer_norm(InferContext& c);
 Status softmax(InferContext& c);            // axis check, same shape
 Status reduce(InferContext& c);
+Status nll_loss(InferContext& c);               // target's shape (reduction none) or scalar
+Status softmax_cross_entropy(InferContext& c);  // loss as nll_loss, optional log_prob like scores
+Status depth_to_space(InferContext& c);
+Status space_to_depth(InferContext& c);
+Status one_hot(InferContext& c);                // indices' shape with depth inserted at axis
 Status resize(InferContext& c);
 Status gather(InferContext& c);
 Status gather_elements(InferContext& c);   // indices' shape, data's dtype

@@ -329,6 +329,15 @@ void add_elementwise_kernels(KernelTable& t) {
                     [](int64_t a, int64_t b) { return std::max(a, b); });
   t["Min"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b); },
                     [](int64_t a, int64_t b) { return std::min(a, b); });
+  t["Sum"] = binary([](double a, double b) { return a + b; }, wrap_add);
+  t["Mean"] = [](KernelContext& c) -> Status {
+    if (!c.in(0).is_float()) return c.unsupported("integer inputs");
+    HPF_RETURN_IF_ERROR(broadcast_fold(c, [](double a, double b) { return a + b; },
+                                       [](int64_t a, int64_t) -> std::optional<int64_t> { return a; }));
+    const double n = static_cast<double>(c.num_inputs());
+    for (float& v : c.out[0].f) v = static_cast<float>(double(v) / n);
+    return {};
+  };
   t["Equal"] = compare([](auto a, auto b) { return a == b; });
   t["Less"] = compare([](auto a, auto b) { return a < b; });
   t["Greater"] = compare([](auto a, auto b) { return a > b; });

@@ -304,12 +304,101 @@ Status cumsum_kernel(KernelContext& c) {
   return {};
 }
 
+// Hardmax: one-hot of the first maximum along `axis`.
+Status hardmax_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  auto axis = ir::normalize_axis(c.attr_int("axis"), x.rank());
+  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+  const Split3 s = split_at(x.shape, *axis);
+  Buf y = Buf::floats(x.shape, x.dtype);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      if (s.mid == 0) continue;
+      int64_t best = 0;
+      for (int64_t m = 1; m < s.mid; ++m)
+        if (x.f[(o * s.mid + m) * s.inner + in] > x.f[(o * s.mid + best) * s.inner + in]) best = m;
+      y.f[(o * s.mid + best) * s.inner + in] = 1.0f;
+    }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// Negative log-likelihood of `logp` ([N, C, d...]) at `target` ([N, d...]), weighted by the
+// optional class weights; targets equal to ignore_index add nothing (and no weight). Sums in FP64.
+Status nll(KernelContext& c, const Buf& logp, Buf& out) {
+  const Buf& tgt = c.in(1);
+  const Buf* w = c.has(2) ? &c.in(2) : nullptr;
+  if (logp.rank() < 2) return c.error("input must have rank >= 2");
+  if (tgt.rank() + 1 != logp.rank()) return c.error("target rank must be input rank - 1");
+  const int64_t n = logp.shape[0], cls = logp.shape[1];
+  const Split3 s = split_at(logp.shape, 1);
+  if (tgt.numel() != n * s.inner) return c.error("target shape does not match input");
+  if (w && w->numel() != cls) return c.error("weight must have C elements");
+  const std::string red = c.attr_string("reduction");
+  if (red != "mean" && red != "sum" && red != "none")
+    return c.error("reduction must be 'mean', 'sum' or 'none', is '" + red + "'");
+  const bool has_ignore = c.has_attr("ignore_index");
+  const int64_t ignore = has_ignore ? c.attr_int("ignore_index") : 0;
+  Buf loss = Buf::floats(tgt.shape, logp.dtype);
+  double total = 0, wsum = 0;
+  for (int64_t o = 0; o < n; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      const int64_t k = o * s.inner + in;
+      const int64_t t = tgt.i[k];
+      if (has_ignore && t == ignore) continue;
+      if (t < 0 || t >= cls) return c.error("target " + std::to_string(t) + " is out of range [0, " + std::to_string(cls) + ")");
+      const double wt = w ? w->get(t) : 1.0;
+      const double l = -double(logp.f[(o * cls + t) * s.inner + in]) * wt;
+      loss.f[k] = static_cast<float>(l);
+      total += l;
+      wsum += wt;
+    }
+  if (red == "none") {
+    out = std::move(loss);
+  } else {
+    out = Buf::floats({}, logp.dtype);
+    out.f[0] = static_cast<float>(red == "sum" ? total : total / wsum);
+  }
+  return {};
+}
+
+Status nll_kernel(KernelContext& c) {
+  if (!c.in(0).is_float()) return c.unsupported("integer input");
+  return nll(c, c.in(0), c.out[0]);
+}
+
+Status softmax_cross_entropy_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (!x.is_float()) return c.unsupported("integer scores");
+  if (x.rank() < 2) return c.error("scores must have rank >= 2");
+  const Split3 s = split_at(x.shape, 1);
+  Buf logp = Buf::floats(x.shape, x.dtype);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t in = 0; in < s.inner; ++in) {
+      double mx = -INFINITY;
+      for (int64_t m = 0; m < s.mid; ++m) mx = std::max(mx, double(x.f[(o * s.mid + m) * s.inner + in]));
+      double sum = 0;
+      for (int64_t m = 0; m < s.mid; ++m) sum += std::exp(double(x.f[(o * s.mid + m) * s.inner + in]) - mx);
+      const double lse = mx + std::log(sum);
+      for (int64_t m = 0; m < s.mid; ++m) {
+        const int64_t k = (o * s.mid + m) * s.inner + in;
+        logp.f[k] = static_cast<float>(double(x.f[k]) - lse);
+      }
+    }
+  HPF_RETURN_IF_ERROR(nll(c, logp, c.out[0]));
+  if (c.out.size() > 1) c.out[1] = std::move(logp);
+  return {};
+}
+
 }  // namespace
 
 void add_normalization_kernels(KernelTable& t) {
   t["ArgMax"] = [](KernelContext& c) { return arg_kernel(c, true); };
   t["ArgMin"] = [](KernelContext& c) { return arg_kernel(c, false); };
   t["CumSum"] = cumsum_kernel;
+  t["Hardmax"] = hardmax_kernel;
+  t["NegativeLogLikelihoodLoss"] = nll_kernel;
+  t["SoftmaxCrossEntropyLoss"] = softmax_cross_entropy_kernel;
   t["BatchNormalization"] = batch_norm_kernel;
   t["LayerNormalization"] = layer_norm_kernel;
   t["Softmax"] = [](KernelContext& c) { return softmax_kernel(c, false); };

@@ -366,10 +366,72 @@ Status constant_kernel(KernelContext& c) {
   return {};
 }
 
+// DepthToSpace (DCR: depth is blocks then channels; CRD: channels then blocks) and SpaceToDepth.
+Status space_depth_kernel(KernelContext& c, bool to_space) {
+  const Buf& x = c.in(0);
+  const int64_t b = c.attr_int("blocksize");
+  if (x.rank() != 4) return c.error("input must have rank 4, has rank " + std::to_string(x.rank()));
+  if (b <= 0) return c.error("blocksize must be positive");
+  const bool crd = to_space && c.attr_string("mode") == "CRD";
+  // Space-side geometry: channels C, spatial H x W (the larger spatial sizes).
+  int64_t n = x.shape[0], C, H, W;
+  if (to_space) {
+    if (x.shape[1] % (b * b) != 0) return c.error("channels are not a multiple of blocksize^2");
+    C = x.shape[1] / (b * b), H = x.shape[2] * b, W = x.shape[3] * b;
+  } else {
+    if (x.shape[2] % b != 0 || x.shape[3] % b != 0) return c.error("spatial sizes are not multiples of blocksize");
+    C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  }
+  const int64_t h = H / b, w = W / b, D = C * b * b;
+  Buf y = empty_like(x, to_space ? std::vector<int64_t>{n, C, H, W} : std::vector<int64_t>{n, D, h, w});
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t ch = 0; ch < C; ++ch)
+      for (int64_t yy = 0; yy < H; ++yy)
+        for (int64_t xx = 0; xx < W; ++xx) {
+          const int64_t bi = yy % b, bj = xx % b;
+          const int64_t d = crd ? (ch * b + bi) * b + bj : (bi * b + bj) * C + ch;
+          const int64_t space = ((in * C + ch) * H + yy) * W + xx;
+          const int64_t depth = ((in * D + d) * h + yy / b) * w + xx / b;
+          if (to_space) copy_elem(x, depth, y, space);
+          else copy_elem(x, space, y, depth);
+        }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// OneHot: indices (negative ones count from depth), depth, values [off, on]; out-of-range
+// indices give an all-off row.
+Status one_hot_kernel(KernelContext& c) {
+  const Buf &idx = c.in(0), &dep = c.in(1), &vals = c.in(2);
+  if (dep.numel() != 1) return c.error("depth must have one element");
+  if (vals.numel() != 2) return c.error("values must have two elements [off, on]");
+  const int64_t depth = static_cast<int64_t>(dep.get(0));
+  if (depth < 0) return c.error("depth must be non-negative");
+  auto axis = ir::normalize_axis(c.attr_int("axis"), idx.rank() + 1);
+  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range");
+  std::vector<int64_t> shape = idx.shape;
+  shape.insert(shape.begin() + *axis, depth);
+  Buf y = empty_like(vals, shape);
+  int64_t outer = 1, inner = 1;
+  for (int64_t k = 0; k < *axis; ++k) outer *= idx.shape[k];
+  for (int64_t k = *axis; k < idx.rank(); ++k) inner *= idx.shape[k];
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t in = 0; in < inner; ++in) {
+      int64_t v = static_cast<int64_t>(idx.get(o * inner + in));
+      if (v < 0) v += depth;
+      for (int64_t d = 0; d < depth; ++d) copy_elem(vals, d == v ? 1 : 0, y, (o * depth + d) * inner + in);
+    }
+  c.out[0] = std::move(y);
+  return {};
+}
+
 }  // namespace
 
 void add_shape_kernels(KernelTable& t) {
   t["Gather"] = gather_kernel;
+  t["DepthToSpace"] = [](KernelContext& c) { return space_depth_kernel(c, true); };
+  t["SpaceToDepth"] = [](KernelContext& c) { return space_depth_kernel(c, false); };
+  t["OneHot"] = one_hot_kernel;
   t["GatherElements"] = gather_elements_kernel;
   t["Trilu"] = trilu_kernel;
   t["Tile"] = tile_kernel;

@@ -612,4 +612,12 @@ TEST_CASE("ref elementwise: CastLike takes input 1's format") {
   check_ints(b, {2}, {1, 0});
 }
 
+TEST_CASE("ref elementwise: Sum and Mean") {
+  const Tensor a = f32({2}, {1, 2}), b = f32({1}, {10}), c = f32({2}, {100, 200});
+  check_close(run1("Sum", {in(a), in(b), in(c)}), {2}, {111, 212});
+  check_close(run1("Mean", {in(a), in(b), in(c)}), {2}, {37, 212.0f / 3});
+  check_close(run1("Sum", {in(a)}), {2}, {1, 2});
+  check_ints(run1("Sum", {in(i64({2}, {1, 2})), in(i64({}, {5}))}), {2}, {6, 7});
+}
+
 }  // namespace hpf::test

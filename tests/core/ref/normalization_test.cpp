@@ -491,4 +491,40 @@ TEST_CASE("ref normalization: CumSum") {
   check_ints(run1("CumSum", {in(i64({3}, {1, -2, 4})), cst(i64({}, {0}))}), {3}, {1, -1, 3});
 }
 
+TEST_CASE("ref normalization: Hardmax") {
+  const Tensor x = f32({2, 3}, {1, 3, 3, 5, 0, -1});
+  // Default axis -1; ties go to the first maximum.
+  check_vals(run1("Hardmax", {in(x)}), {2, 3}, {0, 1, 0, 1, 0, 0});
+  check_vals(run1("Hardmax", {in(x)}, {{"axis", int64_t{0}}}), {2, 3}, {0, 1, 1, 1, 0, 0});
+}
+
+TEST_CASE("ref normalization: NegativeLogLikelihoodLoss") {
+  const Tensor x = f32({2, 3}, {-1, -2, -3, -4, -5, -6});
+  const Tensor t = i64({2}, {2, 0});
+  // Default reduction mean: (3 + 4) / 2.
+  auto y = run1("NegativeLogLikelihoodLoss", {in(x), in(t)});
+  check_vals(y, {}, {3.5f});
+  check_vals(run1("NegativeLogLikelihoodLoss", {in(x), in(t)}, {{"reduction", std::string("sum")}}), {}, {7});
+  check_vals(run1("NegativeLogLikelihoodLoss", {in(x), in(t)}, {{"reduction", std::string("none")}}), {2}, {3, 4});
+  // Weights: mean divides by the weights picked: (3*3 + 4*1) / (3 + 1).
+  const Tensor w = f32({3}, {1, 2, 3});
+  check_vals(run1("NegativeLogLikelihoodLoss", {in(x), in(t), in(w)}), {}, {3.25f});
+  // Ignored targets add neither loss nor weight.
+  check_vals(run1("NegativeLogLikelihoodLoss", {in(x), in(t)}, {{"ignore_index", int64_t{0}}}), {}, {3});
+  check_vals(run1("NegativeLogLikelihoodLoss", {in(x), in(t)},
+                  {{"ignore_index", int64_t{0}}, {"reduction", std::string("none")}}),
+             {2}, {3, 0});
+}
+
+TEST_CASE("ref normalization: SoftmaxCrossEntropyLoss") {
+  const Tensor x = f32({2, 2}, {0, 0, 0, 0});
+  const Tensor t = i64({2}, {0, 1});
+  const float ln2 = std::log(2.0f);
+  auto r = run_op("SoftmaxCrossEntropyLoss", {in(x), in(t)}, {}, 2);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  check_vals((*r)[0], {}, {ln2});
+  check_vals((*r)[1], {2, 2}, {-ln2, -ln2, -ln2, -ln2});
+  check_vals(run1("SoftmaxCrossEntropyLoss", {in(x), in(t)}, {{"reduction", std::string("sum")}}), {}, {2 * ln2});
+}
+
 }  // namespace hpf::test

@@ -524,4 +524,24 @@ TEST_CASE("ref shape ops: Tile") {
   check_close(run1("Tile", {in(x), cst(i64({2}, {0, 1}))}), {0, 2}, {});
 }
 
+TEST_CASE("ref shape: DepthToSpace and SpaceToDepth") {
+  const Tensor x = f32({1, 8, 1, 1}, {0, 1, 2, 3, 4, 5, 6, 7});
+  const Attributes b2{{"blocksize", int64_t{2}}};
+  // DCR (default): depth index = (block row * 2 + block col) * C' + c.
+  check_close(run1("DepthToSpace", {in(x)}, b2), {1, 2, 2, 2}, {0, 2, 4, 6, 1, 3, 5, 7});
+  check_close(run1("DepthToSpace", {in(x)}, {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}}), {1, 2, 2, 2},
+              {0, 1, 2, 3, 4, 5, 6, 7});
+  const Tensor s = f32({1, 2, 2, 2}, {0, 1, 2, 3, 4, 5, 6, 7});
+  check_close(run1("SpaceToDepth", {in(s)}, b2), {1, 8, 1, 1}, {0, 4, 1, 5, 2, 6, 3, 7});
+}
+
+TEST_CASE("ref shape: OneHot") {
+  const Tensor idx = i64({4}, {0, 2, -1, 5});
+  const Tensor vals = f32({2}, {0, 1});
+  // Negative indices count from depth; out-of-range ones give all-off rows.
+  check_close(run1("OneHot", {in(idx), cst(i64({}, {3})), in(vals)}), {4, 3}, {1, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0});
+  check_close(run1("OneHot", {in(idx), cst(i64({}, {3})), in(vals)}, {{"axis", int64_t{0}}}), {3, 4},
+              {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0});
+}
+
 }  // namespace hpf::test
