@@ -141,16 +141,6 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     if (!baked.empty()) {  // reduce/movement kernels ignore constant operands; absent ones are dropped
       for (auto& [k, v] : baked) st.spec.attrs[k] = v;
       std::erase(st.inputs, kNoValue);
-      for (ValueId v : st.inputs) {
-        HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
-        st.spec.inputs.push_back(d);
-      }
-      for (ValueId v : n.outputs) {
-        HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
-        st.spec.outputs.push_back(d);
-      }
-      steps.push_back(std::move(st));
-      continue;
     }
     for (ValueId v : st.inputs) {
       HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
