@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../ir/ir_test_util.hpp"
 #include "hpf/reference.hpp"
 
 namespace {
@@ -20,13 +21,6 @@ using hpf::Dim;
 using hpf::DType;
 using hpf::StatusCode;
 using hpf::Tensor;
-
-#define CHECK_CONTAINS(text, part)                                                   \
-  do {                                                                               \
-    const std::string contains_text_ = (text);                                       \
-    CHECK_MESSAGE(contains_text_.find(part) != std::string::npos,                    \
-                  "'" << contains_text_ << "' does not contain '" << (part) << "'"); \
-  } while (0)
 
 fs::path temp_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("hpf_onnx_test_" + std::to_string(getpid()) + "_" + name);
