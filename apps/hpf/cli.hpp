@@ -17,11 +17,13 @@ inline int fail(const std::string& message, int code = 1) {
   return code;
 }
 
-// Command-line arguments of one command: `flags` take no value, `options` take one, the rest
-// are positional. Unknown options are an error naming the command.
+// Command-line arguments of one command: `flags` take no value, `options` take one (given twice,
+// the last counts; `lists` keeps every value in order), the rest are positional. Unknown options
+// are an error naming the command.
 struct Args {
   std::set<std::string> flags;
   std::map<std::string, std::string> options;
+  std::map<std::string, std::vector<std::string>> lists;
   std::vector<std::string> positional;
 
   bool flag(const std::string& f) const { return flags.count(f) > 0; }
@@ -42,6 +44,7 @@ inline Expected<Args> parse_args(const std::string& command, const std::vector<s
       } else if (options.count(s)) {
         if (k + 1 >= argv.size()) return Status::invalid("option " + s + " needs a value");
         a.options[s] = argv[++k];
+        a.lists[s].push_back(argv[k]);
       } else {
         return Status::invalid("unknown option '" + s + "' for " + command + " (see hpf --help)");
       }

@@ -1,6 +1,7 @@
-// hpf onnx-test: ONNX backend conformance tests (model.onnx + test_data_set_*/) on the
-// reference interpreter. Each test runs in a child process, so a crash or a hang in one test is
-// reported as that test's failure and the run goes on.
+// hpf onnx-test: ONNX backend conformance tests (model.onnx + test_data_set_*/) through a
+// device plugin's generated kernels (ops without a generator run as counted reference
+// fallbacks), or on the reference interpreter alone. Each test runs in a child process, so a
+// crash or a hang in one test is reported as that test's failure and the run goes on.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #include "apps/hpf/cli.hpp"
 #include "hpf/onnx.hpp"
 #include "hpf/reference.hpp"
+#include "hpf/session.hpp"
 
 namespace hpf::cli {
 namespace {
@@ -34,7 +36,29 @@ struct Result {
   std::string name;
   std::string status;  // "passed", "failed", "unsupported"
   std::string detail;
+  int64_t kernels = 0;    // generated kernels the test's model ran (device runs)
+  int64_t fallbacks = 0;  // nodes it ran on the reference interpreter (device runs)
 };
+
+Result outcome(const std::string& name, const Status& s, const std::string& where = "") {
+  return {name, s.code() == StatusCode::unsupported ? "unsupported" : "failed", where + s.to_string()};
+}
+
+// Runs `g` on `device` ("reference": the interpreter alone; else a plugin name), counting the
+// device's kernels and fallbacks into `r`.
+Expected<std::vector<Tensor>> run_model(const Graph& g, const std::vector<Tensor>& inputs, const std::string& device,
+                                        Result& r) {
+  if (device == "reference") return ref::run(g, inputs);
+  SessionOptions options;
+  options.plugin = device;
+  HPF_ASSIGN_OR_RETURN(Session session, Session::create(options));
+  std::vector<std::vector<int64_t>> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  HPF_ASSIGN_OR_RETURN(Executable exe, session.compile(g, shapes));
+  r.kernels = std::max(r.kernels, exe.compile_stats().kernels);
+  r.fallbacks = std::max(r.fallbacks, exe.compile_stats().fallbacks);
+  return exe.run(inputs);
+}
 
 // Files `prefix`N.pb in `dir`, by N.
 std::vector<fs::path> numbered(const fs::path& dir, const std::string& prefix) {
@@ -93,7 +117,7 @@ std::string compare(const Tensor& got, const Tensor& want) {
          std::to_string(at) + ": got " + num(g[at]) + ", want " + num(w[at]);
 }
 
-Result run_test(const fs::path& dir) {
+Result run_test(const fs::path& dir, const std::string& device) {
   Result r{dir.filename().string(), "passed", ""};
   auto g = import_onnx((dir / "model.onnx").string());
   if (!g.ok()) {
@@ -111,51 +135,47 @@ Result run_test(const fs::path& dir) {
     std::vector<Tensor> inputs, wants;
     for (const auto& p : numbered(set, "input_")) {
       auto t = load_tensor_pb(p.string());
-      if (!t.ok())
-        return {r.name, t.status().code() == StatusCode::unsupported ? "unsupported" : "failed",
-                where + t.status().to_string()};
+      if (!t.ok()) return outcome(r.name, t.status(), where);
       inputs.push_back(std::move(t).value());
     }
     for (const auto& p : numbered(set, "output_")) {
       auto t = load_tensor_pb(p.string());
-      if (!t.ok())
-        return {r.name, t.status().code() == StatusCode::unsupported ? "unsupported" : "failed",
-                where + t.status().to_string()};
+      if (!t.ok()) return outcome(r.name, t.status(), where);
       wants.push_back(std::move(t).value());
     }
-    auto got = ref::run(*g, inputs);
-    if (!got.ok())
-      return {r.name, got.status().code() == StatusCode::unsupported ? "unsupported" : "failed",
-              where + got.status().to_string()};
+    auto got = run_model(*g, inputs, device, r);
+    if (!got.ok()) return outcome(r.name, got.status(), where);
     if (got->size() != wants.size())
       return {r.name, "failed",
               where + std::to_string(got->size()) + " outputs, want " + std::to_string(wants.size())};
     for (size_t k = 0; k < wants.size(); ++k) {
       std::string diff = compare((*got)[k], wants[k]);
-      if (!diff.empty())
-        return {r.name, "failed", where + "output " + std::to_string(k) + " '" + g->value(g->outputs()[k]).name +
-                                      "': " + diff};
+      if (!diff.empty()) {
+        r.status = "failed";
+        r.detail = where + "output " + std::to_string(k) + " '" + g->value(g->outputs()[k]).name + "': " + diff;
+        return r;
+      }
     }
   }
   return r;
 }
 
 // Runs one test in a child process; a crash or timeout is a failure.
-Result run_isolated(const fs::path& dir) {
+Result run_isolated(const fs::path& dir, const std::string& device) {
   int fds[2];
-  if (pipe(fds) != 0) return run_test(dir);
+  if (pipe(fds) != 0) return run_test(dir, device);
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return run_test(dir);
+    return run_test(dir, device);
   }
   if (pid == 0) {
     close(fds[0]);
     alarm(kTestTimeoutS);
-    Result r = run_test(dir);
-    std::string msg = r.status + "\n" + r.detail;
+    Result r = run_test(dir, device);
+    std::string msg = r.status + "\n" + std::to_string(r.kernels) + " " + std::to_string(r.fallbacks) + "\n" + r.detail;
     for (size_t off = 0; off < msg.size();) {
       ssize_t n = write(fds[1], msg.data() + off, msg.size() - off);
       if (n <= 0) break;
@@ -178,20 +198,22 @@ Result run_isolated(const fs::path& dir) {
                               : "crashed (signal " + std::to_string(sig) + ": " + strsignal(sig) + ")";
     return r;
   }
-  const size_t nl = msg.find('\n');
-  if (nl == std::string::npos) {
+  const size_t nl = msg.find('\n'), nl2 = nl == std::string::npos ? nl : msg.find('\n', nl + 1);
+  if (nl2 == std::string::npos) {
     r.detail = "the test process ended without a result";
     return r;
   }
   r.status = msg.substr(0, nl);
-  r.detail = msg.substr(nl + 1);
+  std::sscanf(msg.c_str() + nl + 1, "%lld %lld", reinterpret_cast<long long*>(&r.kernels),
+              reinterpret_cast<long long*>(&r.fallbacks));
+  r.detail = msg.substr(nl2 + 1);
   return r;
 }
 
 }  // namespace
 
 int cmd_onnx_test(const std::vector<std::string>& argv) {
-  auto args = parse_args("onnx-test", argv, {"--json"}, {"--filter"});
+  auto args = parse_args("onnx-test", argv, {"--json"}, {"--filter", "--device"});
   if (!args.ok()) return fail(args.status().message(), 2);
   if (args->positional.size() != 1) return fail("onnx-test needs one DIR (see hpf --help)", 2);
   if (!onnx_import_available()) return fail("onnx-test: libhpf was built without ONNX import");
@@ -219,12 +241,28 @@ int cmd_onnx_test(const std::vector<std::string>& argv) {
                                [&](const fs::path& p) { return !std::regex_search(p.filename().string(), filter); }),
                 tests.end());
 
+  const std::string device = args->options.count("--device") ? args->option("--device") : "cpu";
+  if (device != "reference") {
+    // Checked once here (in a child: plugins start threads, which must not precede the forks).
+    SessionOptions options;
+    options.plugin = device;
+    pid_t pid = fork();
+    if (pid == 0) _exit(Session::create(options).ok() ? 0 : 1);
+    int ws = 0;
+    if (pid < 0 || waitpid(pid, &ws, 0) < 0 || !WIFEXITED(ws) || WEXITSTATUS(ws) != 0) {
+      auto s = Session::create(options);
+      return fail("onnx-test --device " + device + ": " + (s.ok() ? "the device check crashed" : s.status().message()) +
+                  " (--device reference runs the interpreter alone)");
+    }
+  }
   const bool json = args->flag("--json");
   std::map<std::string, int> counts;
+  int64_t kernels = 0, fallbacks = 0;
   std::vector<Result> results;
   for (const fs::path& t : tests) {
-    Result r = run_isolated(t);
+    Result r = run_isolated(t, device);
     ++counts[r.status];
+    if (r.status == "passed") kernels += r.kernels, fallbacks += r.fallbacks;
     if (!json)
       std::printf("%-12s %s%s%s\n", r.status.c_str(), r.name.c_str(), r.detail.empty() ? "" : ": ",
                   r.detail.c_str());
@@ -236,12 +274,24 @@ int cmd_onnx_test(const std::vector<std::string>& argv) {
     j["passed"] = counts["passed"];
     j["failed"] = counts["failed"];
     j["unsupported"] = counts["unsupported"];
+    j["device"] = device;
+    j["kernels"] = kernels;      // over the passed tests
+    j["fallbacks"] = fallbacks;  // nodes the passed tests ran on the reference interpreter
     j["tests"] = nlohmann::ordered_json::array();
-    for (const Result& r : results) j["tests"].push_back({{"name", r.name}, {"status", r.status}, {"detail", r.detail}});
+    for (const Result& r : results)
+      j["tests"].push_back({{"name", r.name},
+                            {"status", r.status},
+                            {"detail", r.detail},
+                            {"kernels", r.kernels},
+                            {"fallbacks", r.fallbacks}});
     std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
-    std::printf("%d passed, %d failed, %d unsupported of %zu\n", counts["passed"], counts["failed"],
-                counts["unsupported"], results.size());
+    std::printf("%d passed, %d failed, %d unsupported of %zu (device %s", counts["passed"], counts["failed"],
+                counts["unsupported"], results.size(), device.c_str());
+    if (device != "reference")
+      std::printf("; the passed tests ran %lld generated kernels and %lld nodes on the reference",
+                  static_cast<long long>(kernels), static_cast<long long>(fallbacks));
+    std::printf(")\n");
   }
   return 0;
 }

@@ -1,9 +1,12 @@
-// hpf run / models / ops: running models on the reference interpreter.
+// hpf run / models / ops: running a model on the best device and on the reference interpreter.
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cctype>
 #include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -77,6 +80,9 @@ namespace {
 
 struct RunArgs {
   std::string model = "builtin:bert-tiny";
+  std::vector<std::pair<std::string, std::string>> input_files;  // --input NAME=FILE
+  std::map<std::string, int64_t> dims;                             // --dim NAME=VALUE
+  std::string output_dir;
   int64_t batch = 1;
   uint64_t seed = 7;
   int64_t repeat = 10;
@@ -88,7 +94,8 @@ struct RunArgs {
 
 hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only"},
-                                          {"--batch", "--seed", "--repeat", "--threads", "--formats", "--precision"}));
+                                          {"--batch", "--seed", "--random-inputs", "--repeat", "--threads", "--formats",
+                                           "--precision", "--input", "--dim", "--output-dir"}));
   RunArgs r;
   if (a.positional.size() > 1) return hpf::Status::invalid("unexpected argument '" + a.positional[1] + "'");
   if (!a.positional.empty()) r.model = a.positional[0];
@@ -102,7 +109,29 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   };
   HPF_ASSIGN_OR_RETURN(r.batch, number("--batch", 1, r.batch));
   HPF_ASSIGN_OR_RETURN(int64_t seed, number("--seed", 0, 7));
+  HPF_ASSIGN_OR_RETURN(seed, number("--random-inputs", 0, seed));
   r.seed = static_cast<uint64_t>(seed);
+  auto pairs = [&](const char* opt) -> hpf::Expected<std::vector<std::pair<std::string, std::string>>> {
+    std::vector<std::pair<std::string, std::string>> out;
+    auto it = a.lists.find(opt);
+    if (it == a.lists.end()) return out;
+    for (const std::string& v : it->second) {
+      const size_t eq = v.rfind('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        return hpf::Status::invalid("option " + std::string(opt) + ": '" + v + "' is not NAME=VALUE");
+      out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    }
+    return out;
+  };
+  HPF_ASSIGN_OR_RETURN(r.input_files, pairs("--input"));
+  HPF_ASSIGN_OR_RETURN(auto dims, pairs("--dim"));
+  for (const auto& [name, v] : dims) {
+    char* end = nullptr;
+    const long long n = std::strtoll(v.c_str(), &end, 10);
+    if (*end || n < 0) return hpf::Status::invalid("option --dim: '" + v + "' is not a size for '" + name + "'");
+    r.dims[name] = n;
+  }
+  r.output_dir = a.option("--output-dir");
   HPF_ASSIGN_OR_RETURN(r.repeat, number("--repeat", 1, r.repeat));
   HPF_ASSIGN_OR_RETURN(int64_t threads, number("--threads", 1, 0));
   r.threads = static_cast<int>(threads);
@@ -128,6 +157,111 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   return r;
 }
 
+// A tensor from a .npy or ONNX TensorProto (.pb) file, in `want`'s dtype when both are float or
+// both integer (a float file for an integer input, or the reverse, is an error).
+hpf::Expected<hpf::Tensor> load_input(const std::string& name, const std::string& path, DType want) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  hpf::Expected<hpf::Tensor> t = hpf::Status::internal("unset");
+  if (ext == ".npy") t = hpf::load_npy(path);
+  else if (ext == ".pb") t = hpf::load_tensor_pb(path);
+  else return hpf::Status::invalid("--input " + name + "=" + path + ": unknown file type (.npy or .pb)");
+  if (!t.ok()) return t.status().with_context("input '" + name + "'");
+  if (t->dtype() == want) return t;
+  if (hpf::is_float(t->dtype()) != hpf::is_float(want) || (want == DType::BOOL) != (t->dtype() == DType::BOOL))
+    return hpf::Status::invalid("input '" + name + "': " + path + " holds " + std::string(hpf::dtype_name(t->dtype())) +
+                                ", the model takes " + std::string(hpf::dtype_name(want)));
+  return t->cast(want);
+}
+
+// A file name for output `name`: characters other than letters, digits, '.', '-' and '_' become
+// '_'; a name taken already gets a numeric suffix.
+std::string output_file_name(const std::string& name, std::set<std::string>& taken) {
+  std::string base;
+  for (char c : name) base += std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' ? c : '_';
+  if (base.empty() || base[0] == '.') base = "output" + base;
+  std::string file = base + ".npy";
+  for (int k = 1; taken.count(file); ++k) file = base + "_" + std::to_string(k) + ".npy";
+  taken.insert(file);
+  return file;
+}
+
+// The inputs of `g`: the files given, seeded random values for the rest. Symbolic dimensions
+// are bound from --dim, then from the files' shapes; the rest get `batch` (the first symbol of
+// an input) or 1. `g`'s input shapes are made concrete to match.
+hpf::Expected<std::vector<hpf::Tensor>> make_inputs(hpf::Graph& g, const RunArgs& a,
+                                                    std::vector<std::string>& sources) {
+  std::map<std::string, int64_t> bound = a.dims;
+  std::map<std::string, std::string> bound_by;
+  for (const auto& [sym, v] : a.dims) bound_by[sym] = "--dim " + sym + "=" + std::to_string(v);
+  std::map<ValueId, hpf::Tensor> given;
+  for (const auto& [name, path] : a.input_files) {
+    auto id = g.find_value(name);
+    if (!id || std::find(g.inputs().begin(), g.inputs().end(), *id) == g.inputs().end()) {
+      std::string names;
+      for (ValueId v : g.inputs()) names += (names.empty() ? "" : ", ") + g.value(v).name;
+      return hpf::Status::invalid("--input " + name + "=" + path + ": the model has no input '" + name +
+                                  "' (inputs: " + names + ")");
+    }
+    if (given.count(*id)) return hpf::Status::invalid("--input: '" + name + "' is given twice");
+    const hpf::Value& v = g.value(*id);
+    HPF_ASSIGN_OR_RETURN(hpf::Tensor t, load_input(name, path, v.dtype));
+    if (v.has_shape) {
+      if (t.rank() != static_cast<int64_t>(v.shape.size()))
+        return hpf::Status::invalid("input '" + name + "': " + path + " has shape " + hpf::shape_string(t.shape()) +
+                                    ", the model takes " + hpf::to_string(v.shape));
+      for (size_t d = 0; d < v.shape.size(); ++d) {
+        const hpf::Dim& dim = v.shape[d];
+        const int64_t got = t.shape()[d];
+        if (dim.known() && dim.value != got)
+          return hpf::Status::invalid("input '" + name + "': " + path + " has shape " + hpf::shape_string(t.shape()) +
+                                      ", the model takes " + hpf::to_string(v.shape));
+        if (!dim.known() && !dim.symbol.empty()) {
+          auto [it, fresh] = bound.emplace(dim.symbol, got);
+          if (!fresh && it->second != got)
+            return hpf::Status::invalid("input '" + name + "': dimension '" + dim.symbol + "' is " + std::to_string(got) +
+                                        " in " + path + " but " + std::to_string(it->second) + " from " +
+                                        bound_by[dim.symbol]);
+          bound_by.emplace(dim.symbol, path);
+        }
+      }
+    }
+    given.emplace(*id, std::move(t));
+  }
+  // Bind the remaining symbols and fix the input shapes.
+  for (ValueId id : g.inputs()) {
+    hpf::Value& v = g.value(id);
+    if (given.count(id)) {
+      v.shape = hpf::make_shape(given.at(id).shape());
+      v.has_shape = true;
+      continue;
+    }
+    if (!v.has_shape) return hpf::Status::invalid("input '" + v.name + "' has no shape in the model; give it with --input");
+    bool first = true;
+    for (hpf::Dim& d : v.shape) {
+      if (d.known()) continue;
+      int64_t value = first ? a.batch : 1;
+      if (!d.symbol.empty()) value = bound.emplace(d.symbol, value).first->second;
+      d = hpf::Dim(value);
+      first = false;
+    }
+  }
+  HPF_RETURN_IF_ERROR(g.infer_shapes());
+  HPF_ASSIGN_OR_RETURN(auto random, hpf::models::example_inputs(g, a.seed, a.batch));
+  std::vector<hpf::Tensor> out;
+  for (size_t k = 0; k < g.inputs().size(); ++k) {
+    auto it = given.find(g.inputs()[k]);
+    if (it != given.end()) {
+      out.push_back(std::move(it->second));
+      for (const auto& [name, path] : a.input_files)
+        if (name == g.value(g.inputs()[k]).name) sources.push_back(path);
+    } else {
+      out.push_back(std::move(random[k]));
+      sources.push_back("seed " + std::to_string(a.seed));
+    }
+  }
+  return out;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -150,7 +284,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   auto graph = args->model.rfind("builtin:", 0) == 0 ? hpf::models::builtin(args->model) : hpf::import_onnx(args->model);
   if (!graph.ok()) return fail(graph.status().message());
   const double build_ms = ms_since(t0);
-  const hpf::Graph& g = *graph;
+  hpf::Graph& g = *graph;
 
   std::map<std::string, int> op_counts, class_counts;
   size_t params = 0;
@@ -172,11 +306,12 @@ int cmd_run(const std::vector<std::string>& argv) {
   for (const auto& [c, n] : class_counts) classes += (classes.empty() ? "" : ", ") + c + " " + std::to_string(n);
   say("classes  %s\n", classes.c_str());
 
-  auto inputs = hpf::models::example_inputs(g, args->seed, args->batch);
+  std::vector<std::string> sources;
+  auto inputs = make_inputs(g, *args, sources);
   if (!inputs.ok()) return fail(inputs.status().message());
   for (size_t k = 0; k < inputs->size(); ++k)
-    say("input    %s %s (seed %llu)\n", g.value(g.inputs()[k]).name.c_str(), (*inputs)[k].describe().c_str(),
-        static_cast<unsigned long long>(args->seed));
+    say("input    %s %s (%s)\n", g.value(g.inputs()[k]).name.c_str(), (*inputs)[k].describe().c_str(),
+        sources[k].c_str());
 
   t0 = std::chrono::steady_clock::now();
   auto ref = hpf::ref::run(g, *inputs);
@@ -195,6 +330,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   }
 
   nlohmann::json j;
+  std::vector<hpf::Tensor> results = *ref;  // what --output-dir writes: the device's, when it ran
   if (!args->reference_only) {
     hpf::SessionOptions so;
     so.precision = args->precision;
@@ -219,11 +355,18 @@ int cmd_run(const std::vector<std::string>& argv) {
       times.push_back(ms_since(t0));
     }
     const auto& st = exe->compile_stats();
+    results = *out;
     auto d = hpf::compare((*ref)[watched], (*out)[watched]);
     say("\ndevice   %s, %s storage\n", st.device.c_str(), std::string(hpf::dtype_name(args->precision)).c_str());
     say("compile  %lld kernels, %lld cache hits, %lld misses, %lld reference fallbacks, %.0f ms\n",
         static_cast<long long>(st.kernels), static_cast<long long>(st.cache_hits), static_cast<long long>(st.cache_misses),
         static_cast<long long>(st.fallbacks), st.ms);
+    if (!st.fallback_nodes.empty()) {
+      std::string list;
+      for (size_t k = 0; k < st.fallback_nodes.size() && k < 8; ++k) list += (k ? ", " : "") + st.fallback_nodes[k];
+      if (st.fallback_nodes.size() > 8) list += ", ...";
+      say("fallback %s\n", list.c_str());
+    }
     say("latency  median %.3f ms, min %.3f, max %.3f over %lld runs\n", median(times),
         *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()),
         static_cast<long long>(args->repeat));
@@ -251,7 +394,7 @@ int cmd_run(const std::vector<std::string>& argv) {
                        {"max", *std::max_element(times.begin(), times.end())},
                        {"runs", args->repeat}};
     j["compile"] = {{"kernels", st.kernels}, {"cache_hits", st.cache_hits}, {"cache_misses", st.cache_misses},
-                    {"fallbacks", st.fallbacks}, {"ms", st.ms}};
+                    {"fallbacks", st.fallbacks}, {"fallback_nodes", st.fallback_nodes}, {"ms", st.ms}};
     j["peak_memory_bytes"] = exe->peak_memory_bytes();
     j["outputs"] = nlohmann::json::array();
     for (size_t k = 0; k < out->size(); ++k)
@@ -267,6 +410,22 @@ int cmd_run(const std::vector<std::string>& argv) {
       for (const auto& p : exe->profile())
         j["profile"].push_back({{"step", p.label}, {"kind", p.kind}, {"calls", p.calls}, {"total_ms", p.total_ms}});
     }
+  }
+  if (!args->output_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(args->output_dir, ec);
+    if (ec) return fail("--output-dir " + args->output_dir + ": " + ec.message());
+    std::set<std::string> taken;
+    nlohmann::json files = nlohmann::json::array();
+    for (size_t k = 0; k < results.size(); ++k) {
+      const std::string& name = g.value(g.outputs()[k]).name;
+      const std::string path = (std::filesystem::path(args->output_dir) / output_file_name(name, taken)).string();
+      hpf::Status s = hpf::save_npy(path, results[k]);
+      if (!s.ok()) return fail(s.message());
+      say("wrote    %s (output '%s', %s)\n", path.c_str(), name.c_str(), results[k].describe().c_str());
+      files.push_back({{"output", name}, {"file", path}});
+    }
+    j["output_files"] = files;
   }
   if (args->json) {
     j["reference_ms"] = ref_ms;

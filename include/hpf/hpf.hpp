@@ -10,6 +10,7 @@
 #include "hpf/kernel_cache.hpp"
 #include "hpf/log.hpp"
 #include "hpf/models.hpp"
+#include "hpf/npy.hpp"
 #include "hpf/plugin_host.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"

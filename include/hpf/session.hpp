@@ -33,7 +33,9 @@ struct CompileStats {
   int64_t kernels = 0;       // distinct kernels the executable launches
   int64_t cache_hits = 0;
   int64_t cache_misses = 0;  // compiled by the plugin (and stored)
-  int64_t fallbacks = 0;     // ops without a generator, run by the reference interpreter
+  int64_t fallbacks = 0;     // nodes run by the reference interpreter (no generator, or
+                             // value-dependent shapes)
+  std::vector<std::string> fallback_nodes;  // "name (Op)" of each
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"
 };

@@ -1,6 +1,7 @@
 // Fused elementwise chains in C: every input broadcast to the output by strides baked in as
 // constants, each step computed in FP32 and rounded to its format, casts included, so a format
 // conversion never needs a pass of its own.
+#include <cstdio>
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
@@ -24,7 +25,8 @@ std::string round_to_format(DType t, const std::string& e) {
   }
 }
 
-Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std::string>& in) {
+// `wide`: the chain computes in double (it touches 32/64-bit integers, which float would round).
+Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std::string>& in, bool wide) {
   auto need = [&](size_t n) -> Status {
     if (in.size() < n) return Status::invalid("elementwise " + s.op + ": needs " + std::to_string(n) + " operands");
     return {};
@@ -33,7 +35,7 @@ Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std:
   HPF_RETURN_IF_ERROR(need(1));
   if (s.op == "Identity") return a;
   if (s.op == "Neg") return "(-" + a + ")";
-  if (s.op == "Abs") return "__builtin_fabsf(" + a + ")";
+  if (s.op == "Abs") return (wide ? "__builtin_fabs(" : "__builtin_fabsf(") + a + ")";
   if (s.op == "Sqrt") return "sqrtf(" + a + ")";
   if (s.op == "Exp") return "expf(" + a + ")";
   if (s.op == "Log") return "logf(" + a + ")";
@@ -62,18 +64,26 @@ Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std:
     if (!hi.empty()) e = "(" + e + " > " + hi + " ? " + hi + " : " + e + ")";
     return e;
   }
+  if (s.op == "Max" || s.op == "Min") {  // variadic, one operand included; NaN propagates
+    std::string e = a;
+    for (size_t k = 1; k < in.size(); ++k) {
+      if (!wide) {
+        e = std::string(s.op == "Max" ? "hpf_maxf(" : "hpf_minf(") + e + ", " + in[k] + ")";
+        continue;
+      }
+      const std::string& b = in[k];
+      e = "(" + e + " != " + e + " || " + e + (s.op == "Max" ? " > " : " < ") + b + " || " + b + " != " + b +
+          " ? (" + b + " != " + b + " ? " + b + " : " + e + ") : " + b + ")";
+    }
+    return e;
+  }
   HPF_RETURN_IF_ERROR(need(2));
   const std::string& b = in[1];
   if (s.op == "Add") return "(" + a + " + " + b + ")";
   if (s.op == "Sub") return "(" + a + " - " + b + ")";
   if (s.op == "Mul") return "(" + a + " * " + b + ")";
   if (s.op == "Div") return "(" + a + " / " + b + ")";
-  if (s.op == "Pow") return "powf(" + a + ", " + b + ")";
-  if (s.op == "Max" || s.op == "Min") {
-    std::string e = a;
-    for (size_t k = 1; k < in.size(); ++k) e = std::string(s.op == "Max" ? "hpf_maxf(" : "hpf_minf(") + e + ", " + in[k] + ")";
-    return e;
-  }
+  if (s.op == "Pow") return (wide ? "pow(" : "powf(") + a + ", " + b + ")";
   return Status::unsupported("C codegen: elementwise op '" + s.op + "'");
 }
 
@@ -123,10 +133,17 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
     for (int d = rank - 1; d >= 0; --d)
       src << "    const i64 c" << d << " = rem % " << out.shape[d] << "LL; rem /= " << out.shape[d] << "LL;\n";
   }
+  // 32/64-bit integers are exact in double (to 2^53), not in float.
+  auto wide_int = [](DType t) { return t == DType::I32 || t == DType::I64; };
+  bool wide = wide_int(out.dtype);
+  for (const TensorDesc& in : spec.inputs) wide = wide || wide_int(in.dtype);
+  for (const ElementwiseStep& st : spec.chain) wide = wide || wide_int(st.dtype);
+  const char* ct = wide ? "double" : "float";
   std::vector<std::string> loaded;
   for (size_t k = 0; k < spec.inputs.size(); ++k) {
-    src << "    const float v" << k << " = " << c_load(spec.inputs[k].dtype, "in" + std::to_string(k) + "[" + offsets[k] + "]")
-        << ";\n";
+    const std::string at = "in" + std::to_string(k) + "[" + offsets[k] + "]";
+    src << "    const " << ct << " v" << k << " = "
+        << (wide && !is_float(spec.inputs[k].dtype) ? "(double)(" + at + ")" : c_load(spec.inputs[k].dtype, at)) << ";\n";
     loaded.push_back("v" + std::to_string(k));
   }
   std::string last = loaded.empty() ? "0.0f" : loaded[0];
@@ -135,19 +152,21 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
     std::vector<std::string> ops;
     for (int o : st.operands)
       ops.push_back(o == kAbsentOperand ? std::string() : o >= 0 ? loaded.at(o) : "t" + std::to_string(-1 - o));
-    HPF_ASSIGN_OR_RETURN(std::string e, step_expr(st, ops));
-    src << "    const float t" << s << " = " << round_to_format(st.dtype, e) << ";\n";
+    HPF_ASSIGN_OR_RETURN(std::string e, step_expr(st, ops, wide));
+    src << "    const " << ct << " t" << s << " = " << round_to_format(st.dtype, e) << ";\n";
     last = "t" + std::to_string(s);
   }
   if (is_float(out.dtype) || out.dtype == DType::BOOL) {
     src << "    out[i] = " << c_store(out.dtype, last) << ";\n";
   } else {
     // Float to integer: truncate toward zero, saturate, NaN -> 0 (the reference's Cast).
-    const double lo = out.dtype == DType::I64 ? -9.2233720368547758e18 : out.dtype == DType::I32 ? -2147483648.0 : qmin(out.dtype);
-    const double hi = out.dtype == DType::I64 ? 9.2233720368547758e18 : out.dtype == DType::I32 ? 2147483647.0 : qmax(out.dtype);
-    src << "    float r = __builtin_truncf(" << last << ");\n"
-        << "    r = r != r ? 0.0f : r < " << lo << " ? " << lo << " : r > " << hi << " ? " << hi << " : r;\n"
-        << "    out[i] = (" << ot << ")r;\n";
+    // (I64's upper bound: the largest double below 2^63.)
+    const double lo = out.dtype == DType::I64 ? -9223372036854775808.0 : out.dtype == DType::I32 ? -2147483648.0 : qmin(out.dtype);
+    const double hi = out.dtype == DType::I64 ? 9223372036854774784.0 : out.dtype == DType::I32 ? 2147483647.0 : qmax(out.dtype);
+    char clamp[160];
+    std::snprintf(clamp, sizeof clamp, "    r = r != r ? 0 : r < %.17g ? %.17g : r > %.17g ? %.17g : r;\n", lo, lo, hi, hi);
+    src << "    " << ct << " r = " << (wide ? "__builtin_trunc(" : "__builtin_truncf(") << last << ");\n"
+        << clamp << "    out[i] = (" << ot << ")r;\n";
   }
   src << "  }\n}\n";
   return GeneratedKernel{name, src.str(), n, 4096};

@@ -14,7 +14,7 @@ typedef __UINT32_TYPE__ u32;
 typedef __UINT16_TYPE__ u16;
 typedef __UINT8_TYPE__ u8;
 float expf(float); float logf(float); float tanhf(float); float erff(float);
-float sqrtf(float); float powf(float, float);
+float sqrtf(float); float powf(float, float); double pow(double, double);
 static inline float hpf_f32(u32 b) { union { u32 u; float f; } x; x.u = b; return x.f; }
 static inline u32 hpf_bits(float f) { union { u32 u; float f; } x; x.f = f; return x.u; }
 static inline float hpf_rne(float v) { /* |v| < 2^22 */ return (v + 12582912.0f) - 12582912.0f; }

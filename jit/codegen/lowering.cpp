@@ -17,7 +17,8 @@ const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueez
 
 bool is_view_op(const std::string& op) { return kViews.count(op) > 0; }
 
-Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage) {
+Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
+                                         const std::vector<bool>& skip) {
   HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
   auto desc = [&](ValueId v) -> Expected<TensorDesc> {
     const Value& val = g.value(v);
@@ -37,6 +38,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
   std::vector<LoweredStep> steps;
   std::vector<int> chain_of(g.values().size(), -1);  // value -> index of the open elementwise step producing it
   for (int32_t id : order) {
+    if (static_cast<size_t>(id) < skip.size() && skip[id]) continue;
     const Node& n = g.node(id);
     LoweredStep st;
     st.node = id;

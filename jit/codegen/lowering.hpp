@@ -24,7 +24,9 @@ bool is_view_op(const std::string& op);
 
 // `g` must have every value's shape known and concrete (infer_shapes with concrete inputs).
 // Float values may be given another storage format through `storage` (by value id; F32 when
-// absent), which is how a plan's precision reaches the kernels.
-Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage);
+// absent), which is how a plan's precision reaches the kernels. Nodes marked in `skip` (by node
+// id) are left out: the caller computes them some other way.
+Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
+                                         const std::vector<bool>& skip = {});
 
 }  // namespace hpf::jit

@@ -2,6 +2,7 @@
 // load it, and plan memory; Executable::run: upload inputs, launch, download outputs.
 #include "hpf/session.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -31,6 +32,86 @@ struct Step {
   double total_ms = 0;
 };
 
+// Nodes whose output sizes depend on input values (NonZero, Unique, a Reshape to a computed
+// shape), and every node downstream of one: no kernel can be specialised for them, so they run
+// together on the reference interpreter after the kernels (nothing outside depends on them).
+struct DynamicRegion {
+  std::shared_ptr<Graph> graph;       // the region's nodes; its inputs are `inputs`
+  std::vector<ValueId> inputs;        // values of the executable's graph the region reads
+  std::vector<ValueId> outputs;       // graph outputs it produces, in its output order
+  std::vector<bool> value_in_region;  // by value id of the executable's graph
+  int64_t nodes = 0;
+  int64_t calls = 0;
+  double total_ms = 0;
+};
+
+bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape).has_value(); }
+
+// Marks the dynamic region's nodes (by id) and values; empty when every shape is concrete.
+Expected<DynamicRegion> find_dynamic_region(const Graph& g, std::vector<bool>& node_in_region) {
+  DynamicRegion r;
+  r.value_in_region.assign(g.values().size(), false);
+  node_in_region.assign(g.nodes().size(), false);
+  HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
+  std::vector<int32_t> members;
+  for (int32_t id : order) {
+    const Node& n = g.node(id);
+    bool dynamic = false;
+    for (ValueId v : n.inputs) dynamic = dynamic || (v != kNoValue && r.value_in_region[v]);
+    for (ValueId v : n.outputs) dynamic = dynamic || !has_concrete_shape(g.value(v));
+    if (!dynamic) continue;
+    node_in_region[id] = true;
+    members.push_back(id);
+    for (ValueId v : n.outputs) r.value_in_region[v] = true;
+  }
+  if (members.empty()) return r;
+  r.nodes = static_cast<int64_t>(members.size());
+  r.graph = std::make_shared<Graph>(g.name() + "/dynamic");
+  std::map<ValueId, ValueId> local;  // value of g -> value of the region graph
+  auto import_value = [&](ValueId v) -> Expected<ValueId> {
+    if (v == kNoValue) return kNoValue;
+    if (auto it = local.find(v); it != local.end()) return it->second;
+    const Value& val = g.value(v);
+    ValueId id;
+    if (const Tensor* c = g.constant(v)) {
+      HPF_ASSIGN_OR_RETURN(id, r.graph->add_initializer(val.name, *c));
+    } else {
+      HPF_ASSIGN_OR_RETURN(id, r.graph->add_input(val.name, val.dtype, val.shape));
+      r.inputs.push_back(v);
+    }
+    local[v] = id;
+    return id;
+  };
+  for (int32_t id : members) {
+    const Node& n = g.node(id);
+    std::vector<ValueId> ins;
+    for (ValueId v : n.inputs) {
+      HPF_ASSIGN_OR_RETURN(ValueId l, import_value(v));
+      ins.push_back(l);
+    }
+    std::vector<std::string> outs;
+    for (ValueId v : n.outputs) outs.push_back(g.value(v).name);
+    HPF_ASSIGN_OR_RETURN(int32_t nid, r.graph->add_node(n.op, n.name, std::move(ins), std::move(outs), n.attrs));
+    for (size_t k = 0; k < n.outputs.size(); ++k) local[n.outputs[k]] = r.graph->node(nid).outputs[k];
+  }
+  for (ValueId o : g.outputs())
+    if (r.value_in_region[o] && std::find(r.outputs.begin(), r.outputs.end(), o) == r.outputs.end()) {
+      HPF_RETURN_IF_ERROR(r.graph->add_output(local.at(o)));
+      r.outputs.push_back(o);
+    }
+  HPF_RETURN_IF_ERROR(r.graph->infer_shapes());
+  std::string names;
+  for (int32_t id : members) {
+    const Node& n = g.node(id);
+    bool seed = true;  // a node whose inputs are all outside the region: its own shape is value-dependent
+    for (ValueId v : n.inputs) seed = seed && !(v != kNoValue && r.value_in_region[v]);
+    if (seed) names += (names.empty() ? "'" : ", '") + n.name + "' (" + n.op + ")";
+  }
+  log(LogLevel::info, "graph '" + g.name() + "': " + names + " give value-dependent shapes; " +
+                          std::to_string(members.size()) + " node(s) from there on run on the reference interpreter");
+  return r;
+}
+
 }  // namespace
 
 struct Session::Impl {
@@ -56,6 +137,7 @@ struct Executable::Impl {
   std::vector<std::vector<int64_t>> input_shapes;
   CompileStats stats;
   std::vector<std::string> output_names;
+  DynamicRegion dynamic;
 
   size_t value_bytes(ValueId v) const { return storage_bytes(storage[v], numel(shapes[v])); }
   void* pointer(ValueId v) const {
@@ -146,7 +228,22 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     }
   }
   HPF_RETURN_IF_ERROR(g->infer_shapes());
+  // Values computed from shapes alone (Shape -> Gather -> Concat -> Reshape, as exporters write
+  // them) become constants now that the input shapes are known; each pass may expose more.
+  for (int pass = 0; pass < 8; ++pass) {
+    HPF_ASSIGN_OR_RETURN(int folded, fold_constants(*g));
+    if (folded == 0) break;
+  }
+  for (ValueId v : g->inputs())
+    if (!has_concrete_shape(g->value(v)))
+      return Status::invalid("compile: input '" + g->value(v).name + "' has no concrete shape; give its shape");
+  std::vector<bool> node_in_region;
+  HPF_ASSIGN_OR_RETURN(DynamicRegion dynamic, find_dynamic_region(*g, node_in_region));
   auto impl = std::make_unique<Executable::Impl>();
+  impl->dynamic = std::move(dynamic);
+  impl->stats.fallbacks = impl->dynamic.nodes;
+  for (size_t id = 0; id < node_in_region.size(); ++id)
+    if (node_in_region[id]) impl->stats.fallback_nodes.push_back(g->node(id).name + " (" + g->node(id).op + ")");
   impl->plugin = impl_->plugin;
   impl->device = impl_->device;
   impl->stats.device = impl_->device_label;
@@ -155,10 +252,11 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   impl->storage.resize(nv);
   for (size_t v = 0; v < nv; ++v) {
     const Value& val = g->value(static_cast<ValueId>(v));
+    impl->storage[v] = val.dtype;
+    if (impl->dynamic.value_in_region[v]) continue;  // sized when the region runs
     auto dims = val.has_shape ? concrete(val.shape) : std::nullopt;
     if (!dims) return Status::invalid("compile: value '" + val.name + "' has no concrete shape");
     impl->shapes[v] = *dims;
-    impl->storage[v] = val.dtype;
   }
   // The plan's format for weights and intermediates; graph inputs and outputs keep theirs.
   const DType precision = impl_->options.precision;
@@ -174,7 +272,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     const Node& n = g->node(id);
     if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
   }
-  HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage));
+  HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region));
   const DeviceRecord& dev = impl_->plugin->devices()[impl_->device];
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
   size_t done = 0;
@@ -222,6 +320,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       HPF_RETURN_IF_ERROR(mini->infer_shapes());
       st.fallback = std::move(mini);
       ++impl->stats.fallbacks;
+      impl->stats.fallback_nodes.push_back(n.name + " (" + n.op + ")");
       log(LogLevel::info, "node '" + n.name + "' (" + n.op + ") runs on the reference interpreter (no generator)");
     } else if (ls.kind == jit::LoweredStep::Kind::kernel) {
       const jit::GeneratedKernel& k = *generated;
@@ -268,8 +367,14 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     step_outputs.push_back(s.outputs);
     alias_step.push_back(s.kind == jit::LoweredStep::Kind::alias);
   }
+  if (impl->dynamic.graph) {  // runs last; its values live on the host
+    step_inputs.push_back(impl->dynamic.inputs);
+    step_outputs.emplace_back();
+    alias_step.push_back(false);
+  }
   std::vector<size_t> bytes(nv);
-  for (size_t v = 0; v < nv; ++v) bytes[v] = impl->value_bytes(static_cast<ValueId>(v));
+  for (size_t v = 0; v < nv; ++v)
+    bytes[v] = impl->dynamic.value_in_region[v] ? 0 : impl->value_bytes(static_cast<ValueId>(v));
   impl->plan = plan_memory(*g, bytes, step_inputs, step_outputs, alias_step);
   for (size_t sl = 0; sl < impl->plan.slot_bytes.size(); ++sl) {
     auto b = impl_->plugin->alloc(impl_->device, std::max<size_t>(impl->plan.slot_bytes[sl], 1));
@@ -299,6 +404,9 @@ std::vector<StepProfile> Executable::profile() const {
   for (const Step& s : impl_->steps)
     if (s.kind != jit::LoweredStep::Kind::alias)
       out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms});
+  const DynamicRegion& d = impl_->dynamic;
+  if (d.graph)
+    out.push_back({"dynamic region (" + std::to_string(d.nodes) + " nodes)", "fallback", d.calls, d.total_ms});
   return out;
 }
 
@@ -347,8 +455,27 @@ Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
     s.total_ms += ms_since(t0);
     ++s.calls;
   }
+  std::vector<Tensor> dynamic_out;
+  if (DynamicRegion& d = m.dynamic; d.graph) {
+    const auto t0 = Clock::now();
+    std::vector<Tensor> ins;
+    for (ValueId v : d.inputs) {
+      HPF_ASSIGN_OR_RETURN(Tensor t, m.download(v));
+      ins.push_back(t.dtype() == g.value(v).dtype ? std::move(t) : t.cast(g.value(v).dtype));
+    }
+    auto outs = ref::run(*d.graph, ins);
+    if (!outs.ok()) return outs.status().with_context("dynamic region (reference interpreter)");
+    dynamic_out = std::move(outs).value();
+    d.total_ms += ms_since(t0);
+    ++d.calls;
+  }
   std::vector<Tensor> out;
   for (ValueId v : g.outputs()) {
+    if (m.dynamic.value_in_region[v]) {
+      const auto at = std::find(m.dynamic.outputs.begin(), m.dynamic.outputs.end(), v) - m.dynamic.outputs.begin();
+      out.push_back(dynamic_out[at]);
+      continue;
+    }
     HPF_ASSIGN_OR_RETURN(Tensor t, m.download(v));
     out.push_back(t.dtype() == g.value(v).dtype ? std::move(t) : t.cast(g.value(v).dtype));
   }

@@ -131,3 +131,85 @@ TEST_CASE("session: forms without a generator run on the reference and are count
   for (const auto& p : exe->profile()) fallback_listed |= p.kind == "fallback" && p.calls == 1;
   CHECK(fallback_listed);
 }
+
+TEST_CASE("session: a Reshape to a shape read from an input runs as the dynamic region") {
+  // y = Relu(Reshape(x, shape)) has a value-dependent shape; z = x * 2 does not.
+  GraphBuilder b("dynamic");
+  auto x = b.input("x", DType::F32, {12});
+  auto shape = b.input("shape", DType::I64, {2});
+  b.output(b.op1("Relu", {b.op1("Reshape", {x, shape})}), "y");
+  b.output(b.op1("Mul", {x, b.scalar(2.0f)}), "z");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->compile_stats().fallbacks == 2);  // Reshape and the Relu after it
+  CHECK(exe->compile_stats().kernels == 1);    // the Mul
+  REQUIRE(exe->compile_stats().fallback_nodes.size() == 2);
+  std::vector<float> xv(12);
+  for (int k = 0; k < 12; ++k) xv[k] = k - 5.5f;
+  const Tensor xt = *Tensor::from_f32({12}, xv);
+  for (std::vector<int64_t> sv : {std::vector<int64_t>{3, 4}, std::vector<int64_t>{2, -1}}) {
+    const Tensor st = *Tensor::from_i64({2}, sv);
+    auto got = exe->run({xt, st});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    auto want = ref::run(*g, {xt, st});
+    REQUIRE(want.ok());
+    CHECK((*got)[0].shape() == (*want)[0].shape());
+    CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
+    CHECK((*got)[1].to_f32() == (*want)[1].to_f32());
+  }
+  bool listed = false;
+  for (const auto& p : exe->profile()) listed |= p.kind == "fallback" && p.label.find("dynamic region") == 0 && p.calls == 2;
+  CHECK(listed);
+}
+
+TEST_CASE("session: a Shape -> Gather -> Concat -> Reshape chain folds once input shapes are known") {
+  GraphBuilder b("folded");
+  auto x = b.input("x", DType::F32, {Dim::sym("batch"), 6});
+  auto n = b.op1("Gather", {b.op1("Shape", {x}), b.constant(Tensor::scalar_i64(0))}, {{"axis", int64_t{0}}});
+  auto shape = b.op1("Concat", {b.op1("Unsqueeze", {n, b.constant_i64({0})}), b.constant_i64({3, 2})},
+                     {{"axis", int64_t{0}}});
+  b.output(b.op1("Relu", {b.op1("Reshape", {x, shape})}), "y");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g, {{2, 6}});
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->compile_stats().fallbacks == 0);
+  std::vector<float> xv(12);
+  for (int k = 0; k < 12; ++k) xv[k] = k - 5.5f;
+  auto got = exe->run({*Tensor::from_f32({2, 6}, xv)});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].shape() == std::vector<int64_t>{2, 3, 2});
+  CHECK((*got)[0].to_f32()[11] == 5.5f);
+}
+
+TEST_CASE("session: 64-bit integer arithmetic in generated kernels is exact beyond 2^24") {
+  GraphBuilder b("int64");
+  auto x = b.input("x", DType::I64, {3});
+  auto y = b.input("y", DType::I64, {3});
+  b.output(b.op1("Max", {b.op1("Add", {x, y}), b.op1("Mul", {x, y})}), "out");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->compile_stats().fallbacks == 0);
+  const int64_t big = (int64_t{1} << 40) + 1;
+  const Tensor xt = *Tensor::from_i64({3}, std::vector<int64_t>{big, -big, 3}, DType::I64);
+  const Tensor yt = *Tensor::from_i64({3}, std::vector<int64_t>{3, 1, 16777217}, DType::I64);
+  auto got = exe->run({xt, yt});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  CHECK((*got)[0].to_i64() == std::vector<int64_t>{3 * big, -big + 1, 3 * 16777217});
+}

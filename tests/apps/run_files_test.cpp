@@ -1,0 +1,118 @@
+// `hpf run MODEL --input NAME=FILE --output-dir DIR --dim NAME=VALUE --json`, end to end: the
+// tool is started as a user would, and the .npy files it writes are read back and compared with
+// the ONNX test suite's expected outputs.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "hpf/npy.hpp"
+#include "hpf/onnx.hpp"
+
+using namespace hpf;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kGemm = "/usr/share/libonnx-testdata/data/node/test_gemm_all_attributes";
+
+struct Run {
+  int status = -1;
+  std::string out;  // stdout and stderr
+};
+
+Run hpf_run(const std::string& args) {
+  Run r;
+  const std::string cmd = std::string("HPF_CACHE=0 ") + HPF_CLI + " run " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p != nullptr);
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+  const int ws = pclose(p);
+  r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+  return r;
+}
+
+fs::path temp_dir(const char* tag) {
+  fs::path d = fs::temp_directory_path() / ("hpf-run-files-" + std::string(tag) + "-" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+void check_close(const Tensor& got, const Tensor& want) {
+  REQUIRE(got.shape() == want.shape());
+  auto g = got.to_f32(), w = want.to_f32();
+  for (size_t k = 0; k < w.size(); ++k) CHECK(std::fabs(g[k] - w[k]) <= 1e-5f + 1e-4f * std::fabs(w[k]));
+}
+
+}  // namespace
+
+TEST_CASE("hpf run: inputs from .pb and .npy files, outputs written as .npy") {
+  if (!fs::exists(kGemm)) {
+    MESSAGE("skipped: " << kGemm << " is missing (Debian package libonnx-testdata)");
+    return;
+  }
+  const fs::path dir = temp_dir("gemm");
+  const std::string set = kGemm + "/test_data_set_0/";
+  auto want = load_tensor_pb(set + "output_0.pb");
+  REQUIRE(want.ok());
+
+  // The suite's TensorProto files as they are.
+  Run pb = hpf_run(kGemm + "/model.onnx --input a=" + set + "input_0.pb --input b=" + set + "input_1.pb --input c=" +
+                   set + "input_2.pb --output-dir " + (dir / "pb").string() + " --json");
+  REQUIRE_MESSAGE(pb.status == 0, pb.out);
+  CHECK(pb.out.find("\"output_files\"") != std::string::npos);
+  auto y = load_npy((dir / "pb" / "y.npy").string());
+  REQUIRE_MESSAGE(y.ok(), y.status().to_string());
+  check_close(*y, *want);
+
+  // The same inputs as .npy files; c is left out, so it is random (seeded) and y differs.
+  for (int k = 0; k < 2; ++k) {
+    auto t = load_tensor_pb(set + "input_" + std::to_string(k) + ".pb");
+    REQUIRE(t.ok());
+    REQUIRE(save_npy((dir / (k == 0 ? "a.npy" : "b.npy")).string(), *t).ok());
+  }
+  Run npy = hpf_run(kGemm + "/model.onnx --input a=" + (dir / "a.npy").string() + " --input b=" +
+                    (dir / "b.npy").string() + " --random-inputs 3 --output-dir " + (dir / "npy").string());
+  REQUIRE_MESSAGE(npy.status == 0, npy.out);
+  CHECK(npy.out.find("input    c f32[1,5] (seed 3)") != std::string::npos);
+  auto y2 = load_npy((dir / "npy" / "y.npy").string());
+  REQUIRE(y2.ok());
+  CHECK(y2->shape() == want->shape());
+  CHECK(y2->to_f32() != want->to_f32());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hpf run: --dim binds a symbolic dimension; bad inputs are clear errors") {
+  Run dim = hpf_run("builtin:mlp --dim batch=3 --json --repeat 1");
+  REQUIRE_MESSAGE(dim.status == 0, dim.out);
+  CHECK(dim.out.find("\"shape\": [\n        3,") != std::string::npos);
+
+  Run unknown = hpf_run("builtin:mlp --input nope=x.npy");
+  CHECK(unknown.status == 1);
+  CHECK(unknown.out.find("hpf: --input nope=x.npy: the model has no input 'nope' (inputs: x)") != std::string::npos);
+
+  Run ext = hpf_run("builtin:mlp --input x=x.txt");
+  CHECK(ext.status == 1);
+  CHECK(ext.out.find("unknown file type (.npy or .pb)") != std::string::npos);
+
+  const fs::path dir = temp_dir("bad");
+  REQUIRE(save_npy((dir / "x.npy").string(), Tensor(DType::F32, {2, 5})).ok());
+  Run shape = hpf_run("builtin:mlp --input x=" + (dir / "x.npy").string());
+  CHECK(shape.status == 1);
+  CHECK(shape.out.find("has shape [2,5], the model takes [batch,") != std::string::npos);
+  REQUIRE(save_npy((dir / "i.npy").string(), Tensor(DType::I64, {2, 64})).ok());
+  Run kind = hpf_run("builtin:mlp --input x=" + (dir / "i.npy").string());
+  CHECK(kind.status == 1);
+  CHECK(kind.out.find("holds i64, the model takes f32") != std::string::npos);
+  Run pair = hpf_run("builtin:mlp --dim batch");
+  CHECK(pair.status == 2);
+  CHECK(pair.out.find("option --dim: 'batch' is not NAME=VALUE") != std::string::npos);
+  fs::remove_all(dir);
+}
