@@ -61,7 +61,14 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
   std::vector<int64_t> shape(t.dims().begin(), t.dims().end());
   for (int64_t d : shape)
     if (d < 0) return Status::invalid("negative dimension " + std::to_string(d));
-  const int64_t n = numel(shape);
+  // The element count, refused before it could overflow (2^48 elements is far beyond any file).
+  constexpr int64_t kMaxElements = int64_t{1} << 48;
+  int64_t n = std::find(shape.begin(), shape.end(), 0) != shape.end() ? 0 : 1;
+  for (int64_t d : shape) {
+    if (n == 0) break;
+    if (d > kMaxElements / n) return Status::invalid("shape " + shape_string(shape) + " has more than 2^48 elements");
+    n *= d;
+  }
   if (t.has_segment()) return Status::unsupported("segmented tensors are not supported");
 
   // The little-endian bytes of the tensor in its ONNX element type, when stored as raw bytes.
@@ -117,23 +124,22 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
                              " of " + std::string(dtype_name(type)) + " needs " + std::to_string(want));
     return Tensor::from_bytes(type, shape, std::move(raw));
   }
-  // Typed fields.
-  Tensor out(type, shape);
-  switch (type) {
-    case DType::F32: {
-      if (t.float_data_size() != n) return count_error(t.float_data_size());
-      std::copy(t.float_data().begin(), t.float_data().end(), out.data<float>().begin());
-      return out;
-    }
-    case DType::I64: {
-      if (t.int64_data_size() != n) return count_error(t.int64_data_size());
-      std::copy(t.int64_data().begin(), t.int64_data().end(), out.data<int64_t>().begin());
-      return out;
-    }
-    default: break;
+  // Typed fields: counts are checked before anything is allocated.
+  if (type == DType::F32) {
+    if (t.float_data_size() != n) return count_error(t.float_data_size());
+    Tensor out(type, shape);
+    std::copy(t.float_data().begin(), t.float_data().end(), out.data<float>().begin());
+    return out;
+  }
+  if (type == DType::I64) {
+    if (t.int64_data_size() != n) return count_error(t.int64_data_size());
+    Tensor out(type, shape);
+    std::copy(t.int64_data().begin(), t.int64_data().end(), out.data<int64_t>().begin());
+    return out;
   }
   // Everything else lives in int32_data (F16/BF16 as their bit patterns).
   if (t.int32_data_size() != n) return count_error(t.int32_data_size());
+  Tensor out(type, shape);
   const auto& v = t.int32_data();
   switch (type) {
     case DType::I32: std::copy(v.begin(), v.end(), out.data<int32_t>().begin()); break;

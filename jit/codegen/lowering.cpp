@@ -37,6 +37,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
 
   std::vector<LoweredStep> steps;
   std::vector<int> chain_of(g.values().size(), -1);  // value -> index of the open elementwise step producing it
+  std::vector<int> step_of(g.values().size(), -1);   // value -> index of the step producing it (-1: input, weight)
   for (int32_t id : order) {
     if (static_cast<size_t>(id) < skip.size() && skip[id]) continue;
     const Node& n = g.node(id);
@@ -44,11 +45,15 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     st.node = id;
     st.fused = {id};
     st.label = n.name;
+    auto produced_by = [&](size_t step) {
+      for (ValueId o : n.outputs) step_of[o] = static_cast<int>(step);
+    };
     if (is_view_op(n.op)) {
       st.kind = LoweredStep::Kind::alias;
       st.inputs = {n.inputs[0]};
       st.outputs = n.outputs;
       steps.push_back(std::move(st));
+      produced_by(steps.size() - 1);
       continue;
     }
     if (kElementwise.count(n.op) && n.outputs.size() == 1) {
@@ -57,7 +62,10 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       const ValueId x = n.inputs[0];
       const int open = x >= 0 ? chain_of[x] : -1;
       LoweredStep* s = nullptr;
-      if (open >= 0 && uses[x] == 1 && steps[open].spec.outputs[0].shape == out.shape) {
+      // The chain's kernel runs where its first node was: every other operand must exist by then.
+      bool ready = true;
+      for (ValueId v : n.inputs) ready = ready && (v == kNoValue || v == x || step_of[v] < open);
+      if (open >= 0 && uses[x] == 1 && ready && steps[open].spec.outputs[0].shape == out.shape) {
         s = &steps[open];
       } else {
         st.kind = LoweredStep::Kind::kernel;
@@ -99,6 +107,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       s->spec.outputs = {out};
       // An integer result ends the chain: the chain computes in FP32.
       chain_of[n.outputs[0]] = is_float(out.dtype) ? static_cast<int>(s - steps.data()) : -1;
+      produced_by(static_cast<size_t>(s - steps.data()));
       continue;
     }
     // Rank of a float input 0 of a single-output node; 0 when that does not hold.
@@ -134,6 +143,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       st.inputs = n.inputs;
       st.kind = LoweredStep::Kind::fallback;
       steps.push_back(std::move(st));
+      produced_by(steps.size() - 1);
       continue;
     }
     st.spec.family = family;
@@ -153,6 +163,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       st.spec.outputs.push_back(d);
     }
     steps.push_back(std::move(st));
+    produced_by(steps.size() - 1);
   }
   return steps;
 }

@@ -213,3 +213,32 @@ TEST_CASE("session: 64-bit integer arithmetic in generated kernels is exact beyo
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
   CHECK((*got)[0].to_i64() == std::vector<int64_t>{3 * big, -big + 1, 3 * 16777217});
 }
+
+TEST_CASE("session: an elementwise chain does not absorb a node whose other operand comes later") {
+  // a = x + x; t = Transpose(z); y = a + t. Fusing y into a's kernel would read t before the
+  // Transpose wrote it (found by tools/onnx_models on an FPN-style detector).
+  GraphBuilder b("late_operand");
+  auto x = b.input("x", DType::F32, {3, 4});
+  auto z = b.input("z", DType::F32, {4, 3});
+  auto a = b.op1("Add", {x, x});
+  auto t = b.op1("Transpose", {z}, {{"perm", std::vector<int64_t>{1, 0}}});
+  b.output(b.op1("Add", {a, t}), "y");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<float> xv(12), zv(12);
+  for (int k = 0; k < 12; ++k) xv[k] = 0.5f * k, zv[k] = 1.0f - k;
+  const Tensor xt = *Tensor::from_f32({3, 4}, xv), zt = *Tensor::from_f32({4, 3}, zv);
+  for (int run = 0; run < 2; ++run) {  // the second run would see the first run's stale values
+    auto got = exe->run({xt, zt});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    auto want = ref::run(*g, {xt, zt});
+    REQUIRE(want.ok());
+    CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
+  }
+}
