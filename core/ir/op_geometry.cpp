@@ -239,7 +239,7 @@ double resize_source_coordinate(double x, int64_t in, int64_t out, double scale,
   const double length = double(in) * scale;
   if (mode == "align_corners") return length == 1.0 ? 0.0 : x * double(in - 1) / (length - 1.0);
   if (mode == "pytorch_half_pixel") return length > 1.0 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (mode == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
+  if (mode == "tf_half_pixel_for_nn" || mode == "tf_half_pixel_for_nearest") return (x + 0.5) / scale;
   if (mode == "half_pixel_symmetric") {
     const double adjustment = double(out) / (scale * double(in));
     const double offset = double(in) / 2 * (1 - adjustment);
@@ -260,9 +260,15 @@ int64_t resize_nearest_index(double v, const std::string& mode, int64_t in) {
 
 bool is_resize_coordinate_mode(const std::string& m) {
   for (const char* k : {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
-                        "tf_half_pixel_for_nearest"})
+                        "tf_half_pixel_for_nn", "tf_half_pixel_for_nearest"})
     if (m == k) return true;
   return false;
+}
+
+double resize_crop_coordinate(double x, int64_t in, int64_t out, double start, double end) {
+  const double span = double(in - 1);
+  if (out == 1) return (end - start) * span / 2 + start * span;
+  return x * (end - start) * span / double(out - 1) + start * span;
 }
 
 bool is_resize_nearest_mode(const std::string& m) {

@@ -54,12 +54,17 @@ Expected<std::vector<int64_t>> split_sizes(int64_t dim, std::span<const int64_t>
 
 // Resize: the input coordinate of output coordinate `x` along one axis of size `in` -> `out`
 // for an ONNX coordinate_transformation_mode (half_pixel, half_pixel_symmetric,
-// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nearest), in double as the
+// pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn (opset 11's name; also
+// accepted as tf_half_pixel_for_nearest)), in double as the
 // ONNX reference computes it; and the input index a nearest_mode (round_prefer_floor,
 // round_prefer_ceil, floor, ceil) picks for it, clamped to [0, in).
 double resize_source_coordinate(double x, int64_t in, int64_t out, double scale, const std::string& mode);
 int64_t resize_nearest_index(double v, const std::string& mode, int64_t in);
 bool is_resize_coordinate_mode(const std::string& mode);
+// tf_crop_and_resize (not one of the modes above: it needs the roi): the input coordinate of
+// output coordinate x for the normalised crop [start, end] of an axis; callers extrapolate when
+// it falls outside [0, in - 1].
+double resize_crop_coordinate(double x, int64_t in, int64_t out, double start, double end);
 bool is_resize_nearest_mode(const std::string& mode);
 
 // Pad: for each output coordinate along an axis of size `len` padded by [begin, end], the input

@@ -30,6 +30,8 @@ AttrDef opt_int(std::string n) { return {std::move(n), AttrType::int_, std::null
 AttrDef opt_float(std::string n) { return {std::move(n), AttrType::float_, std::nullopt}; }
 AttrDef req_int(std::string n) { return {std::move(n), AttrType::int_, std::nullopt, true}; }
 AttrDef opt_tensor(std::string n) { return {std::move(n), AttrType::tensor, std::nullopt}; }
+AttrDef floats(std::string n) { return {std::move(n), AttrType::floats, std::nullopt}; }
+AttrDef strings(std::string n) { return {std::move(n), AttrType::strings, std::nullopt}; }
 
 std::vector<AttrDef> window_attrs() {
   return {s("auto_pad", "NOTSET"), ints("dilations"), ints("kernel_shape"), ints("pads"), ints("strides")};
@@ -198,6 +200,50 @@ std::vector<OpDef> build_table() {
                   {i("axis", 1), i("saturate", 1), i("block_size", 0)}, {1}));
   t.push_back(row("DequantizeLinear", 2, 3, 1, 1, C::quantization, {D::I8, D::U8, D::I4}, sf::dequantize_linear,
                   {i("axis", 1), i("block_size", 0)}, {1}));
+
+  // ---- Recurrent, integer/quantised linear algebra, sampling, signal and local normalisation ----
+  {
+    // RNN/GRU/LSTM: X, W, R, B, sequence_lens, initial_h (LSTM: initial_c, P); outputs optional.
+    std::vector<AttrDef> a = {floats("activation_alpha"), floats("activation_beta"), strings("activations"),
+                              opt_float("clip"), s("direction", "forward"), opt_int("hidden_size"), i("layout", 0)};
+    t.push_back(row("RNN", 3, 6, 0, 2, C::matmul, kVector, sf::recurrent, a, {4}, "gates and states in FP32"));
+    auto g = a;
+    g.push_back(i("linear_before_reset", 0));
+    t.push_back(row("GRU", 3, 6, 0, 2, C::matmul, kVector, sf::recurrent, g, {4}, "gates and states in FP32"));
+    auto l = a;
+    l.push_back(i("input_forget", 0));
+    t.push_back(row("LSTM", 3, 8, 0, 3, C::matmul, kVector, sf::recurrent, l, {4}, "gates and states in FP32"));
+  }
+  t.push_back(row("MatMulInteger", 2, 4, 1, 1, C::matmul, {D::I8, D::U8}, sf::matmul_integer, {}, {}, "int32 sums"));
+  t.push_back(row("QLinearMatMul", 8, 8, 1, 1, C::matmul, {D::I8, D::U8}, sf::qlinear_matmul, {}, {1, 4, 6},
+                  "int32 sums, FP32 requantisation"));
+  {
+    auto a = window_attrs();
+    a.push_back(i("group", 1));
+    t.push_back(row("ConvInteger", 2, 4, 1, 1, C::conv, {D::I8, D::U8}, sf::conv_integer, a, {}, "int32 sums"));
+    t.push_back(row("QLinearConv", 8, 9, 1, 1, C::conv, {D::I8, D::U8}, sf::qlinear_conv, a, {1, 4, 6, 8},
+                    "int32 sums, FP32 requantisation"));
+  }
+  t.push_back(row("DynamicQuantizeLinear", 1, 1, 3, 3, C::quantization, {D::U8}, sf::dynamic_quantize_linear, {}, {},
+                  "min, max and scale in FP32"));
+  t.push_back(row("GridSample", 2, 2, 1, 1, C::data_movement, kVector, sf::grid_sample,
+                  {i("align_corners", 0), s("mode", "bilinear"), s("padding_mode", "zeros")}, {1}));
+  t.push_back(row("InstanceNormalization", 3, 3, 1, 1, C::normalization, kVector, sf::instance_norm,
+                  {f("epsilon", 1e-5f)}, {1, 2}, "mean and variance accumulate in FP32"));
+  t.push_back(row("LRN", 1, 1, 1, 1, C::normalization, kVector, sf::same_as_input0,
+                  {f("alpha", 1e-4f), f("beta", 0.75f), f("bias", 1.0f), req_int("size")}, {}, "window sums in FP32"));
+  t.push_back(row("MeanVarianceNormalization", 1, 1, 1, 1, C::normalization, kVector, sf::same_as_input0,
+                  {ints("axes")}, {}, "mean and variance accumulate in FP32"));
+  t.push_back(row("Shrink", 1, 1, 1, 1, C::elementwise, kVector, sf::same_as_input0, {f("bias", 0.0f), f("lambd", 0.5f)}));
+  t.push_back(row("Celu", 1, 1, 1, 1, C::elementwise, kVector, sf::same_as_input0, {f("alpha", 1.0f)}));
+  t.push_back(row("PRelu", 2, 2, 1, 1, C::elementwise, kVector, sf::prelu));
+  for (const char* n : {"HannWindow", "HammingWindow", "BlackmanWindow"})
+    t.push_back(row(n, 1, 1, 1, 1, C::elementwise, kF32, sf::window, {i("output_datatype", 1), i("periodic", 1)}, {0}));
+  t.push_back(row("DFT", 1, 2, 1, 1, C::matmul, kF32, sf::dft, {i("axis", 1), i("inverse", 0), i("onesided", 0)}, {1},
+                  "sums in FP64"));
+  t.push_back(row("STFT", 2, 4, 1, 1, C::matmul, kF32, sf::stft, {i("onesided", 1)}, {1, 3}, "sums in FP64"));
+  t.push_back(row("MelWeightMatrix", 5, 5, 1, 1, C::elementwise, kF32, sf::mel_weight_matrix,
+                  {i("output_datatype", 1)}, {0, 1, 2, 3, 4}));
   std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   return t;
 }

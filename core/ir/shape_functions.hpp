@@ -53,5 +53,19 @@ Status range(InferContext& c);
 Status constant(InferContext& c);
 Status quantize_linear(InferContext& c);
 Status dequantize_linear(InferContext& c);
+// Recurrent, integer/quantised linear algebra, sampling, signal and local normalisation.
+Status recurrent(InferContext& c);          // RNN/GRU/LSTM: Y, Y_h (, Y_c) by layout and direction
+Status matmul_integer(InferContext& c);     // int32 matmul of two 8-bit tensors
+Status qlinear_matmul(InferContext& c);     // matmul of inputs 0 and 3, y_zero_point's dtype
+Status conv_integer(InferContext& c);       // int32 Conv of two 8-bit tensors
+Status qlinear_conv(InferContext& c);       // Conv of inputs 0 and 3, y_zero_point's dtype
+Status dynamic_quantize_linear(InferContext& c);  // u8 data, f32 scale, u8 zero point
+Status grid_sample(InferContext& c);        // [N, C, H_out, W_out]
+Status instance_norm(InferContext& c);
+Status prelu(InferContext& c);              // X's shape; slope broadcast to it
+Status window(InferContext& c);             // Hann/Hamming/Blackman: [size] (size when constant)
+Status dft(InferContext& c);                // axis resized by dft_length/onesided, last dim 2
+Status stft(InferContext& c);               // [batch, frames, bins, 2]
+Status mel_weight_matrix(InferContext& c);  // [dft_length/2 + 1, num_mel_bins]
 
 }  // namespace hpf::ir::shape_fn

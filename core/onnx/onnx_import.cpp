@@ -274,6 +274,7 @@ class Importer {
       return Status::unsupported("node '" + name + "': op " + n.op_type() + " of domain '" + shown_domain +
                                  "' is not supported");
     if (n.op_type() == "Constant") return constant_node(n, where);
+    if (n.op_type() == "Upsample") return upsample_node(n, name, where);
     const ir::OpDef* def = ir::find_op(n.op_type());
     if (!def)
       return Status::unsupported("node '" + name + "': op " + n.op_type() + " (domain '" + shown_domain +
@@ -327,6 +328,38 @@ class Importer {
 
     auto r = g_.add_node(n.op_type(), name, std::move(inputs), std::move(outputs), std::move(attrs));
     return r.status();
+  }
+
+  // Upsample (opsets 7-9; scales an attribute before opset 9, an input from it) is Resize with
+  // asymmetric coordinates, nearest picking the floor: output size floor(in * scale).
+  Status upsample_node(const onnx::NodeProto& n, const std::string& name, const std::string& where) {
+    std::string mode = "nearest";
+    std::vector<float> attr_scales;
+    for (const auto& a : n.attribute()) {
+      if (a.name() == "mode") mode = a.s();
+      else if (a.name() == "scales") attr_scales.assign(a.floats().begin(), a.floats().end());
+      else return Status::unsupported(where + ": attribute '" + a.name() + "' is not supported");
+    }
+    if (mode != "nearest" && mode != "linear")
+      return Status::unsupported(where + ": mode '" + mode + "' is not supported (nearest, linear)");
+    if (n.output_size() != 1 || n.input_size() < 1 || n.input_size() > 2)
+      return Status::invalid(where + ": Upsample takes X (and scales from opset 9) and gives one output");
+    std::vector<ValueId> inputs;
+    for (const std::string& in : n.input()) {
+      auto v = g_.find_value(in);
+      if (!v) return Status::invalid(where + ": input '" + in + "' is not defined before this node");
+      inputs.push_back(*v);
+    }
+    ValueId scales = inputs.size() == 2 ? inputs[1] : kNoValue;
+    if (scales == kNoValue) {
+      if (attr_scales.empty()) return Status::invalid(where + ": Upsample needs scales");
+      HPF_ASSIGN_OR_RETURN(Tensor t, Tensor::from_f32({static_cast<int64_t>(attr_scales.size())}, attr_scales));
+      HPF_ASSIGN_OR_RETURN(scales, g_.add_initializer(name + "/scales", std::move(t)));
+    }
+    Attributes attrs{{"mode", mode},
+                     {"coordinate_transformation_mode", std::string("asymmetric")},
+                     {"nearest_mode", std::string("floor")}};
+    return g_.add_node("Resize", name, {inputs[0], kNoValue, scales}, {n.output(0)}, std::move(attrs)).status();
   }
 
   // Softmax before opset 13 flattens the input to 2-D at `axis` (default 1) and normalises over

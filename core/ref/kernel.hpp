@@ -81,6 +81,7 @@ class KernelContext {
   std::string attr_string(const std::string& name) const;
   std::vector<int64_t> attr_ints(const std::string& name) const;
   std::vector<float> attr_floats(const std::string& name) const;
+  std::vector<std::string> attr_strings(const std::string& name) const;
   const Tensor* attr_tensor(const std::string& name) const;
 
   // invalid_argument / unsupported naming this node and op.
@@ -108,6 +109,10 @@ void add_conv_kernels(KernelTable& t);        // Conv, ConvTranspose, MaxPool, A
 void add_resize_pad_kernels(KernelTable& t);  // Resize, Pad
 void add_shape_kernels(KernelTable& t);
 void add_quantize_kernels(KernelTable& t);
+void add_recurrent_kernels(KernelTable& t);       // RNN, GRU, LSTM
+void add_integer_linalg_kernels(KernelTable& t);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void add_grid_sample_kernels(KernelTable& t);
+void add_signal_kernels(KernelTable& t);          // windows, DFT, STFT, MelWeightMatrix
 
 const KernelTable& kernels();
 

@@ -63,6 +63,12 @@ std::vector<float> KernelContext::attr_floats(const std::string& name) const {
     if (auto* p = std::get_if<std::vector<float>>(&*v)) return *p;
   return {};
 }
+std::vector<std::string> KernelContext::attr_strings(const std::string& name) const {
+  auto v = attr(name);
+  if (v)
+    if (auto* p = std::get_if<std::vector<std::string>>(&*v)) return *p;
+  return {};
+}
 const Tensor* KernelContext::attr_tensor(const std::string& name) const {
   auto it = node_.attrs.find(name);
   if (it == node_.attrs.end()) return nullptr;
@@ -134,6 +140,10 @@ const KernelTable& kernels() {
     add_resize_pad_kernels(t);
     add_shape_kernels(t);
     add_quantize_kernels(t);
+    add_recurrent_kernels(t);
+    add_integer_linalg_kernels(t);
+    add_grid_sample_kernels(t);
+    add_signal_kernels(t);
     return t;
   }();
   return table;

@@ -1,5 +1,6 @@
 // Elementwise ops: unary maths and activations, broadcasting binary ops, comparisons, logical
-// And/Or/Xor, Mod, IsNaN/IsInf, Where, Not, Cast, CastLike, Clip, Dropout (inference).
+// And/Or/Xor, Mod, IsNaN/IsInf, Where, Not, Cast, CastLike, Clip, Shrink, Celu, PRelu, Pow,
+// Dropout (inference, or training with ratio 0).
 // Maths is done in double and rounded once to FP32.
 #include <algorithm>
 #include <cmath>
@@ -260,8 +261,14 @@ Kernel classify(Pred pred) {
 }
 
 Status dropout_kernel(KernelContext& c) {
-  if (c.has(2) && c.in(2).numel() == 1 && c.in(2).get(0) != 0)
-    return c.unsupported("training_mode=true (the reference runs inference only)");
+  // Training mode keeps each element with probability 1 - ratio and scales it by 1/(1 - ratio):
+  // the identity for ratio 0, a random mask otherwise, which a reference cannot reproduce.
+  if (c.has(2) && c.in(2).numel() == 1 && c.in(2).get(0) != 0) {
+    const double ratio = c.has(1) ? c.in(1).get(0) : double(c.attr_float("ratio"));
+    if (ratio != 0)
+      return c.unsupported("training_mode=true with ratio " + std::to_string(ratio) +
+                           " draws a random mask (only ratio 0 is deterministic)");
+  }
   const Buf& x = c.in(0);
   c.out[0] = x;
   if (c.out.size() > 1) {
@@ -273,6 +280,75 @@ Status dropout_kernel(KernelContext& c) {
 }
 
 double softplus(double x) { return std::max(x, 0.0) + std::log1p(std::exp(-std::abs(x))); }
+
+// ---- Shrink, Celu, PRelu, Pow ----
+
+// A float unary op whose parameters are read once: make(c) returns the per-element function.
+template <typename Make>
+Kernel unary_with(Make make) {
+  return [make](KernelContext& c) -> Status {
+    const Buf& x = c.in(0);
+    if (!x.is_float()) return c.unsupported("integer input (" + std::string(dtype_name(x.dtype)) + ")");
+    auto fn = make(c);
+    Buf y = Buf::like(x);
+    for (size_t k = 0; k < x.f.size(); ++k) y.f[k] = static_cast<float>(fn(double(x.f[k])));
+    c.out[0] = std::move(y);
+    return {};
+  };
+}
+
+// PRelu: x where x >= 0, slope * x elsewhere; the slope broadcasts to X's shape.
+Status prelu_kernel(KernelContext& c) {
+  const Buf &x = c.in(0), &slope = c.in(1);
+  if (!x.is_float() || !slope.is_float()) return c.unsupported("integer X or slope");
+  std::vector<std::vector<int64_t>> shapes{x.shape, slope.shape};
+  auto b = broadcast(shapes);
+  if (!b.ok() || *b != x.shape)
+    return c.error("slope " + shape_string(slope.shape) + " does not broadcast to X " + shape_string(x.shape));
+  BroadcastIndexer is(slope.shape, x.shape);
+  Buf y = Buf::like(x);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    const double v = x.f[k];
+    y.f[k] = static_cast<float>(v < 0 ? double(slope.f[is(k)]) * v : v);
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// Exact integer power with wrap-around; negative exponents truncate 1/a^-b toward zero.
+int64_t int_pow(int64_t a, int64_t b) {
+  if (b < 0) return a == 1 ? 1 : a == -1 ? (b % 2 == 0 ? 1 : -1) : 0;
+  uint64_t r = 1, base = static_cast<uint64_t>(a);
+  for (; b > 0; b >>= 1, base *= base)
+    if (b & 1) r *= base;
+  return static_cast<int64_t>(r);
+}
+
+// Pow: the result has the base's type. An integer base with a float exponent is computed in
+// double and truncated toward zero, as numpy's power(...).astype(base dtype).
+Status pow_kernel(KernelContext& c) {
+  const Buf &a = c.in(0), &e = c.in(1);
+  std::vector<std::vector<int64_t>> shapes{a.shape, e.shape};
+  auto out_shape = broadcast(shapes);
+  if (!out_shape.ok()) return c.error(out_shape.status().message());
+  Buf y = a.is_float() ? Buf::floats(*out_shape, a.dtype) : Buf::ints(*out_shape, a.dtype);
+  BroadcastIndexer ia(a.shape, *out_shape), ie(e.shape, *out_shape);
+  for (int64_t k = 0; k < y.numel(); ++k) {
+    if (a.is_float()) {
+      y.f[k] = static_cast<float>(std::pow(double(a.f[ia(k)]), e.get(ie(k))));
+    } else if (e.is_float()) {
+      const double v = std::trunc(std::pow(double(a.i[ia(k)]), double(e.f[ie(k)])));
+      if (!std::isfinite(v) || std::abs(v) >= 9.2e18)
+        return c.error("integer power " + std::to_string(a.i[ia(k)]) + "^" + std::to_string(e.f[ie(k)]) +
+                       " is not a finite int64");
+      y.i[k] = wrap_int(static_cast<int64_t>(v), a.dtype);
+    } else {
+      y.i[k] = wrap_int(int_pow(a.i[ia(k)], e.i[ie(k)]), a.dtype);
+    }
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
 
 }  // namespace
 
@@ -310,20 +386,7 @@ void add_elementwise_kernels(KernelTable& t) {
   t["Sub"] = binary([](double a, double b) { return a - b; }, wrap_sub);
   t["Mul"] = binary([](double a, double b) { return a * b; }, wrap_mul);
   t["Div"] = div_kernel;
-  t["Pow"] = [](KernelContext& c) -> Status {
-    if (!c.in(0).is_float()) return c.unsupported("integer base");
-    // The exponent may be an integer tensor; bring it to float first.
-    Buf e = c.in(1);
-    if (!e.is_float()) {
-      e.f.assign(e.i.begin(), e.i.end());
-      e.i.clear();
-      e.dtype = DType::F32;
-    }
-    KernelContext inner(c.node(), *ir::find_op("Pow"), {&c.in(0), &e}, c.accumulation());
-    HPF_RETURN_IF_ERROR(binary([](double a, double b) { return std::pow(a, b); }, [](int64_t a, int64_t) { return a; })(inner));
-    c.out[0] = std::move(inner.out[0]);
-    return {};
-  };
+  t["Pow"] = pow_kernel;
   // NaN propagates through Max/Min, as in ONNX Runtime.
   t["Max"] = binary([](double a, double b) { return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b); },
                     [](int64_t a, int64_t b) { return std::max(a, b); });
@@ -386,6 +449,15 @@ void add_elementwise_kernels(KernelTable& t) {
   t["Xor"] = logical([](bool a, bool b) { return a != b; });
   t["Mod"] = mod_kernel;
   t["Dropout"] = dropout_kernel;
+  t["Shrink"] = unary_with([](const KernelContext& c) {
+    const double lambd = c.attr_float("lambd"), bias = c.attr_float("bias");
+    return [=](double x) { return x < -lambd ? x + bias : x > lambd ? x - bias : 0.0; };
+  });
+  t["Celu"] = unary_with([](const KernelContext& c) {
+    const double alpha = c.attr_float("alpha");
+    return [=](double x) { return std::max(0.0, x) + std::min(0.0, alpha * std::expm1(x / alpha)); };
+  });
+  t["PRelu"] = prelu_kernel;
 }
 
 }  // namespace hpf::ref

@@ -1,5 +1,6 @@
 // BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax, and the reductions
-// (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin, CumSum.
+// (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin, CumSum,
+// InstanceNormalization, LRN, MeanVarianceNormalization.
 // Statistics and exponential sums are computed in FP64 whatever the plan (the op table marks
 // them wide); ReduceSum/ReduceMean follow the plan's accumulation.
 #include <algorithm>
@@ -390,9 +391,96 @@ Status softmax_cross_entropy_kernel(KernelContext& c) {
   return {};
 }
 
+// InstanceNormalization: each (n, c) plane normalised by its own mean and variance, then
+// scale[c] and B[c] applied.
+Status instance_norm_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (!x.is_float()) return c.unsupported("integer input");
+  if (x.rank() < 2) return c.error("input must be [N,C,...], got " + shape_string(x.shape));
+  const int64_t ch = x.shape[1];
+  for (size_t k = 1; k < 3; ++k)
+    if (c.in(k).numel() != ch)
+      return c.error(std::string(k == 1 ? "scale" : "B") + " has " + std::to_string(c.in(k).numel()) + " values for " +
+                     std::to_string(ch) + " channels");
+  const double eps = c.attr_float("epsilon");
+  const int64_t plane = x.rank() > 2 ? numel(std::span(x.shape).subspan(2)) : 1;
+  Buf y = Buf::like(x);
+  for (int64_t p = 0; p < x.shape[0] * ch; ++p) {
+    const float* xp = x.f.data() + p * plane;
+    double mean = 0, var = 0;
+    for (int64_t k = 0; k < plane; ++k) mean += xp[k];
+    mean /= double(plane);
+    for (int64_t k = 0; k < plane; ++k) var += (xp[k] - mean) * (xp[k] - mean);
+    var /= double(plane);
+    const double scale = c.in(1).get(p % ch) / std::sqrt(var + eps), bias = c.in(2).get(p % ch);
+    for (int64_t k = 0; k < plane; ++k) y.f[p * plane + k] = static_cast<float>((xp[k] - mean) * scale + bias);
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// LRN across channels: x / (bias + alpha / size * sum of squares over the channel window)^beta,
+// the window reaching floor((size-1)/2) channels back and ceil((size-1)/2) forward.
+Status lrn_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (!x.is_float()) return c.unsupported("integer input");
+  if (x.rank() < 3) return c.error("input must be [N,C,spatial...], got " + shape_string(x.shape));
+  const int64_t size = c.attr_int("size");
+  if (size < 1) return c.error("size must be >= 1, is " + std::to_string(size));
+  const double alpha = c.attr_float("alpha"), beta = c.attr_float("beta"), bias = c.attr_float("bias");
+  const Split3 s = split_at(x.shape, 1);
+  const int64_t back = (size - 1) / 2, fwd = size - 1 - back;
+  Buf y = Buf::like(x);
+  for (int64_t o = 0; o < s.outer; ++o)
+    for (int64_t ci = 0; ci < s.mid; ++ci)
+      for (int64_t in = 0; in < s.inner; ++in) {
+        double sq = 0;
+        for (int64_t j = std::max<int64_t>(0, ci - back); j <= std::min(s.mid - 1, ci + fwd); ++j) {
+          const double v = x.f[(o * s.mid + j) * s.inner + in];
+          sq += v * v;
+        }
+        const int64_t k = (o * s.mid + ci) * s.inner + in;
+        y.f[k] = static_cast<float>(x.f[k] / std::pow(bias + alpha / double(size) * sq, beta));
+      }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// MeanVarianceNormalization: (x - mean) / (std + 1e-9) over `axes` (default [0, 2, 3]), with
+// the standard deviation from E[x^2] - E[x]^2 as ONNX defines it.
+Status mvn_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (!x.is_float()) return c.unsupported("integer input");
+  std::vector<int64_t> axes = c.has_attr("axes") ? c.attr_ints("axes") : std::vector<int64_t>{0, 2, 3};
+  auto ax = ir::normalize_axes(axes, x.rank());
+  if (!ax.ok()) return c.error(ax.status().message());
+  // Each element's group: its flat index with the reduced axes dropped.
+  std::vector<int64_t> kept_shape = x.shape;
+  for (int64_t a : *ax) kept_shape[a] = 1;
+  BroadcastIndexer group(kept_shape, x.shape);
+  const int64_t groups = numel(kept_shape), per = groups ? x.numel() / groups : 0;
+  std::vector<double> sum(groups, 0.0), sq(groups, 0.0);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    const double v = x.f[k];
+    sum[group(k)] += v;
+    sq[group(k)] += v * v;
+  }
+  Buf y = Buf::like(x);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    const int64_t g = group(k);
+    const double mean = sum[g] / double(per), var = std::max(0.0, sq[g] / double(per) - mean * mean);
+    y.f[k] = static_cast<float>((x.f[k] - mean) / (std::sqrt(var) + 1e-9));
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
 }  // namespace
 
 void add_normalization_kernels(KernelTable& t) {
+  t["InstanceNormalization"] = instance_norm_kernel;
+  t["LRN"] = lrn_kernel;
+  t["MeanVarianceNormalization"] = mvn_kernel;
   t["ArgMax"] = [](KernelContext& c) { return arg_kernel(c, true); };
   t["ArgMin"] = [](KernelContext& c) { return arg_kernel(c, false); };
   t["CumSum"] = cumsum_kernel;

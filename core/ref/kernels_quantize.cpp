@@ -1,5 +1,6 @@
-// QuantizeLinear / DequantizeLinear (ONNX, per tensor or per axis). The arithmetic is FP32 as
-// ONNX specifies it: q = saturate(round_half_even(x / scale) + zero_point).
+// QuantizeLinear / DequantizeLinear (ONNX, per tensor or per axis) and DynamicQuantizeLinear.
+// The arithmetic is FP32 as ONNX specifies it: q = saturate(round_half_even(x / scale) + zero_point).
+#include <algorithm>
 #include <cmath>
 
 #include "core/ref/kernel.hpp"
@@ -67,9 +68,35 @@ Status dequantize_kernel(KernelContext& c) {
   return {};
 }
 
+// DynamicQuantizeLinear: uint8 with scale and zero point chosen so that [min(x, 0), max(x, 0)]
+// spans [0, 255]. FP32 arithmetic throughout, as the ONNX definition computes it.
+Status dynamic_quantize_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (!x.is_float()) return c.error("input must be a float format, is " + std::string(dtype_name(x.dtype)));
+  float lo = 0.0f, hi = 0.0f;
+  for (float v : x.f) {
+    if (std::isnan(v)) return c.error("input contains NaN");
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  const float scale = (hi - lo) / 255.0f;
+  // All zeros: any scale works; 0 with zero point 0 maps everything to 0 without dividing by it.
+  const float zp = scale == 0.0f ? 0.0f : std::nearbyint(std::clamp(0.0f - lo / scale, 0.0f, 255.0f));
+  Buf y = Buf::ints(x.shape, DType::U8);
+  for (int64_t k = 0; k < x.numel(); ++k)
+    y.i[k] = scale == 0.0f ? 0 : static_cast<int64_t>(std::clamp(std::nearbyint(x.f[k] / scale) + zp, 0.0f, 255.0f));
+  c.out[0] = std::move(y);
+  c.out[1] = Buf::floats({}, DType::F32);
+  c.out[1].f[0] = scale;
+  c.out[2] = Buf::ints({}, DType::U8);
+  c.out[2].i[0] = static_cast<int64_t>(zp);
+  return {};
+}
+
 }  // namespace
 
 void add_quantize_kernels(KernelTable& t) {
+  t["DynamicQuantizeLinear"] = dynamic_quantize_kernel;
   t["QuantizeLinear"] = quantize_kernel;
   t["DequantizeLinear"] = dequantize_kernel;
 }

@@ -1,5 +1,6 @@
-// Reference kernels for Resize (opset 11-19 form) and Pad (opset 2-19 forms). Both reduce to a
-// per-axis map from output coordinate to input coordinate(s), applied row by row.
+// Reference kernels for Resize (opset 11-19 form: nearest, linear, cubic; tf_crop_and_resize
+// with roi and extrapolation_value) and Pad (opset 2-19 forms). Both reduce to a per-axis map
+// from output coordinate to input coordinate(s), applied row by row.
 #include <algorithm>
 #include <cmath>
 
@@ -51,30 +52,77 @@ void gather_nearest(const std::vector<T>& x, std::vector<T>& y, std::span<const 
   });
 }
 
-// Linear interpolation along one axis of `cur` (dims `dims`), in place of that axis's size.
-void linear_axis(std::vector<double>& cur, std::vector<int64_t>& dims, size_t axis, int64_t out,
-                 double scale, const std::string& mode) {
-  const int64_t in = dims[axis];
+// Where one output coordinate of an axis reads: up to four input indices with weights, or the
+// extrapolation value (tf_crop_and_resize outside the crop).
+struct Taps {
+  int64_t idx[4] = {0, 0, 0, 0};
+  double w[4] = {0, 0, 0, 0};
+  int n = 0;
+  bool extrapolate = false;
+};
+
+// Keys' cubic convolution weights for the taps at -1, 0, 1, 2 from the left neighbour, at
+// distance `t` in (0, 1] from it (ONNX takes 1, not 0, when the coordinate is an integer).
+void cubic_weights(double t, double a, double w[4]) {
+  auto near = [&](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };
+  auto far = [&](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };
+  w[0] = far(t + 1);
+  w[1] = near(t);
+  w[2] = near(1 - t);
+  w[3] = far(2 - t);
+}
+
+// The taps of input coordinate v on an axis of size `in` for mode linear or cubic. Neighbours
+// outside the axis read the edge (ONNX pads with edge values), or drop out with renormalised
+// weights when exclude_outside is set (cubic).
+Taps interpolation_taps(double v, int64_t in, const std::string& mode, double cubic_a, bool exclude_outside) {
+  Taps t;
+  if (mode == "linear") {
+    // Clamping the coordinate is what ONNX's edge-padded neighbour lookup amounts to.
+    v = std::clamp(v, 0.0, double(in - 1));
+    const auto i0 = static_cast<int64_t>(std::floor(v));
+    t.n = 2;
+    t.idx[0] = i0;
+    t.idx[1] = std::min(i0 + 1, in - 1);
+    t.w[1] = v - double(i0);
+    t.w[0] = 1 - t.w[1];
+    return t;
+  }
+  auto left = static_cast<int64_t>(std::floor(v));
+  double ratio = v - double(left);
+  if (ratio == 0) ratio = 1, left -= 1;
+  t.n = 4;
+  cubic_weights(ratio, cubic_a, t.w);
+  double sum = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t i = left - 1 + k;
+    if (exclude_outside && (i < 0 || i >= in)) t.w[k] = 0;
+    sum += t.w[k];
+    t.idx[k] = std::clamp<int64_t>(i, 0, in - 1);
+  }
+  if (exclude_outside)
+    for (double& w : t.w) w /= sum;
+  return t;
+}
+
+// One interpolation pass along `axis` of `cur` (dims `dims`), replacing that axis's size by
+// taps.size(); extrapolated positions take `fill`.
+void interpolate_axis(std::vector<double>& cur, std::vector<int64_t>& dims, size_t axis, const std::vector<Taps>& taps,
+                      double fill) {
+  const int64_t in = dims[axis], out = static_cast<int64_t>(taps.size());
   int64_t outer = 1, inner = 1;
   for (size_t k = 0; k < axis; ++k) outer *= dims[k];
   for (size_t k = axis + 1; k < dims.size(); ++k) inner *= dims[k];
-  std::vector<int64_t> i0(out), i1(out);
-  std::vector<double> w1(out);
-  for (int64_t j = 0; j < out; ++j) {
-    // Clamping the coordinate is what ONNX's edge-padded neighbour lookup amounts to.
-    const double v =
-        std::clamp(ir::resize_source_coordinate(double(j), in, out, scale, mode), 0.0, double(in - 1));
-    i0[j] = static_cast<int64_t>(std::floor(v));
-    i1[j] = std::min(i0[j] + 1, in - 1);
-    w1[j] = v - double(i0[j]);
-  }
   std::vector<double> next(outer * out * inner);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t j = 0; j < out; ++j) {
-      const double* a = cur.data() + (o * in + i0[j]) * inner;
-      const double* b = cur.data() + (o * in + i1[j]) * inner;
+      const Taps& t = taps[j];
       double* r = next.data() + (o * out + j) * inner;
-      for (int64_t i = 0; i < inner; ++i) r[i] = (1 - w1[j]) * a[i] + w1[j] * b[i];
+      for (int64_t i = 0; i < inner; ++i) {
+        double s = 0;
+        for (int k = 0; k < t.n; ++k) s += t.w[k] * cur[(o * in + t.idx[k]) * inner + i];
+        r[i] = t.extrapolate ? fill : s;
+      }
     }
   cur.swap(next);
   dims[axis] = out;
@@ -85,13 +133,10 @@ Status resize(KernelContext& ctx) {
   const std::string mode = ctx.attr_string("mode");
   const std::string coord = ctx.attr_string("coordinate_transformation_mode");
   const std::string nearest_mode = ctx.attr_string("nearest_mode");
-  if (mode != "nearest" && mode != "linear")
-    return ctx.unsupported("mode '" + mode + "' is not supported (nearest, linear)");
-  if (coord == "tf_crop_and_resize")
-    return ctx.unsupported(
-        "coordinate_transformation_mode 'tf_crop_and_resize' is not supported "
-        "(roi cropping and extrapolation_value are not implemented)");
-  if (!ir::is_resize_coordinate_mode(coord))
+  if (mode != "nearest" && mode != "linear" && mode != "cubic")
+    return ctx.unsupported("mode '" + mode + "' is not supported (nearest, linear, cubic)");
+  const bool crop = coord == "tf_crop_and_resize";
+  if (!crop && !ir::is_resize_coordinate_mode(coord))
     return ctx.unsupported("coordinate_transformation_mode '" + coord + "'");
   if (mode == "nearest" && !ir::is_resize_nearest_mode(nearest_mode))
     return ctx.unsupported("nearest_mode '" + nearest_mode + "'");
@@ -121,6 +166,7 @@ Status resize(KernelContext& ctx) {
       // Shape inference computes floor(in * scale) from the FP32 scale in double; so do we.
       scales[k] = s.get(static_cast<int64_t>(k));
       if (!(scales[k] > 0)) return ctx.error("scales must be positive");
+      if (crop) return ctx.unsupported("tf_crop_and_resize with scales (only sizes is implemented)");
       out_dims[k] = static_cast<int64_t>(std::floor(double(x.shape[k]) * scales[k]));
     }
   } else {
@@ -131,9 +177,20 @@ Status resize(KernelContext& ctx) {
       return ctx.error("cannot resize the empty axis " + std::to_string(k) + " of " +
                        shape_string(x.shape));
 
+  // tf_crop_and_resize: roi holds the normalised crop, starts then ends, one pair per axis.
+  std::vector<double> roi_start(rank, 0.0), roi_end(rank, 1.0);
+  if (crop) {
+    if (!ctx.has(1) || ctx.in(1).numel() != static_cast<int64_t>(2 * rank))
+      return ctx.error("tf_crop_and_resize needs roi with " + std::to_string(2 * rank) + " values");
+    for (size_t k = 0; k < rank; ++k) {
+      roi_start[k] = ctx.in(1).get(static_cast<int64_t>(k));
+      roi_end[k] = ctx.in(1).get(static_cast<int64_t>(rank + k));
+    }
+  }
+
   Buf y = Buf::like(x);
   y.shape = out_dims;
-  if (mode == "nearest") {
+  if (mode == "nearest" && !crop) {
     std::vector<std::vector<int64_t>> maps(rank);
     for (size_t k = 0; k < rank; ++k)
       for (int64_t j = 0; j < out_dims[k]; ++j)
@@ -154,13 +211,32 @@ Status resize(KernelContext& ctx) {
   }
 
   if (!x.is_float())
-    return ctx.unsupported("linear mode on integer input " + std::string(dtype_name(x.dtype)));
-  // Multilinear = one linear pass per resized axis; an axis left at scale 1 is copied as is.
+    return ctx.unsupported(mode + " mode on integer input " + std::string(dtype_name(x.dtype)));
+  // Separable: one interpolation pass per resized axis; an axis left at scale 1 (and not
+  // cropped) is copied as is.
+  const double cubic_a = ctx.attr_float("cubic_coeff_a"), fill = ctx.attr_float("extrapolation_value");
+  const bool exclude_outside = ctx.attr_int("exclude_outside") != 0;
   std::vector<double> cur(x.f.begin(), x.f.end());
   std::vector<int64_t> dims = x.shape;
-  for (size_t k = 0; k < rank; ++k)
-    if (out_dims[k] != x.shape[k] || scales[k] != 1.0)
-      linear_axis(cur, dims, k, out_dims[k], scales[k], coord);
+  for (size_t k = 0; k < rank; ++k) {
+    const int64_t in = x.shape[k], out = out_dims[k];
+    if (out == in && scales[k] == 1.0 && roi_start[k] == 0.0 && roi_end[k] == 1.0) continue;
+    std::vector<Taps> taps(out);
+    for (int64_t j = 0; j < out; ++j) {
+      const double v = crop ? ir::resize_crop_coordinate(double(j), in, out, roi_start[k], roi_end[k])
+                            : ir::resize_source_coordinate(double(j), in, out, scales[k], coord);
+      if (crop && (v < 0 || v > double(in - 1))) {
+        taps[j].extrapolate = true;
+      } else if (mode == "nearest") {
+        taps[j].n = 1;
+        taps[j].idx[0] = ir::resize_nearest_index(v, nearest_mode, in);
+        taps[j].w[0] = 1;
+      } else {
+        taps[j] = interpolation_taps(v, in, mode, cubic_a, exclude_outside);
+      }
+    }
+    interpolate_axis(cur, dims, k, taps, fill);
+  }
   y.f.assign(cur.begin(), cur.end());
   ctx.out[0] = std::move(y);
   return {};

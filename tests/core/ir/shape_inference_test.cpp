@@ -897,9 +897,36 @@ TEST_CASE("Resize with scales and with sizes") {
   GraphBuilder c("g");
   auto cx = c.input("x", DType::F32, {1, 3, 4, 4});
   auto cy = c.op1("Resize", {cx, kNoValue, c.constant(f32({4}, {1, 1, 2, 2}))},
-                  {{"mode", std::string("cubic")}}, "resize");
+                  {{"mode", std::string("area")}}, "resize");
   CHECK_CONTAINS(build_error(c, {cy}, StatusCode::unsupported),
-                 "node 'resize' (Resize): mode 'cubic' is not supported");
+                 "node 'resize' (Resize): mode 'area' is not supported");
+}
+
+TEST_CASE("Recurrent, integer linear algebra and DFT shapes") {
+  GraphBuilder b("g");
+  auto x = b.input("x", DType::F32, {5, kBatch, 3});  // [seq, batch, input]
+  auto w = b.input("w", DType::F32, {2, 16, 3});       // bidirectional LSTM, hidden 4
+  auto r = b.input("r", DType::F32, {2, 16, 4});
+  auto lstm = b.op("LSTM", {x, w, r}, {{"direction", std::string("bidirectional")}}, 3, "lstm");
+  auto xb = b.input("xb", DType::F32, {kBatch, 5, 3});  // layout 1
+  auto gru = b.op("GRU", {xb, b.input("gw", DType::F32, {1, 6, 3}), b.input("gr", DType::F32, {1, 6, 2})},
+                  {{"layout", int64_t{1}}}, 2, "gru");
+  auto qa = b.input("qa", DType::U8, {2, 4}), qb = b.input("qb", DType::I8, {4, 3});
+  auto mmi = b.op1("MatMulInteger", {qa, qb}, {}, "mmi");
+  auto f = b.scalar(0.5f);
+  auto qzp = b.constant(Tensor(DType::I8, {}));
+  auto qmm = b.op1("QLinearMatMul", {qa, f, b.constant(Tensor(DType::U8, {})), qb, f, qzp, f, qzp}, {}, "qmm");
+  auto sig = b.input("sig", DType::F32, {1, 10, 1});
+  auto dft = b.op1("DFT", {sig}, {{"onesided", int64_t{1}}}, "dft");
+  Graph g = built(b, {lstm[0], lstm[1], lstm[2], gru[0], gru[1], mmi, qmm, dft});
+  CHECK(shape_of(g, lstm[0]) == "[5,2,batch,4]");
+  CHECK(shape_of(g, lstm[2]) == "[2,batch,4]");
+  CHECK(shape_of(g, gru[0]) == "[batch,5,1,2]");
+  CHECK(shape_of(g, gru[1]) == "[batch,1,2]");
+  CHECK(shape_of(g, mmi) == "[2,3]");
+  CHECK(g.value(mmi).dtype == DType::I32);
+  CHECK(g.value(qmm).dtype == DType::I8);  // y_zero_point's type
+  CHECK(shape_of(g, dft) == "[1,6,2]");
 }
 
 // ---- Quantisation ----------------------------------------------------------------------------

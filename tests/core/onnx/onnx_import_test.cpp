@@ -236,4 +236,33 @@ TEST_CASE("onnx: TensorProto files (typed fields, DOUBLE as F32)") {
   CHECK(bad.status().message() == "t.pb: holds 1 elements, shape [2] needs 2");
 }
 
+TEST_CASE("onnx: Upsample (scales attribute or input) becomes Resize with floor-nearest asymmetric") {
+  for (int64_t opset : {7, 9}) {
+    CAPTURE(opset);
+    auto m = new_model(opset);
+    auto* g = m.mutable_graph();
+    add_io(g->add_input(), "x", {1, 1, 1, 2});
+    auto* n = add_node(g, "Upsample", "up", opset == 7 ? std::vector<std::string>{"x"} : std::vector<std::string>{"x", "s"},
+                       {"y"});
+    if (opset == 7) {
+      auto* a = n->add_attribute();
+      a->set_name("scales");
+      a->set_type(onnx::AttributeProto::FLOATS);
+      for (float v : {1.0f, 1.0f, 2.0f, 2.5f}) a->add_floats(v);
+    } else {
+      auto* s = g->add_initializer();
+      s->set_name("s");
+      s->set_data_type(onnx::TensorProto::FLOAT);
+      s->add_dims(4);
+      s->set_raw_data(raw_floats({1, 1, 2, 2.5f}));
+    }
+    add_io(g->add_output(), "y", {1, 1, 2, 5});
+    auto r = import(m);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK(r->value(r->outputs()[0]).shape == hpf::Shape{1, 1, 2, 5});
+    // Width 2 -> 5 (floor(2 * 2.5)): source floor(j / 2.5) = 0, 0, 0, 1, 1.
+    CHECK(run_f32(*r, {1, 1, 1, 2}, {1, 2}) == std::vector<float>{1, 1, 1, 2, 2, 1, 1, 1, 2, 2});
+  }
+}
+
 }  // namespace

@@ -620,4 +620,53 @@ TEST_CASE("ref elementwise: Sum and Mean") {
   check_ints(run1("Sum", {in(i64({2}, {1, 2})), in(i64({}, {5}))}), {2}, {6, 7});
 }
 
+// ---- Shrink, Celu, PRelu, integer-base Pow, training Dropout with ratio 0 ----------------------
+
+TEST_CASE("ref elementwise: Shrink and Celu") {
+  // Hard shrink (bias 0): |x| <= lambd -> 0; soft shrink moves the rest toward 0 by bias.
+  check_unary("Shrink", {-2, -1.5f, 0, 1.5f, 2}, {-2, 0, 0, 0, 2}, {{"lambd", 1.5f}});
+  check_unary("Shrink", {-2, -1.5f, 0, 1.5f, 2}, {-0.5f, 0, 0, 0, 0.5f}, {{"lambd", 1.5f}, {"bias", 1.5f}});
+  // Default lambd 0.5.
+  check_unary("Shrink", {-0.5f, 0.75f}, {0, 0.75f});
+  // Celu(alpha 2): x for x >= 0, 2 (exp(x / 2) - 1) below.
+  check_unary("Celu", {-2, 0, 3}, {float(2 * (std::exp(-1.0) - 1)), 0, 3}, {{"alpha", 2.0f}});
+}
+
+TEST_CASE("ref elementwise: PRelu broadcasts the slope to X") {
+  const Tensor x = f32({2, 3}, {-1, 2, -3, 4, -5, -6});
+  check_vals(run1("PRelu", {in(x), in(f32({3}, {0.5f, 2, 0.25f}))}), {2, 3}, {-0.5f, 2, -0.75f, 4, -10, -1.5f});
+  check_vals(run1("PRelu", {in(x), in(f32({2, 1}, {0.1f, 1}))}), {2, 3}, {-0.1f, 2, -0.3f, 4, -5, -6});
+  // The slope may not grow X.
+  check_error(run_op("PRelu", {in(f32({3}, {1, 2, 3})), in(f32({2, 3}, {1, 1, 1, 1, 1, 1}))}), {"slope", "X"});
+}
+
+TEST_CASE("ref elementwise: Pow with an integer base keeps the base's type") {
+  // int ^ int is exact, wrapping like the hardware; 2^-1 truncates to 0.
+  auto y = run1("Pow", {in(i64({4}, {2, -3, 2, 3})), in(i64({4}, {10, 3, -1, 40}))});
+  CHECK(y.dtype() == DType::I64);
+  // 3^40 = 12157665459056928801 exceeds INT64_MAX and wraps to 3^40 - 2^64.
+  check_ints(y, {4}, {1024, -27, 0, -6289078614652622815LL});
+  // int32 base wraps at 32 bits: 3^21 = 10460353203 -> 10460353203 - 2^33.
+  check_ints(run1("Pow", {in(typed({1}, {3}, DType::I32)), in(typed({1}, {21}, DType::I32))}), {1},
+             {10460353203LL - 8589934592LL});
+  // int ^ float truncates the real power toward zero.
+  auto z = run1("Pow", {in(typed({3}, {2, 3, -8}, DType::I32)), in(f32({3}, {0.5f, 2.5f, 1}))});
+  CHECK(z.dtype() == DType::I32);
+  check_ints(z, {3}, {1, 15, -8});
+}
+
+TEST_CASE("ref elementwise: Dropout in training mode is the identity for ratio 0 only") {
+  const Tensor x = f32({2, 2}, {1, -2, 3, 4});
+  const Tensor yes = typed({}, {1}, DType::BOOL);
+  auto r = run_op("Dropout", {in(x), in(f32({}, {0})), in(yes)}, {}, 2);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  check_vals((*r)[0], {2, 2}, {1, -2, 3, 4});
+  check_ints((*r)[1], {2, 2}, {1, 1, 1, 1});
+  // A non-zero ratio draws a random mask: unsupported, saying why (also when only known at run).
+  auto t = run_op("Dropout", {in(x), in(f32({}, {0.25f})), in(yes)});
+  REQUIRE_FALSE(t.ok());
+  CHECK(t.status().code() == StatusCode::unsupported);
+  CHECK(t.status().message().find("random mask") != std::string::npos);
+}
+
 }  // namespace hpf::test

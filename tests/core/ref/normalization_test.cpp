@@ -527,4 +527,42 @@ TEST_CASE("ref normalization: SoftmaxCrossEntropyLoss") {
   check_vals(run1("SoftmaxCrossEntropyLoss", {in(x), in(t)}, {{"reduction", std::string("sum")}}), {}, {2 * ln2});
 }
 
+// ---- InstanceNormalization, LRN, MeanVarianceNormalization -----------------------------------
+
+TEST_CASE("ref normalization: InstanceNormalization normalises each (n, c) plane") {
+  // Plane [1, 3]: mean 2, variance 1 -> [-1, 1] * 2 / sqrt(1 + eps) + 10; plane [4, 8]:
+  // mean 6, variance 4 -> [-2, 2] * -1 / sqrt(4 + eps).
+  const Tensor x = f32({1, 2, 2}, {1, 3, 4, 8});
+  const double e = 0.5;
+  auto y = run1("InstanceNormalization", {in(x), in(f32({2}, {2, -1})), in(f32({2}, {10, 0}))}, {{"epsilon", 0.5f}});
+  const double a = 2 / std::sqrt(1 + e), b = -2 / std::sqrt(4 + e);
+  check_vals(y, {1, 2, 2}, {float(10 - a), float(10 + a), float(-b), float(b)});
+  check_error(run_op("InstanceNormalization", {in(x), in(f32({3}, {1, 1, 1})), in(f32({2}, {0, 0}))}), {"scale"});
+}
+
+TEST_CASE("ref normalization: LRN sums squares over a channel window") {
+  // C = 4, size 3: channels c-1..c+1; size 2: channels c..c+1 (floor((2-1)/2) = 0 back, 1 forward).
+  const Tensor x = f32({1, 4, 1, 1}, {1, 2, 3, 4});
+  const double alpha = 0.3, beta = 0.75, bias = 2;
+  auto lrn = [&](int c, int lo, int hi, int size) {
+    double sq = 0;
+    for (int j = std::max(0, lo); j <= std::min(3, hi); ++j) sq += (j + 1) * (j + 1);
+    return float((c + 1) / std::pow(bias + alpha / size * sq, beta));
+  };
+  auto y3 = run1("LRN", {in(x)}, {{"size", int64_t{3}}, {"alpha", 0.3f}, {"beta", 0.75f}, {"bias", 2.0f}});
+  check_vals(y3, {1, 4, 1, 1}, {lrn(0, -1, 1, 3), lrn(1, 0, 2, 3), lrn(2, 1, 3, 3), lrn(3, 2, 4, 3)});
+  auto y2 = run1("LRN", {in(x)}, {{"size", int64_t{2}}, {"alpha", 0.3f}, {"beta", 0.75f}, {"bias", 2.0f}});
+  check_vals(y2, {1, 4, 1, 1}, {lrn(0, 0, 1, 2), lrn(1, 1, 2, 2), lrn(2, 2, 3, 2), lrn(3, 3, 4, 2)});
+}
+
+TEST_CASE("ref normalization: MeanVarianceNormalization over the default and given axes") {
+  // Default axes [0, 2, 3]: per channel. Channel 0 = [1, 3] -> [-1, 1]; channel 1 = [5, 5] -> 0.
+  const Tensor x = f32({1, 2, 1, 2}, {1, 3, 5, 5});
+  check_vals(run1("MeanVarianceNormalization", {in(x)}), {1, 2, 1, 2}, {-1, 1, 0, 0}, 1e-6);
+  // axes [1, 3]: all four values, mean 3.5, std sqrt(2.75).
+  const float s = float(std::sqrt(2.75));
+  check_vals(run1("MeanVarianceNormalization", {in(x)}, {{"axes", std::vector<int64_t>{1, 3}}}), {1, 2, 1, 2},
+             {-2.5f / s, -0.5f / s, 1.5f / s, 1.5f / s});
+}
+
 }  // namespace hpf::test

@@ -185,4 +185,28 @@ TEST_CASE("ref quantize: round trip error is at most scale / 2 inside the range"
   }
 }
 
+// ---- DynamicQuantizeLinear --------------------------------------------------------------------
+
+TEST_CASE("ref quantize: DynamicQuantizeLinear picks scale and zero point from the range") {
+  // Range [-3, 2]: scale 5/255, zero point round(3 / scale) = 153.
+  auto r = run_op("DynamicQuantizeLinear", {in(f32({6}, {0, 2, -3, -2.5f, 1.34f, 0.5f}))}, {}, 3);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0].dtype() == DType::U8);
+  check_ints((*r)[0], {6}, {153, 255, 0, 26, 221, 179});
+  check_close((*r)[1], {}, {5.0f / 255.0f}, 0, 1e-7);
+  check_ints((*r)[2], {}, {153});
+
+  // Positive data: the range still includes 0, so the zero point is 0; scale 1, ties to even.
+  auto p = run_op("DynamicQuantizeLinear", {in(f32({3}, {0.5f, 1.5f, 255}))}, {}, 3);
+  REQUIRE(p.ok());
+  check_ints((*p)[0], {3}, {0, 2, 255});
+  check_ints((*p)[2], {}, {0});
+
+  // All zeros: scale 0, zero point 0, no division by zero.
+  auto z = run_op("DynamicQuantizeLinear", {in(f32({3}, {0, 0, 0}))}, {}, 3);
+  REQUIRE(z.ok());
+  check_ints((*z)[0], {3}, {0, 0, 0});
+  check_close((*z)[1], {}, {0});
+}
+
 }  // namespace hpf::test

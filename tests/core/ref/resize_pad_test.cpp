@@ -130,13 +130,47 @@ TEST_CASE("Resize: sizes set the coordinate scale to out/in, scales keep their o
   check_close(y, {1, 1, 1, 2}, {1.5f, 3.5f});
 }
 
+TEST_CASE("Resize cubic: Keys weights, edge padding, exclude_outside, integer coordinates") {
+  Attributes a = {{"mode", std::string("cubic")}, {"coordinate_transformation_mode", std::string("asymmetric")}};
+  // Source j/2. j=1: x=0.5, taps at -1,0,1,2 read 10,10,20,30 (edge) with weights
+  // [-0.09375, 0.59375, 0.59375, -0.09375] -> 14.0625; j=2: integer -> 20; j=3: interior of a
+  // linear ramp, which Keys' kernel reproduces -> 25.
+  auto y = resize_row(kRow, 2, a);
+  check_close(y, {1, 1, 1, 8}, {10, 14.0625f, 20, 25, 30, 35.9375f, 40, 40.9375f});
+  // exclude_outside drops the tap at -1 and renormalises: 15 / 1.09375.
+  a["exclude_outside"] = int64_t{1};
+  CHECK(resize_row(kRow, 2, a).to_f32()[1] == doctest::Approx(15.0 / 1.09375).epsilon(1e-6));
+  // cubic_coeff_a -0.5: weights at t=0.5 are [-0.0625, 0.5625, 0.5625, -0.0625].
+  a["exclude_outside"] = int64_t{0};
+  a["cubic_coeff_a"] = -0.5f;
+  CHECK(resize_row(kRow, 2, a).to_f32()[1] == doctest::Approx(-0.625 + 5.625 + 11.25 - 1.875).epsilon(1e-6));
+}
+
+TEST_CASE("Resize tf_crop_and_resize: roi crop and extrapolation_value") {
+  auto crop = [&](float start, float end) {
+    return run1("Resize", {in(f32({1, 1, 1, 4}, kRow)), cst(f32({8}, {0, 0, 0, start, 1, 1, 1, end})), none(),
+                           cst(i64({4}, {1, 1, 1, 3}))},
+                {{"mode", std::string("linear")},
+                 {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                 {"extrapolation_value", 99.0f}});
+  };
+  // Crop [0.25, 0.75] of 3 pixels: x = 0.75 + 0.75 j.
+  check_close(crop(0.25f, 0.75f), {1, 1, 1, 3}, {17.5f, 25, 32.5f});
+  // Crop [-0.5, 1.5]: x = 3 j - 1.5; outside [0, 3] is the extrapolation value.
+  check_close(crop(-0.5f, 1.5f), {1, 1, 1, 3}, {99, 25, 99});
+}
+
+TEST_CASE("Resize nearest: tf_half_pixel_for_nn (opset 11) is (j + 0.5) / scale") {
+  check_close(resize_row(kRow, 0.5f, nearest("tf_half_pixel_for_nn")), {1, 1, 1, 2}, {20, 40});
+}
+
 TEST_CASE("Resize rejects what it does not implement") {
-  auto cubic =
+  auto area =
       run_op("Resize", {in(f32({1, 1, 1, 2}, {1, 2})), none(), cst(f32({4}, {1, 1, 1, 2}))},
-             {{"mode", std::string("cubic")}});
-  REQUIRE_FALSE(cubic.ok());
-  CHECK(cubic.status().code() == StatusCode::unsupported);
-  CHECK(cubic.status().message().find("mode 'cubic'") != std::string::npos);
+             {{"mode", std::string("area")}});
+  REQUIRE_FALSE(area.ok());
+  CHECK(area.status().code() == StatusCode::unsupported);
+  CHECK(area.status().message().find("mode 'area'") != std::string::npos);
   auto crop = run_op("Resize", {in(f32({1, 1, 1, 2}, {1, 2})), none(), cst(f32({4}, {1, 1, 1, 2}))},
                      {{"coordinate_transformation_mode", std::string("tf_crop_and_resize")}});
   REQUIRE_FALSE(crop.ok());
