@@ -53,5 +53,9 @@ Status range(InferContext& c);
 Status constant(InferContext& c);
 Status quantize_linear(InferContext& c);
 Status dequantize_linear(InferContext& c);
+// Control flow (shape_control.cpp): outputs from the subgraphs specialised to the node's inputs.
+Status if_(InferContext& c);    // the branches' outputs; dims they disagree on are unknown
+Status loop(InferContext& c);   // carried values as they stabilise; scan outputs [trips, ...]
+Status scan(InferContext& c);   // states; scan outputs with the scan length inserted at their axis
 
 }  // namespace hpf::ir::shape_fn

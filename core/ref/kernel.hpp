@@ -82,6 +82,8 @@ class KernelContext {
   std::vector<int64_t> attr_ints(const std::string& name) const;
   std::vector<float> attr_floats(const std::string& name) const;
   const Tensor* attr_tensor(const std::string& name) const;
+  // A graph attribute (If branches, Loop/Scan body); nullptr when absent.
+  const Graph* attr_graph(const std::string& name) const;
 
   // invalid_argument / unsupported naming this node and op.
   Status error(const std::string& message) const;
@@ -108,8 +110,14 @@ void add_conv_kernels(KernelTable& t);        // Conv, ConvTranspose, MaxPool, A
 void add_resize_pad_kernels(KernelTable& t);  // Resize, Pad
 void add_shape_kernels(KernelTable& t);
 void add_quantize_kernels(KernelTable& t);
+void add_control_kernels(KernelTable& t);    // If, Loop, Scan
 
 const KernelTable& kernels();
+
+// The interpreter on internal buffers (ref::run without the Tensor conversions): what the
+// control-flow kernels run their subgraphs with. Inputs are checked as ref::run checks them.
+struct RunOptions;
+Expected<std::vector<Buf>> run_bufs(const Graph& graph, std::vector<Buf> inputs, const RunOptions& options);
 
 // ---- helpers shared by kernels ----
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <variant>
 
 #include "jit/codegen/c_codegen.hpp"
 
@@ -16,6 +17,14 @@ const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueez
 }  // namespace
 
 bool is_view_op(const std::string& op) { return kViews.count(op) > 0; }
+
+namespace {
+// Control flow (If, Loop, Scan) runs its subgraphs on the reference: no generator takes it.
+bool has_subgraph(const Node& n) {
+  return std::any_of(n.attrs.begin(), n.attrs.end(),
+                     [](const auto& a) { return std::holds_alternative<GraphAttr>(a.second); });
+}
+}  // namespace
 
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage) {
   HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
@@ -42,6 +51,13 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     st.node = id;
     st.fused = {id};
     st.label = n.name;
+    if (has_subgraph(n)) {
+      st.kind = LoweredStep::Kind::fallback;
+      st.inputs = n.inputs;
+      st.outputs = n.outputs;
+      steps.push_back(std::move(st));
+      continue;
+    }
     if (is_view_op(n.op)) {
       st.kind = LoweredStep::Kind::alias;
       st.inputs = {n.inputs[0]};
