@@ -5,8 +5,8 @@
 
 #include <onnx/onnx_pb.h>
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -485,6 +485,13 @@ class Importer {
       auto v = attr_from_proto(a, base_dir_);
       if (!v.ok()) return v.status().with_context(where);
       attrs[key] = std::move(v).value();
+    }
+    // Outputs left off at the end still exist in the subgraph: give them names.
+    const char* main_graph = n.op_type() == "If" ? "then_branch" : "body";
+    if (auto it = attrs.find(main_graph); it != attrs.end()) {
+      const size_t skip = n.op_type() == "Loop" ? 1 : 0;  // the body's cond
+      const size_t produced = std::get<GraphAttr>(it->second)->outputs().size();
+      for (size_t k = outputs.size(); k + skip < produced; ++k) outputs.push_back(name + ":unused" + std::to_string(k));
     }
     attrs["num_captures"] = static_cast<int64_t>(capture_ids.size());
     inputs.insert(inputs.end(), capture_ids.begin(), capture_ids.end());

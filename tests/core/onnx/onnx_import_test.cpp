@@ -321,4 +321,38 @@ TEST_CASE("onnx: a subgraph reading a name nothing defines") {
         "model.onnx: node 'if' (If): a subgraph reads 'ghost', which no enclosing graph defines before this node");
 }
 
+TEST_CASE("onnx: Loop with an untyped body input, a capture and a scan output left off") {
+  auto m = new_model(16);
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {2});
+  auto* trips = g->add_initializer();
+  trips->set_name("M");
+  trips->set_data_type(onnx::TensorProto::INT64);
+  trips->add_int64_data(3);
+  add_node(g, "Add", "twice", {"x", "x"}, {"w"});
+  auto* loop = add_node(g, "Loop", "loop", {"M", "", "x"}, {"final"});
+  auto* body = add_graph_attr(loop, "body");
+  auto* i = body->add_input();
+  i->set_name("i");
+  i->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  add_bool_io(body->add_input(), "cond_in");
+  body->add_input()->set_name("acc");  // no type: it is the type of x
+  add_node(body, "Identity", "keep", {"cond_in"}, {"cond_out"});
+  add_node(body, "Add", "step", {"acc", "w"}, {"next"});
+  add_node(body, "Identity", "record", {"next"}, {"seen"});
+  for (const char* o : {"cond_out", "next", "seen"}) body->add_output()->set_name(o);
+  add_io(g->add_output(), "final", {2});
+
+  auto r = import(m);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  const hpf::Node& n = r->node(*r->find_node("loop"));
+  CHECK(n.inputs.size() == 4);  // M, cond (absent), x, then the capture w
+  CHECK(n.inputs[1] == hpf::kNoValue);
+  CHECK(r->value(n.inputs[3]).name == "w");
+  CHECK(n.outputs.size() == 2);  // the scan output the model left off has a name
+  CHECK(r->value(n.outputs[1]).shape == hpf::Shape{3, 2});
+  // final = x + 3 * (2x) = 7x.
+  CHECK(run_f32(*r, {2}, {1, -2}) == std::vector<float>{7, -14});
+}
+
 }  // namespace
