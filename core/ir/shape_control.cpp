@@ -16,7 +16,9 @@ struct Fact {
   bool has_shape = false;
   const Tensor* constant = nullptr;  // only for captures: loop-carried values change
 
-  bool same_type(const Fact& o) const { return dtype == o.dtype && has_shape == o.has_shape && shape == o.shape; }
+  bool same_type(const Fact& o) const {
+    return dtype == o.dtype && has_shape == o.has_shape && shape == o.shape;
+  }
 };
 
 std::string type_name(DType t) { return std::string(dtype_name(t)); }
@@ -41,24 +43,26 @@ const Graph* subgraph(const InferContext& c, const std::string& name) {
 bool compatible(DType a, DType b) { return a == b || (is_float(a) && is_float(b)); }
 
 // Output facts of `body` when its inputs are `in`.
-Expected<std::vector<Fact>> run_body(const InferContext& c, const std::string& attr, const Graph& body,
-                                     const std::vector<Fact>& in) {
+Expected<std::vector<Fact>> run_body(const InferContext& c, const std::string& attr,
+                                     const Graph& body, const std::vector<Fact>& in) {
   if (in.size() != body.inputs().size())
-    return c.error("subgraph '" + attr + "' takes " + std::to_string(body.inputs().size()) + " inputs, the node gives " +
-                   std::to_string(in.size()));
+    return c.error("subgraph '" + attr + "' takes " + std::to_string(body.inputs().size()) +
+                   " inputs, the node gives " + std::to_string(in.size()));
   Graph g = body;  // initializers and nested subgraphs are shared, not copied
   for (size_t k = 0; k < in.size(); ++k) {
     const ValueId id = g.inputs()[k];
     Value& v = g.value(id);
     if (!compatible(v.dtype, in[k].dtype))
-      return c.error("subgraph '" + attr + "' input '" + v.name + "' is " + type_name(v.dtype) + ", the node gives " +
-                     type_name(in[k].dtype));
+      return c.error("subgraph '" + attr + "' input '" + v.name + "' is " + type_name(v.dtype) +
+                     ", the node gives " + type_name(in[k].dtype));
     v.shape = in[k].shape;
     v.has_shape = in[k].has_shape;
     if (in[k].constant && in[k].constant->dtype() == v.dtype) g.set_constant(id, *in[k].constant);
   }
   Status s = g.infer_shapes();
-  if (!s.ok()) return s.with_context("node '" + c.node().name + "' (" + c.node().op + "): subgraph '" + attr + "'");
+  if (!s.ok())
+    return s.with_context("node '" + c.node().name + "' (" + c.node().op + "): subgraph '" + attr +
+                          "'");
   std::vector<Fact> out;
   for (ValueId o : g.outputs()) out.push_back(fact_of(g.value(o)));
   return out;
@@ -69,7 +73,8 @@ Fact merge(const Fact& a, const Fact& b) {
   Fact m{a.dtype, {}, false, nullptr};
   if (!a.has_shape || !b.has_shape || a.shape.size() != b.shape.size()) return m;
   m.has_shape = true;
-  for (size_t k = 0; k < a.shape.size(); ++k) m.shape.push_back(a.shape[k] == b.shape[k] ? a.shape[k] : Dim());
+  for (size_t k = 0; k < a.shape.size(); ++k)
+    m.shape.push_back(a.shape[k] == b.shape[k] ? a.shape[k] : Dim());
   return m;
 }
 
@@ -77,8 +82,9 @@ Fact merge(const Fact& a, const Fact& b) {
 // outputs [first_out, first_out + n). Widens the carried types until one more trip through the
 // body changes nothing, so they hold for every iteration. Returns the body's outputs; `in` ends
 // with the carried types.
-Expected<std::vector<Fact>> carried_fixpoint(const InferContext& c, const Graph& body, std::vector<Fact>& in,
-                                             size_t first_in, size_t first_out, size_t n) {
+Expected<std::vector<Fact>> carried_fixpoint(const InferContext& c, const Graph& body,
+                                             std::vector<Fact>& in, size_t first_in,
+                                             size_t first_out, size_t n) {
   for (int round = 0;; ++round) {
     HPF_ASSIGN_OR_RETURN(auto out, run_body(c, "body", body, in));
     if (out.size() < first_out + n)
@@ -89,8 +95,8 @@ Expected<std::vector<Fact>> carried_fixpoint(const InferContext& c, const Graph&
       Fact& carried = in[first_in + j];
       const Fact& next = out[first_out + j];
       if (!compatible(carried.dtype, next.dtype))
-        return c.error("loop-carried value " + std::to_string(j) + " enters the body as " + type_name(carried.dtype) +
-                       " and leaves it as " + type_name(next.dtype));
+        return c.error("loop-carried value " + std::to_string(j) + " enters the body as " +
+                       type_name(carried.dtype) + " and leaves it as " + type_name(next.dtype));
       Fact m = merge(carried, next);
       // Shape functions only lose information as inputs do, so this ends; the bound is a guard.
       if (round >= 8) m = Fact{m.dtype, {}, false, nullptr};
@@ -110,13 +116,16 @@ size_t num_captures(const InferContext& c) {
 
 std::vector<Fact> capture_facts(const InferContext& c) {
   std::vector<Fact> f;
-  for (size_t i = c.num_inputs() - num_captures(c); i < c.num_inputs(); ++i) f.push_back(input_fact(c, i));
+  for (size_t i = c.num_inputs() - num_captures(c); i < c.num_inputs(); ++i)
+    f.push_back(input_fact(c, i));
   return f;
 }
 
 void set_output(InferContext& c, size_t i, const Fact& f) {
-  if (f.has_shape) c.set_output(i, f.dtype, f.shape);
-  else c.set_output_unknown_shape(i, f.dtype);
+  if (f.has_shape)
+    c.set_output(i, f.dtype, f.shape);
+  else
+    c.set_output_unknown_shape(i, f.dtype);
 }
 
 // `shape` with `dim` inserted at `axis`.
@@ -132,7 +141,8 @@ bool cond_passes_through(const Graph& body) {
   const ValueId in = body.inputs()[1], out = body.outputs()[0];
   if (in == out) return true;
   const int32_t p = body.value(out).producer;
-  return p >= 0 && body.node(p).op == "Identity" && body.node(p).inputs.size() == 1 && body.node(p).inputs[0] == in;
+  return p >= 0 && body.node(p).op == "Identity" && body.node(p).inputs.size() == 1 &&
+         body.node(p).inputs[0] == in;
 }
 
 // Number of Loop iterations when it follows from constants, else an unknown dim.
@@ -142,7 +152,8 @@ Dim loop_trip_count(const InferContext& c, const Graph& body) {
   const int64_t trips = std::max<int64_t>(m->to_i64()[0], 0);
   if (!c.has_input(1)) return Dim(trips);
   const Tensor* cond = c.const_input(1);
-  if (cond && cond->numel() == 1 && cond->to_i64()[0] != 0 && cond_passes_through(body)) return Dim(trips);
+  if (cond && cond->numel() == 1 && cond->to_i64()[0] != 0 && cond_passes_through(body))
+    return Dim(trips);
   return Dim();
 }
 
@@ -152,22 +163,25 @@ Status if_(InferContext& c) {
   const Graph* then_g = subgraph(c, "then_branch");
   const Graph* else_g = subgraph(c, "else_branch");
   if (!then_g || !else_g) return c.error("then_branch and else_branch must both be graphs");
-  if (c.num_inputs() - num_captures(c) != 1) return c.error("If takes one input (cond) besides its captures");
+  if (c.num_inputs() - num_captures(c) != 1)
+    return c.error("If takes one input (cond) besides its captures");
   const auto caps = capture_facts(c);
   HPF_ASSIGN_OR_RETURN(auto then_out, run_body(c, "then_branch", *then_g, caps));
   HPF_ASSIGN_OR_RETURN(auto else_out, run_body(c, "else_branch", *else_g, caps));
   if (then_out.size() != c.num_outputs() || else_out.size() != c.num_outputs())
-    return c.error("the branches give " + std::to_string(then_out.size()) + " and " + std::to_string(else_out.size()) +
-                   " outputs, the node has " + std::to_string(c.num_outputs()));
+    return c.error("the branches give " + std::to_string(then_out.size()) + " and " +
+                   std::to_string(else_out.size()) + " outputs, the node has " +
+                   std::to_string(c.num_outputs()));
   // A constant cond picks its branch; otherwise the output is whatever both branches agree on.
   const Tensor* cond = c.const_input(0);
   const bool known = cond && cond->numel() == 1;
   const bool take_then = known && cond->to_i64()[0] != 0;
   for (size_t i = 0; i < c.num_outputs(); ++i) {
     if (then_out[i].dtype != else_out[i].dtype)
-      return c.error("output " + std::to_string(i) + " is " + type_name(then_out[i].dtype) + " in then_branch and " +
-                     type_name(else_out[i].dtype) + " in else_branch");
-    set_output(c, i, known ? (take_then ? then_out[i] : else_out[i]) : merge(then_out[i], else_out[i]));
+      return c.error("output " + std::to_string(i) + " is " + type_name(then_out[i].dtype) +
+                     " in then_branch and " + type_name(else_out[i].dtype) + " in else_branch");
+    set_output(c, i,
+               known ? (take_then ? then_out[i] : else_out[i]) : merge(then_out[i], else_out[i]));
   }
   return {};
 }
@@ -176,13 +190,15 @@ Status loop(InferContext& c) {
   const Graph* body = subgraph(c, "body");
   if (!body) return c.error("body must be a graph");
   const size_t own = c.num_inputs() - num_captures(c);
-  if (own < 2) return c.error("Loop takes M and cond (either may be absent) before its loop-carried values");
+  if (own < 2)
+    return c.error("Loop takes M and cond (either may be absent) before its loop-carried values");
   const size_t n = own - 2;
   if (c.has_input(0) && c.input(0).dtype != DType::I64) return c.error("M must be INT64");
   if (c.has_input(1) && c.input(1).dtype != DType::BOOL) return c.error("cond must be BOOL");
   std::vector<Fact> in = {{DType::I64, {}, true, nullptr}, {DType::BOOL, {}, true, nullptr}};
   for (size_t j = 0; j < n; ++j) {
-    if (!c.has_input(2 + j)) return c.error("loop-carried input " + std::to_string(j) + " is missing");
+    if (!c.has_input(2 + j))
+      return c.error("loop-carried input " + std::to_string(j) + " is missing");
     in.push_back(fact_of(c.input(2 + j)));
   }
   for (const Fact& f : capture_facts(c)) in.push_back(f);
@@ -190,8 +206,9 @@ Status loop(InferContext& c) {
   if (out[0].dtype != DType::BOOL) return c.error("the body's first output (cond) must be BOOL");
   const size_t k = out.size() - 1 - n;
   if (c.num_outputs() != n + k)
-    return c.error("the body gives " + std::to_string(n) + " loop-carried values and " + std::to_string(k) +
-                   " scan outputs, the node has " + std::to_string(c.num_outputs()) + " outputs");
+    return c.error("the body gives " + std::to_string(n) + " loop-carried values and " +
+                   std::to_string(k) + " scan outputs, the node has " +
+                   std::to_string(c.num_outputs()) + " outputs");
   for (size_t j = 0; j < n; ++j) set_output(c, j, in[2 + j]);
   const Dim trips = loop_trip_count(c, *body);
   for (size_t j = 0; j < k; ++j) {
@@ -208,13 +225,14 @@ Status scan(InferContext& c) {
   const size_t own = c.num_inputs() - num_captures(c);
   const int64_t m = c.attr_int("num_scan_inputs");
   if (m < 1 || static_cast<size_t>(m) > own)
-    return c.error("num_scan_inputs is " + std::to_string(m) + " with " + std::to_string(own) + " inputs");
+    return c.error("num_scan_inputs is " + std::to_string(m) + " with " + std::to_string(own) +
+                   " inputs");
   const size_t n = own - static_cast<size_t>(m);
   const bool batched = c.attr_int("scan_batched") != 0;
   auto in_axes = c.attr_ints("scan_input_axes");
   if (!in_axes.empty() && in_axes.size() != static_cast<size_t>(m))
-    return c.error("scan_input_axes has " + std::to_string(in_axes.size()) + " entries for " + std::to_string(m) +
-                   " scan inputs");
+    return c.error("scan_input_axes has " + std::to_string(in_axes.size()) + " entries for " +
+                   std::to_string(m) + " scan inputs");
   in_axes.resize(static_cast<size_t>(m), 0);
 
   std::vector<Fact> in;
@@ -233,8 +251,10 @@ Status scan(InferContext& c) {
     Fact f = strip_batch(fact_of(c.input(n + j)));
     if (f.has_shape) {
       auto axis = normalize_axis(in_axes[j], static_cast<int64_t>(f.shape.size()));
-      if (!axis) return c.error("scan_input_axes[" + std::to_string(j) + "] = " + std::to_string(in_axes[j]) +
-                                " is out of range for rank " + std::to_string(f.shape.size()));
+      if (!axis)
+        return c.error("scan_input_axes[" + std::to_string(j) +
+                       "] = " + std::to_string(in_axes[j]) + " is out of range for rank " +
+                       std::to_string(f.shape.size()));
       if (!length.known()) length = f.shape[*axis];
       f.shape.erase(f.shape.begin() + *axis);
     }
@@ -257,8 +277,10 @@ Status scan(InferContext& c) {
     Fact f = out[n + j];
     if (f.has_shape) {
       auto axis = normalize_axis(out_axes[j], static_cast<int64_t>(f.shape.size()) + 1);
-      if (!axis) return c.error("scan_output_axes[" + std::to_string(j) + "] = " + std::to_string(out_axes[j]) +
-                                " is out of range for rank " + std::to_string(f.shape.size() + 1));
+      if (!axis)
+        return c.error("scan_output_axes[" + std::to_string(j) +
+                       "] = " + std::to_string(out_axes[j]) + " is out of range for rank " +
+                       std::to_string(f.shape.size() + 1));
       f.shape = with_dim(f.shape, static_cast<size_t>(*axis), length);
     }
     set_output(c, n + j, add_batch(f));

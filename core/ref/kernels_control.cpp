@@ -39,21 +39,23 @@ Buf scalar(DType t, int64_t v) {
 }
 
 Expected<bool> truth(const KernelContext& c, const Buf& b, const std::string& what) {
-  if (b.numel() != 1) return c.error(what + " must hold one value, has shape " + shape_string(b.shape));
+  if (b.numel() != 1)
+    return c.error(what + " must hold one value, has shape " + shape_string(b.shape));
   return b.get(0) != 0;
 }
 
 // Runs `g` on `inputs`; errors keep their code (an op the subgraph uses may be unsupported) and
 // name the node and the subgraph.
-Expected<std::vector<Buf>> run_subgraph(const KernelContext& c, const std::string& attr, const Graph& g,
-                                        std::vector<Buf> inputs) {
+Expected<std::vector<Buf>> run_subgraph(const KernelContext& c, const std::string& attr,
+                                        const Graph& g, std::vector<Buf> inputs) {
   if (inputs.size() != g.inputs().size())
-    return c.error("subgraph '" + attr + "' takes " + std::to_string(g.inputs().size()) + " inputs, got " +
-                   std::to_string(inputs.size()));
+    return c.error("subgraph '" + attr + "' takes " + std::to_string(g.inputs().size()) +
+                   " inputs, got " + std::to_string(inputs.size()));
   for (size_t k = 0; k < inputs.size(); ++k) relabel(inputs[k], g.value(g.inputs()[k]).dtype);
   auto out = run_bufs(g, std::move(inputs), RunOptions{});
   if (!out.ok())
-    return out.status().with_context("node '" + c.node().name + "' (" + c.node().op + "): subgraph '" + attr + "'");
+    return out.status().with_context("node '" + c.node().name + "' (" + c.node().op +
+                                     "): subgraph '" + attr + "'");
   return out;
 }
 
@@ -70,26 +72,32 @@ Buf take(const Buf& b, size_t axis, int64_t index) {
     for (int64_t o = 0; o < outer; ++o)
       std::copy_n(src.begin() + (o * len + index) * inner, inner, dst.begin() + o * inner);
   };
-  if (b.is_float()) copy(out.f, b.f);
-  else copy(out.i, b.i);
+  if (b.is_float())
+    copy(out.f, b.f);
+  else
+    copy(out.i, b.i);
   return out;
 }
 
 // Stacks equally shaped slabs along a new `axis`. `empty_shape`: the result when there are none.
-Expected<Buf> stack(const KernelContext& c, const std::vector<Buf>& parts, int64_t axis, const std::string& what,
-                    const std::vector<int64_t>& empty_shape, DType empty_dtype) {
+Expected<Buf> stack(const KernelContext& c, const std::vector<Buf>& parts, int64_t axis,
+                    const std::string& what, const std::vector<int64_t>& empty_shape,
+                    DType empty_dtype) {
   if (parts.empty()) {
-    Buf b = is_float(empty_dtype) ? Buf::floats(empty_shape, empty_dtype) : Buf::ints(empty_shape, empty_dtype);
+    Buf b = is_float(empty_dtype) ? Buf::floats(empty_shape, empty_dtype)
+                                  : Buf::ints(empty_shape, empty_dtype);
     return b;
   }
   const Buf& first = parts[0];
   auto a = ir::normalize_axis(axis, first.rank() + 1);
-  if (!a) return c.error(what + ": axis " + std::to_string(axis) + " is out of range for rank " +
-                         std::to_string(first.rank() + 1));
+  if (!a)
+    return c.error(what + ": axis " + std::to_string(axis) + " is out of range for rank " +
+                   std::to_string(first.rank() + 1));
   for (size_t t = 1; t < parts.size(); ++t)
     if (parts[t].shape != first.shape || parts[t].dtype != first.dtype)
-      return c.error(what + " is " + std::string(dtype_name(first.dtype)) + shape_string(first.shape) +
-                     " in iteration 0 but " + std::string(dtype_name(parts[t].dtype)) + shape_string(parts[t].shape) +
+      return c.error(what + " is " + std::string(dtype_name(first.dtype)) +
+                     shape_string(first.shape) + " in iteration 0 but " +
+                     std::string(dtype_name(parts[t].dtype)) + shape_string(parts[t].shape) +
                      " in iteration " + std::to_string(t));
   std::vector<int64_t> shape = first.shape;
   const auto n = static_cast<int64_t>(parts.size());
@@ -103,8 +111,10 @@ Expected<Buf> stack(const KernelContext& c, const std::vector<Buf>& parts, int64
       for (int64_t o = 0; o < outer; ++o)
         std::copy_n(src.begin() + o * inner, inner, dst.begin() + (o * n + t) * inner);
     };
-    if (first.is_float()) copy(out.f, parts[t].f);
-    else copy(out.i, parts[t].i);
+    if (first.is_float())
+      copy(out.f, parts[t].f);
+    else
+      copy(out.i, parts[t].i);
   }
   return out;
 }
@@ -134,20 +144,24 @@ Status if_kernel(KernelContext& c) {
   return {};
 }
 
-// for (i = 0; i < M && cond; ++i) { cond, carried..., scan... = body(i, cond, carried..., captures...) }
-// An absent M is no limit; an absent cond is true and the body's cond output is then ignored.
+// for (i = 0; i < M && cond; ++i) { cond, carried..., scan... = body(i, cond, carried...,
+// captures...) } An absent M is no limit; an absent cond is true and the body's cond output is then
+// ignored.
 Status loop_kernel(KernelContext& c) {
   const Graph* body = c.attr_graph("body");
   if (!body) return c.error("body is not a graph");
   const size_t own = own_inputs(c);
-  if (own < 2) return c.error("Loop takes M and cond (either may be absent) before its loop-carried values");
+  if (own < 2)
+    return c.error("Loop takes M and cond (either may be absent) before its loop-carried values");
   const size_t n = own - 2;
   if (c.out.size() < n)
-    return c.error(std::to_string(n) + " loop-carried values but " + std::to_string(c.out.size()) + " outputs");
+    return c.error(std::to_string(n) + " loop-carried values but " + std::to_string(c.out.size()) +
+                   " outputs");
   const size_t k = c.out.size() - n;
   std::optional<int64_t> max_trips;
   if (c.has(0)) {
-    if (c.in(0).numel() != 1) return c.error("M must hold one value, has shape " + shape_string(c.in(0).shape));
+    if (c.in(0).numel() != 1)
+      return c.error("M must hold one value, has shape " + shape_string(c.in(0).shape));
     max_trips = c.in(0).as_ints()[0];
   }
   bool cond = true;
@@ -167,12 +181,13 @@ Status loop_kernel(KernelContext& c) {
     ins.insert(ins.end(), caps.begin(), caps.end());
     HPF_ASSIGN_OR_RETURN(auto outs, run_subgraph(c, "body", *body, std::move(ins)));
     if (outs.size() != 1 + n + k)
-      return c.error("body gives " + std::to_string(outs.size()) + " outputs, expected 1 + " + std::to_string(n) +
-                     " + " + std::to_string(k));
+      return c.error("body gives " + std::to_string(outs.size()) + " outputs, expected 1 + " +
+                     std::to_string(n) + " + " + std::to_string(k));
     if (c.has(1)) {
       HPF_ASSIGN_OR_RETURN(cond, truth(c, outs[0], "the body's cond output"));
     }
-    carried.assign(std::make_move_iterator(outs.begin() + 1), std::make_move_iterator(outs.begin() + 1 + n));
+    carried.assign(std::make_move_iterator(outs.begin() + 1),
+                   std::make_move_iterator(outs.begin() + 1 + n));
     for (size_t j = 0; j < k; ++j) scans[j].push_back(std::move(outs[1 + n + j]));
   }
   for (size_t j = 0; j < n; ++j) {
@@ -181,8 +196,8 @@ Status loop_kernel(KernelContext& c) {
   }
   for (size_t j = 0; j < k; ++j) {
     const Value& v = body->value(body->outputs()[1 + n + j]);
-    HPF_ASSIGN_OR_RETURN(c.out[n + j], stack(c, scans[j], 0, "scan output " + std::to_string(j), empty_scan_shape(v, 0),
-                                             v.dtype));
+    HPF_ASSIGN_OR_RETURN(c.out[n + j], stack(c, scans[j], 0, "scan output " + std::to_string(j),
+                                             empty_scan_shape(v, 0), v.dtype));
   }
   return {};
 }
@@ -200,42 +215,51 @@ Expected<std::vector<Buf>> scan_once(const KernelContext& c, const Graph& body, 
   int64_t len = -1;
   for (size_t j = 0; j < p.m; ++j) {
     auto a = ir::normalize_axis(p.in_axes[j], xs[j]->rank());
-    if (!a) return c.error("scan_input_axes[" + std::to_string(j) + "] = " + std::to_string(p.in_axes[j]) +
-                           " is out of range for scan input of shape " + shape_string(xs[j]->shape));
+    if (!a)
+      return c.error("scan_input_axes[" + std::to_string(j) +
+                     "] = " + std::to_string(p.in_axes[j]) +
+                     " is out of range for scan input of shape " + shape_string(xs[j]->shape));
     axis[j] = static_cast<size_t>(*a);
     const int64_t l = xs[j]->shape[axis[j]];
     if (len >= 0 && l != len)
-      return c.error("scan inputs differ in length: " + std::to_string(len) + " and " + std::to_string(l));
+      return c.error("scan inputs differ in length: " + std::to_string(len) + " and " +
+                     std::to_string(l));
     len = l;
   }
   std::vector<std::vector<Buf>> parts(p.k);
   for (int64_t t = 0; t < len; ++t) {
     std::vector<Buf> ins = std::move(states);
-    for (size_t j = 0; j < p.m; ++j) ins.push_back(take(*xs[j], axis[j], p.in_dirs[j] ? len - 1 - t : t));
+    for (size_t j = 0; j < p.m; ++j)
+      ins.push_back(take(*xs[j], axis[j], p.in_dirs[j] ? len - 1 - t : t));
     ins.insert(ins.end(), caps.begin(), caps.end());
     HPF_ASSIGN_OR_RETURN(auto outs, run_subgraph(c, "body", body, std::move(ins)));
     if (outs.size() != p.n + p.k)
-      return c.error("body gives " + std::to_string(outs.size()) + " outputs, expected " + std::to_string(p.n + p.k));
-    states.assign(std::make_move_iterator(outs.begin()), std::make_move_iterator(outs.begin() + p.n));
+      return c.error("body gives " + std::to_string(outs.size()) + " outputs, expected " +
+                     std::to_string(p.n + p.k));
+    states.assign(std::make_move_iterator(outs.begin()),
+                  std::make_move_iterator(outs.begin() + p.n));
     for (size_t j = 0; j < p.k; ++j) parts[j].push_back(std::move(outs[p.n + j]));
   }
   std::vector<Buf> result = std::move(states);
   for (size_t j = 0; j < p.k; ++j) {
     if (p.out_dirs[j]) std::reverse(parts[j].begin(), parts[j].end());
     const Value& v = body.value(body.outputs()[p.n + j]);
-    HPF_ASSIGN_OR_RETURN(Buf s, stack(c, parts[j], p.out_axes[j], "scan output " + std::to_string(j),
-                                      empty_scan_shape(v, p.out_axes[j]), v.dtype));
+    HPF_ASSIGN_OR_RETURN(Buf s,
+                         stack(c, parts[j], p.out_axes[j], "scan output " + std::to_string(j),
+                               empty_scan_shape(v, p.out_axes[j]), v.dtype));
     result.push_back(std::move(s));
   }
   return result;
 }
 
 // Per-input attribute list of `count` entries (absent: zeros).
-Expected<std::vector<int64_t>> per_input(const KernelContext& c, const std::string& name, size_t count) {
+Expected<std::vector<int64_t>> per_input(const KernelContext& c, const std::string& name,
+                                         size_t count) {
   auto v = c.attr_ints(name);
   if (v.empty()) v.assign(count, 0);
   if (v.size() != count)
-    return c.error(name + " has " + std::to_string(v.size()) + " entries, expected " + std::to_string(count));
+    return c.error(name + " has " + std::to_string(v.size()) + " entries, expected " +
+                   std::to_string(count));
   return v;
 }
 
@@ -245,11 +269,14 @@ Status scan_kernel(KernelContext& c) {
   const size_t own = own_inputs(c);
   const int64_t m = c.attr_int("num_scan_inputs");
   if (m < 1 || static_cast<size_t>(m) > own)
-    return c.error("num_scan_inputs is " + std::to_string(m) + " with " + std::to_string(own) + " inputs");
+    return c.error("num_scan_inputs is " + std::to_string(m) + " with " + std::to_string(own) +
+                   " inputs");
   ScanPlan p;
   p.m = static_cast<size_t>(m);
   p.n = own - p.m;
-  if (c.out.size() < p.n) return c.error(std::to_string(p.n) + " states but " + std::to_string(c.out.size()) + " outputs");
+  if (c.out.size() < p.n)
+    return c.error(std::to_string(p.n) + " states but " + std::to_string(c.out.size()) +
+                   " outputs");
   p.k = c.out.size() - p.n;
   HPF_ASSIGN_OR_RETURN(p.in_axes, per_input(c, "scan_input_axes", p.m));
   HPF_ASSIGN_OR_RETURN(p.in_dirs, per_input(c, "scan_input_directions", p.m));
@@ -272,7 +299,8 @@ Status scan_kernel(KernelContext& c) {
   for (size_t j = 0; j < own; ++j)
     if (c.in(j).rank() < 1 || c.in(j).shape[0] != batch)
       return c.error("input " + std::to_string(j) + " of shape " + shape_string(c.in(j).shape) +
-                     " lacks the batch dimension " + std::to_string(batch) + " the other inputs have");
+                     " lacks the batch dimension " + std::to_string(batch) +
+                     " the other inputs have");
   std::vector<std::vector<Buf>> per_output(p.n + p.k);
   for (int64_t b = 0; b < batch; ++b) {
     std::vector<Buf> states, xs_owned;
@@ -285,7 +313,8 @@ Status scan_kernel(KernelContext& c) {
   }
   for (size_t j = 0; j < p.n + p.k; ++j) {
     const Value& v = body->value(body->outputs()[j]);
-    HPF_ASSIGN_OR_RETURN(c.out[j], stack(c, per_output[j], 0, "output " + std::to_string(j), {0}, v.dtype));
+    HPF_ASSIGN_OR_RETURN(c.out[j],
+                         stack(c, per_output[j], 0, "output " + std::to_string(j), {0}, v.dtype));
     if (j < p.n) relabel(c.out[j], c.in(j).dtype);
   }
   return {};

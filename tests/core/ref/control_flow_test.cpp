@@ -23,7 +23,8 @@ GraphAttr built(GraphBuilder& b) {
 }
 
 // A branch returning op(inputs...) of its inputs (named `names`, all F32 of `shape`).
-GraphAttr branch(const std::string& name, const std::string& op, std::vector<std::string> names, Shape shape) {
+GraphAttr branch(const std::string& name, const std::string& op, std::vector<std::string> names,
+                 Shape shape) {
   GraphBuilder b(name);
   std::vector<ValueId> ins;
   for (const auto& n : names) ins.push_back(b.input(n, DType::F32, shape));
@@ -50,8 +51,9 @@ GraphAttr loop_body() {
   auto ew = eb.input("w", DType::F32, {2});
   eb.input("fi", DType::F32, {});
   eb.output(eb.op1("Neg", {ew}));
-  auto step = b.op1("If", {early, w, fi},
-                    {{"then_branch", built(tb)}, {"else_branch", built(eb)}, {"num_captures", int64_t{2}}});
+  auto step =
+      b.op1("If", {early, w, fi},
+            {{"then_branch", built(tb)}, {"else_branch", built(eb)}, {"num_captures", int64_t{2}}});
   auto next = b.add(acc, step);
   b.output(b.op1("Identity", {cond}));
   b.output(next);
@@ -74,7 +76,9 @@ TEST_CASE("control flow: If picks a branch; captured values; shapes the branches
   GraphBuilder eb("else");
   eb.input("x", DType::F32, {2});
   eb.output(eb.op1("Identity", {eb.input("y", DType::F32, {3})}));
-  auto out = b.op1("If", {c, x, y}, {{"then_branch", built(tb)}, {"else_branch", built(eb)}, {"num_captures", int64_t{2}}});
+  auto out =
+      b.op1("If", {c, x, y},
+            {{"then_branch", built(tb)}, {"else_branch", built(eb)}, {"num_captures", int64_t{2}}});
   b.output(out);
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
@@ -117,8 +121,9 @@ TEST_CASE("control flow: If with a constant cond takes that branch's shape") {
   auto tx = tb.input("x", DType::F32, {2});
   tb.input("y", DType::F32, {3});
   tb.output(tb.op1("Identity", {tx}));
-  b.output(b.op1("If", {b.constant("c", boolean(false)), x, y},
-                 {{"then_branch", built(tb)}, {"else_branch", built(eb)}, {"num_captures", int64_t{2}}}));
+  b.output(b.op1(
+      "If", {b.constant("c", boolean(false)), x, y},
+      {{"then_branch", built(tb)}, {"else_branch", built(eb)}, {"num_captures", int64_t{2}}}));
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
   CHECK(g->value(g->outputs()[0]).shape == Shape{3});
@@ -233,7 +238,8 @@ TEST_CASE("control flow: a graph attribute, its validation and its type name") {
                  "pick"));
   auto g = b.build();
   REQUIRE_FALSE(g.ok());
-  CHECK(g.status().message().find("node 'pick' (If): If takes one input (cond) besides its captures") !=
+  CHECK(g.status().message().find(
+            "node 'pick' (If): If takes one input (cond) besides its captures") !=
         std::string::npos);
 }
 
