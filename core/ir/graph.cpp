@@ -27,7 +27,7 @@ std::optional<std::vector<int64_t>> concrete(const Shape& shape) {
 Shape make_shape(std::span<const int64_t> sizes) { return Shape(sizes.begin(), sizes.end()); }
 
 const char* attr_type_name(const AttrValue& v) {
-  static const char* names[] = {"int", "float", "string", "ints", "floats", "strings", "tensor"};
+  static const char* names[] = {"int", "float", "string", "ints", "floats", "strings", "tensor", "graph"};
   return names[v.index()];
 }
 

@@ -32,6 +32,7 @@ AttrDef req_int(std::string n) { return {std::move(n), AttrType::int_, std::null
 AttrDef opt_tensor(std::string n) { return {std::move(n), AttrType::tensor, std::nullopt}; }
 AttrDef floats(std::string n) { return {std::move(n), AttrType::floats, std::nullopt}; }
 AttrDef strings(std::string n) { return {std::move(n), AttrType::strings, std::nullopt}; }
+AttrDef graph(std::string n) { return {std::move(n), AttrType::graph, std::nullopt, true}; }
 
 std::vector<AttrDef> window_attrs() {
   return {s("auto_pad", "NOTSET"), ints("dilations"), ints("kernel_shape"), ints("pads"), ints("strides")};
@@ -195,6 +196,21 @@ std::vector<OpDef> build_table() {
   t.push_back(row("Range", 3, 3, 1, 1, C::data_movement, kAny, sf::range, {}, {0, 1, 2}));
   t.push_back(row("Constant", 0, 0, 1, 1, C::data_movement, kAny, sf::constant, {opt_tensor("value")}));
 
+  // Control flow. Subgraphs are self-contained: the last `num_captures` inputs are values of the
+  // enclosing graph the subgraph uses, passed to it as its last inputs (ONNX import puts them
+  // there). The subgraph runs on the reference interpreter, in FP32.
+  {
+    const AttrDef captures = i("num_captures", 0);
+    t.push_back(row("If", 1, kMany, 1, kMany, C::data_movement, kF32, sf::if_,
+                    {graph("then_branch"), graph("else_branch"), captures}, {0}));
+    // M and cond are both optional (absent: kNoValue), hence no minimum.
+    t.push_back(row("Loop", 0, kMany, 1, kMany, C::data_movement, kF32, sf::loop, {graph("body"), captures}, {0, 1}));
+    // Opset 9+ form; the opset-8 form (batch dimension) is imported with scan_batched = 1.
+    t.push_back(row("Scan", 1, kMany, 1, kMany, C::data_movement, kF32, sf::scan,
+                    {graph("body"), req_int("num_scan_inputs"), ints("scan_input_axes"), ints("scan_input_directions"),
+                     ints("scan_output_axes"), ints("scan_output_directions"), i("scan_batched", 0), captures}));
+  }
+
   // Quantisation.
   t.push_back(row("QuantizeLinear", 2, 3, 1, 1, C::quantization, {D::I8, D::U8, D::I4}, sf::quantize_linear,
                   {i("axis", 1), i("saturate", 1), i("block_size", 0)}, {1}));
@@ -279,6 +295,7 @@ const char* attr_type_name(AttrType t) {
     case AttrType::floats: return "floats";
     case AttrType::strings: return "strings";
     case AttrType::tensor: return "tensor";
+    case AttrType::graph: return "graph";
   }
   return "?";
 }

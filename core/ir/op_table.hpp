@@ -30,7 +30,7 @@ enum class OpClass {
 };
 const char* op_class_name(OpClass c);
 
-enum class AttrType { int_, float_, string, ints, floats, strings, tensor };
+enum class AttrType { int_, float_, string, ints, floats, strings, tensor, graph };
 const char* attr_type_name(AttrType t);
 
 struct AttrDef {

@@ -67,5 +67,9 @@ Status window(InferContext& c);             // Hann/Hamming/Blackman: [size] (si
 Status dft(InferContext& c);                // axis resized by dft_length/onesided, last dim 2
 Status stft(InferContext& c);               // [batch, frames, bins, 2]
 Status mel_weight_matrix(InferContext& c);  // [dft_length/2 + 1, num_mel_bins]
+// Control flow (shape_control.cpp): outputs from the subgraphs specialised to the node's inputs.
+Status if_(InferContext& c);    // the branches' outputs; dims they disagree on are unknown
+Status loop(InferContext& c);   // carried values as they stabilise; scan outputs [trips, ...]
+Status scan(InferContext& c);   // states; scan outputs with the scan length inserted at their axis
 
 }  // namespace hpf::ir::shape_fn

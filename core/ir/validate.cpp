@@ -18,11 +18,29 @@ bool attr_matches(const AttrValue& v, ir::AttrType t) {
     case ir::AttrType::floats: return std::holds_alternative<std::vector<float>>(v);
     case ir::AttrType::strings: return std::holds_alternative<std::vector<std::string>>(v);
     case ir::AttrType::tensor: return std::holds_alternative<Tensor>(v);
+    case ir::AttrType::graph: {
+      const GraphAttr* g = std::get_if<GraphAttr>(&v);
+      return g && *g;
+    }
   }
   return false;
 }
 
 std::string where(const Node& n) { return "node '" + n.name + "' (" + n.op + ")"; }
+
+// A node's subgraphs are valid graphs themselves, and its trailing captured inputs exist.
+Status validate_subgraphs(const Node& n) {
+  for (const auto& [name, value] : n.attrs)
+    if (const GraphAttr* g = std::get_if<GraphAttr>(&value))
+      HPF_RETURN_IF_ERROR((*g)->validate().with_context(where(n) + ": subgraph '" + name + "'"));
+  auto it = n.attrs.find("num_captures");
+  if (it == n.attrs.end()) return {};
+  const int64_t* k = std::get_if<int64_t>(&it->second);
+  if (k && (*k < 0 || *k > static_cast<int64_t>(n.inputs.size())))
+    return Status::invalid(where(n) + ": num_captures is " + std::to_string(*k) + " but the node has " +
+                           std::to_string(n.inputs.size()) + " inputs");
+  return {};
+}
 
 }  // namespace
 
@@ -75,6 +93,7 @@ Status Graph::validate() const {
     for (const ir::AttrDef& ad : def->attrs)
       if (ad.required && !n.attrs.count(ad.name))
         return Status::invalid(where(n) + ": required attribute '" + ad.name + "' is missing");
+    HPF_RETURN_IF_ERROR(validate_subgraphs(n));
   }
   for (size_t v = 0; v < values_.size(); ++v) {
     if (produced[v] > 1)

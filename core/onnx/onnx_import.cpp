@@ -5,9 +5,12 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -192,7 +195,31 @@ class Importer {
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
     const onnx::GraphProto& gp = m_.graph();
     g_ = Graph(gp.name().empty() ? "onnx" : gp.name());
+    HPF_RETURN_IF_ERROR(build(gp, nullptr));
+    return std::move(g_);
+  }
 
+ private:
+  // What an enclosing graph tells a subgraph's importer: the formal inputs' dtypes where the
+  // subgraph leaves them out (Loop and Scan bodies may), and the captured values, which become
+  // inputs after the formal ones.
+  struct Scope {
+    std::vector<std::optional<DType>> input_dtypes;
+    struct Capture {
+      std::string name;
+      DType dtype;
+      Shape shape;
+      bool has_shape;
+    };
+    std::vector<Capture> captures;
+  };
+
+  Importer(const Importer& parent, const onnx::GraphProto& gp)
+      : m_(parent.m_), base_dir_(parent.base_dir_), g_(gp.name().empty() ? "subgraph" : gp.name()),
+        opset_(parent.opset_) {}
+
+  // Fills g_ from `gp`; `scope` is set for a subgraph.
+  Status build(const onnx::GraphProto& gp, const Scope* scope) {
     std::set<std::string> init_names;
     for (const auto& t : gp.initializer()) {
       auto tensor = tensor_from_proto(t, base_dir_);
@@ -201,10 +228,19 @@ class Importer {
       init_names.insert(t.name());
     }
     if (gp.sparse_initializer_size() > 0) return Status::unsupported("sparse initializers are not supported");
+    size_t formal = 0;
     for (const auto& in : gp.input()) {
       if (init_names.count(in.name())) continue;
-      HPF_RETURN_IF_ERROR(add_input(in));
+      std::optional<DType> hint;
+      if (scope && formal < scope->input_dtypes.size()) hint = scope->input_dtypes[formal];
+      HPF_RETURN_IF_ERROR(add_input(in, hint));
+      ++formal;
     }
+    if (scope)
+      for (const auto& c : scope->captures) {
+        HPF_ASSIGN_OR_RETURN(ValueId id, g_.add_input(c.name, c.dtype, c.shape));
+        g_.value(id).has_shape = c.has_shape;
+      }
     for (const auto& n : gp.node()) node_names_.insert(n.name());
     for (int k = 0; k < gp.node_size(); ++k) HPF_RETURN_IF_ERROR(add_node(gp.node(k), k));
     for (const auto& o : gp.output()) {
@@ -212,11 +248,19 @@ class Importer {
       if (!v) return Status::invalid("graph output '" + o.name() + "' is produced by no node, input or initializer");
       HPF_RETURN_IF_ERROR(g_.add_output(*v));
     }
-    return std::move(g_);
+    return {};
   }
 
- private:
-  Status add_input(const onnx::ValueInfoProto& in) {
+  // `hint`: the dtype to use when the input declares none (subgraph inputs only).
+  Status add_input(const onnx::ValueInfoProto& in, std::optional<DType> hint = std::nullopt) {
+    const onnx::TypeProto& type = in.type();
+    const bool untyped = type.value_case() == onnx::TypeProto::VALUE_NOT_SET ||
+                         (type.has_tensor_type() && type.tensor_type().elem_type() == 0);
+    if (hint && untyped) {
+      HPF_ASSIGN_OR_RETURN(ValueId id, g_.add_input(in.name(), *hint, {}));
+      g_.value(id).has_shape = false;
+      return {};
+    }
     if (!in.type().has_tensor_type())
       return Status::unsupported("graph input '" + in.name() + "' is not a tensor (sequence/map/optional)");
     const auto& tt = in.type().tensor_type();
@@ -302,6 +346,8 @@ class Importer {
                                  std::to_string(def->max_outputs) + " (e.g. no training-mode outputs)");
     for (size_t k = 0; k < outputs.size(); ++k)
       if (outputs[k].empty()) outputs[k] = name + ":unused" + std::to_string(k);
+
+    if (has_subgraph(n)) return add_control_node(n, name, where, *def, std::move(inputs), std::move(outputs));
 
     Attributes attrs;
     for (const auto& a : n.attribute()) {
@@ -392,6 +438,137 @@ class Importer {
     return g_.add_node("Reshape", unique_node_name(pre + "reshape", "", 0),
                        {g_.node(sm_node).outputs[0], shape_value}, {outputs[0]})
         .status();
+  }
+
+  // ---- Control flow: If, Loop, Scan ----
+  //
+  // Closure conversion: an ONNX subgraph may read values of the enclosing graphs by name. Here
+  // each such value (a capture) becomes an explicit input of the node, after its ONNX inputs,
+  // and an input of every subgraph of the node, after its formal inputs, in the same order;
+  // "num_captures" says how many there are. A value read several levels down is captured by
+  // every graph in between, so each node is self-contained.
+
+  static bool has_subgraph(const onnx::NodeProto& n) {
+    for (const auto& a : n.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH || a.type() == onnx::AttributeProto::GRAPHS) return true;
+    return false;
+  }
+
+  // Names `g` reads (node inputs, graph outputs, its subgraphs' free names) but does not define,
+  // in order of first use.
+  static std::vector<std::string> free_names(const onnx::GraphProto& g) {
+    std::set<std::string> defined;
+    for (const auto& v : g.input()) defined.insert(v.name());
+    for (const auto& t : g.initializer()) defined.insert(t.name());
+    for (const auto& n : g.node())
+      for (const auto& o : n.output()) defined.insert(o);
+    std::vector<std::string> names;
+    std::set<std::string> seen;
+    auto use = [&](const std::string& v) {
+      if (!v.empty() && !defined.count(v) && seen.insert(v).second) names.push_back(v);
+    };
+    for (const auto& n : g.node()) {
+      for (const auto& in : n.input()) use(in);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g())
+          for (const auto& v : free_names(a.g())) use(v);
+        for (const auto& sub : a.graphs())
+          for (const auto& v : free_names(sub)) use(v);
+      }
+    }
+    for (const auto& o : g.output()) use(o.name());
+    return names;
+  }
+
+  Status add_control_node(const onnx::NodeProto& n, const std::string& name, const std::string& where,
+                          const ir::OpDef& def, std::vector<ValueId> inputs, std::vector<std::string> outputs) {
+    Attributes attrs;
+    const bool scan8 = n.op_type() == "Scan" && opset_ < 9;
+    if (scan8) HPF_RETURN_IF_ERROR(translate_scan8(where, inputs, attrs));
+    if (n.op_type() == "Loop" && inputs.size() < 2) inputs.resize(2, kNoValue);  // M and cond may both be absent
+
+    // The captures: every name a subgraph of this node reads from the enclosing graphs.
+    std::vector<std::string> captured;
+    for (const auto& a : n.attribute())
+      if (a.type() == onnx::AttributeProto::GRAPH)
+        for (const auto& v : free_names(a.g()))
+          if (std::find(captured.begin(), captured.end(), v) == captured.end()) captured.push_back(v);
+    // Their dtypes (and the node inputs') must be known to type the subgraph's inputs.
+    HPF_RETURN_IF_ERROR(g_.infer_shapes().with_context(where));
+    Scope scope;
+    std::vector<ValueId> capture_ids;
+    for (const std::string& v : captured) {
+      auto id = g_.find_value(v);
+      if (!id)
+        return Status::invalid(where + ": a subgraph reads '" + v +
+                               "', which no enclosing graph defines before this node");
+      const Value& val = g_.value(*id);
+      scope.captures.push_back({v, val.dtype, val.shape, val.has_shape});
+      capture_ids.push_back(*id);
+    }
+    scope.input_dtypes = subgraph_input_dtypes(n.op_type(), inputs);
+
+    for (const auto& a : n.attribute()) {
+      const std::string key = scan8 && a.name() == "directions" ? "scan_input_directions" : a.name();
+      if (!a.ref_attr_name().empty())
+        return Status::unsupported(where + ": attribute '" + a.name() + "' refers to a function attribute");
+      if (!def.attr(key))
+        return Status::unsupported(where + ": attribute '" + a.name() + "' (opset " + std::to_string(opset_) +
+                                   ") is not supported");
+      if (a.type() == onnx::AttributeProto::GRAPH) {
+        auto sub = import_subgraph(a.g(), scope);
+        if (!sub.ok()) return sub.status().with_context(where + ": subgraph '" + a.name() + "'");
+        attrs[key] = GraphAttr(std::make_shared<const Graph>(std::move(sub).value()));
+        continue;
+      }
+      auto v = attr_from_proto(a, base_dir_);
+      if (!v.ok()) return v.status().with_context(where);
+      attrs[key] = std::move(v).value();
+    }
+    // Outputs left off at the end still exist in the subgraph: give them names.
+    const char* main_graph = n.op_type() == "If" ? "then_branch" : "body";
+    if (auto it = attrs.find(main_graph); it != attrs.end()) {
+      const size_t skip = n.op_type() == "Loop" ? 1 : 0;  // the body's cond
+      const size_t produced = std::get<GraphAttr>(it->second)->outputs().size();
+      for (size_t k = outputs.size(); k + skip < produced; ++k) outputs.push_back(name + ":unused" + std::to_string(k));
+    }
+    attrs["num_captures"] = static_cast<int64_t>(capture_ids.size());
+    inputs.insert(inputs.end(), capture_ids.begin(), capture_ids.end());
+    return g_.add_node(n.op_type(), name, std::move(inputs), std::move(outputs), std::move(attrs)).status();
+  }
+
+  // The dtypes a subgraph's formal inputs take from the node, for bodies that leave them out.
+  std::vector<std::optional<DType>> subgraph_input_dtypes(const std::string& op,
+                                                          const std::vector<ValueId>& inputs) const {
+    std::vector<std::optional<DType>> dtypes;
+    auto dtype_of = [&](ValueId v) { return v == kNoValue ? std::nullopt : std::optional(g_.value(v).dtype); };
+    if (op == "Loop") {
+      dtypes = {DType::I64, DType::BOOL};  // iteration number, cond
+      for (size_t k = 2; k < inputs.size(); ++k) dtypes.push_back(dtype_of(inputs[k]));
+    } else if (op == "Scan") {
+      for (ValueId v : inputs) dtypes.push_back(dtype_of(v));  // states, then one slab of each scan input
+    }
+    return dtypes;
+  }
+
+  // Scan before opset 9: a leading sequence_lens input (only its absent form is supported), a
+  // batch dimension on every input, and "directions" for scan_input_directions.
+  static Status translate_scan8(const std::string& where, std::vector<ValueId>& inputs, Attributes& attrs) {
+    if (inputs.empty()) return Status::invalid(where + ": Scan (opset 8) needs sequence_lens before its inputs");
+    if (inputs[0] != kNoValue)
+      return Status::unsupported(where + ": Scan (opset 8) with sequence_lens (sequences of differing lengths) is "
+                                 "not supported");
+    inputs.erase(inputs.begin());
+    attrs["scan_batched"] = int64_t{1};
+    return {};
+  }
+
+  Expected<Graph> import_subgraph(const onnx::GraphProto& gp, const Scope& scope) {
+    Importer sub(*this, gp);
+    HPF_RETURN_IF_ERROR(sub.build(gp, &scope));
+    HPF_RETURN_IF_ERROR(sub.g_.validate());
+    HPF_RETURN_IF_ERROR(sub.g_.infer_shapes());
+    return std::move(sub.g_);
   }
 
   const onnx::ModelProto& m_;

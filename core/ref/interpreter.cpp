@@ -14,22 +14,22 @@ void round_floats(Buf& b, DType fmt, Overflow mode) {
   for (float& x : b.f) x = round_to(fmt, x, mode);
 }
 
-Status check_input(const Graph& g, ValueId id, const Tensor& t,
+Status check_input(const Graph& g, ValueId id, const Buf& t,
                    std::map<std::string, int64_t>& symbols) {
   const Value& v = g.value(id);
-  if (t.dtype() != v.dtype)
+  if (t.dtype != v.dtype)
     return Status::invalid("input '" + v.name + "': expected dtype " + std::string(dtype_name(v.dtype)) +
-                           ", got " + std::string(dtype_name(t.dtype())));
+                           ", got " + std::string(dtype_name(t.dtype)));
   if (!v.has_shape) return {};
   if (t.rank() != static_cast<int64_t>(v.shape.size()))
     return Status::invalid("input '" + v.name + "': expected shape " + to_string(v.shape) + ", got " +
-                           shape_string(t.shape()));
+                           shape_string(t.shape));
   for (size_t k = 0; k < v.shape.size(); ++k) {
     const Dim& d = v.shape[k];
-    const int64_t got = t.shape()[k];
+    const int64_t got = t.shape[k];
     if (d.known() && d.value != got)
       return Status::invalid("input '" + v.name + "': expected shape " + to_string(v.shape) +
-                             ", got " + shape_string(t.shape()) + " (dimension " + std::to_string(k) + ")");
+                             ", got " + shape_string(t.shape) + " (dimension " + std::to_string(k) + ")");
     if (!d.known() && !d.symbol.empty()) {
       auto [it, fresh] = symbols.emplace(d.symbol, got);
       if (!fresh && it->second != got)
@@ -65,6 +65,17 @@ Status check_output(const Node& n, const Value& v, const Buf& b) {
 
 Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inputs,
                                   const RunOptions& options) {
+  std::vector<Buf> bufs;
+  bufs.reserve(inputs.size());
+  for (const Tensor& t : inputs) bufs.push_back(to_buf(t));
+  HPF_ASSIGN_OR_RETURN(auto outs, run_bufs(g, std::move(bufs), options));
+  std::vector<Tensor> out;
+  out.reserve(outs.size());
+  for (const Buf& b : outs) out.push_back(to_tensor(b));
+  return out;
+}
+
+Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, const RunOptions& options) {
   if (inputs.size() != g.inputs().size()) {
     std::string names;
     for (ValueId id : g.inputs()) names += (names.empty() ? "" : ", ") + g.value(id).name;
@@ -95,7 +106,7 @@ Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inp
   for (size_t k = 0; k < inputs.size(); ++k) {
     const ValueId id = g.inputs()[k];
     HPF_RETURN_IF_ERROR(check_input(g, id, inputs[k], symbols));
-    env[id] = to_buf(inputs[k]);
+    env[id] = std::move(inputs[k]);
     round_floats(env[id], format_of(values[id]), mode);
     ready[id] = true;
   }
@@ -162,11 +173,11 @@ Expected<std::vector<Tensor>> run(const Graph& g, const std::vector<Tensor>& inp
       }
   }
 
-  std::vector<Tensor> out;
+  std::vector<Buf> out;
   for (ValueId id : g.outputs()) {
     materialise(id);
     if (!ready[id]) return Status::internal("output '" + values[id].name + "' was not computed");
-    out.push_back(to_tensor(env[id]));
+    out.push_back(env[id]);  // a copy: one value may be several outputs
   }
   return out;
 }

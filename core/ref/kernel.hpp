@@ -83,6 +83,8 @@ class KernelContext {
   std::vector<float> attr_floats(const std::string& name) const;
   std::vector<std::string> attr_strings(const std::string& name) const;
   const Tensor* attr_tensor(const std::string& name) const;
+  // A graph attribute (If branches, Loop/Scan body); nullptr when absent.
+  const Graph* attr_graph(const std::string& name) const;
 
   // invalid_argument / unsupported naming this node and op.
   Status error(const std::string& message) const;
@@ -113,8 +115,14 @@ void add_recurrent_kernels(KernelTable& t);       // RNN, GRU, LSTM
 void add_integer_linalg_kernels(KernelTable& t);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void add_grid_sample_kernels(KernelTable& t);
 void add_signal_kernels(KernelTable& t);          // windows, DFT, STFT, MelWeightMatrix
+void add_control_kernels(KernelTable& t);    // If, Loop, Scan
 
 const KernelTable& kernels();
+
+// The interpreter on internal buffers (ref::run without the Tensor conversions): what the
+// control-flow kernels run their subgraphs with. Inputs are checked as ref::run checks them.
+struct RunOptions;
+Expected<std::vector<Buf>> run_bufs(const Graph& graph, std::vector<Buf> inputs, const RunOptions& options);
 
 // ---- helpers shared by kernels ----
 

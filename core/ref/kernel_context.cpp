@@ -75,6 +75,13 @@ const Tensor* KernelContext::attr_tensor(const std::string& name) const {
   return std::get_if<Tensor>(&it->second);
 }
 
+const Graph* KernelContext::attr_graph(const std::string& name) const {
+  auto it = node_.attrs.find(name);
+  if (it == node_.attrs.end()) return nullptr;
+  const GraphAttr* g = std::get_if<GraphAttr>(&it->second);
+  return g ? g->get() : nullptr;
+}
+
 Status KernelContext::error(const std::string& message) const {
   return Status::invalid("node '" + node_.name + "' (" + node_.op + "): " + message);
 }
@@ -144,6 +151,7 @@ const KernelTable& kernels() {
     add_integer_linalg_kernels(t);
     add_grid_sample_kernels(t);
     add_signal_kernels(t);
+    add_control_kernels(t);
     return t;
   }();
   return table;

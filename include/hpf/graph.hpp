@@ -50,10 +50,19 @@ Shape make_shape(std::span<const int64_t> sizes);
 using ValueId = int32_t;
 inline constexpr ValueId kNoValue = -1;  // an absent optional input
 
+class Graph;
+// A graph-valued attribute: the branches of If, the body of Loop and Scan. Shared and immutable:
+// copying a Node (or a Graph) shares the subgraph, and nothing mutates it once it is attached;
+// a pass that wants a changed subgraph builds a new Graph and attaches that. The subgraph is
+// self-contained: every value it uses from an enclosing graph arrives as one of its inputs
+// (see the op table's "num_captures"), so it never refers to the enclosing graph's values.
+// Two graph attributes compare equal when they hold the same Graph object.
+using GraphAttr = std::shared_ptr<const Graph>;
+
 using AttrValue = std::variant<int64_t, float, std::string, std::vector<int64_t>,
-                               std::vector<float>, std::vector<std::string>, Tensor>;
+                               std::vector<float>, std::vector<std::string>, Tensor, GraphAttr>;
 using Attributes = std::map<std::string, AttrValue>;
-// "int", "float", "string", "ints", "floats", "strings", "tensor".
+// "int", "float", "string", "ints", "floats", "strings", "tensor", "graph".
 const char* attr_type_name(const AttrValue& v);
 
 struct Value {

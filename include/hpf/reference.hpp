@@ -9,6 +9,9 @@
 // computed, and per node, which format its accumulators are rounded to after every addition.
 // This measures the accuracy of a precision plan without a device.
 //
+// Control flow (If, Loop, Scan) runs its subgraphs with this interpreter in ground-truth mode,
+// whatever the enclosing run's emulation.
+//
 // Thread-safety: run() only reads the graph; concurrent runs of one const Graph are fine.
 #pragma once
 

@@ -19,6 +19,7 @@ std::string attr_text(const AttrValue& v) {
           std::snprintf(buf, sizeof buf, "%a", double(x));
           os << buf;
         } else if constexpr (std::is_same_v<T, Tensor>) os << x.describe();
+        else if constexpr (std::is_same_v<T, GraphAttr>) os << "graph:" << (x ? x->name() : "null");
         else
           for (const auto& e : x) os << e << ",";
       },

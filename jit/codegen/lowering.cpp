@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <variant>
 
 #include "jit/codegen/c_codegen.hpp"
 
@@ -16,6 +17,14 @@ const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueez
 }  // namespace
 
 bool is_view_op(const std::string& op) { return kViews.count(op) > 0; }
+
+namespace {
+// Control flow (If, Loop, Scan) runs its subgraphs on the reference: no generator takes it.
+bool has_subgraph(const Node& n) {
+  return std::any_of(n.attrs.begin(), n.attrs.end(),
+                     [](const auto& a) { return std::holds_alternative<GraphAttr>(a.second); });
+}
+}  // namespace
 
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
                                          const std::vector<bool>& skip) {
@@ -48,6 +57,14 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     auto produced_by = [&](size_t step) {
       for (ValueId o : n.outputs) step_of[o] = static_cast<int>(step);
     };
+    if (has_subgraph(n)) {
+      st.kind = LoweredStep::Kind::fallback;
+      st.inputs = n.inputs;
+      st.outputs = n.outputs;
+      steps.push_back(std::move(st));
+      produced_by(steps.size() - 1);
+      continue;
+    }
     if (is_view_op(n.op)) {
       st.kind = LoweredStep::Kind::alias;
       st.inputs = {n.inputs[0]};

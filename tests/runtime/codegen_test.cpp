@@ -594,3 +594,24 @@ TEST_CASE("codegen: reduce/movement cases without a generator stay reference fal
     CHECK(kinds(b) == std::vector<K>{K::fallback});
   }
 }
+
+TEST_CASE("codegen: control flow (a node with a subgraph) is a reference fallback") {
+  GraphBuilder tb("then");
+  tb.output(tb.op1("Identity", {tb.input("x", DType::F32, {4})}));
+  auto then_g = tb.build();
+  REQUIRE_MESSAGE(then_g.ok(), then_g.status().to_string());
+  auto branch = GraphAttr(std::make_shared<const Graph>(std::move(then_g).value()));
+  GraphBuilder b("if");
+  auto c = b.input("c", DType::BOOL, {});
+  auto x = b.input("x", DType::F32, {4});
+  auto y = b.op1("If", {c, x}, {{"then_branch", branch}, {"else_branch", branch}, {"num_captures", int64_t{1}}});
+  b.output(b.relu(y), "y");
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto steps = jit::lower(*g, {});
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  REQUIRE(steps->size() == 2);
+  CHECK((*steps)[0].kind == jit::LoweredStep::Kind::fallback);
+  CHECK((*steps)[0].inputs == std::vector<ValueId>{c, x});
+  CHECK((*steps)[1].kind == jit::LoweredStep::Kind::kernel);
+}

@@ -265,4 +265,123 @@ TEST_CASE("onnx: Upsample (scales attribute or input) becomes Resize with floor-
   }
 }
 
+// ---- Control flow ----------------------------------------------------------------------------
+
+void add_bool_io(onnx::ValueInfoProto* v, const std::string& name) {
+  v->set_name(name);
+  auto* tt = v->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::BOOL);
+  tt->mutable_shape();  // a scalar
+}
+
+onnx::GraphProto* add_graph_attr(onnx::NodeProto* n, const std::string& name) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(name);
+  return a->mutable_g();
+}
+
+// y = x * x; r = If(c, then: y + x, else: If(d, then: y - x, else: -y)). The branches read x, y
+// and d from the enclosing graphs by name; the inner If reads them two levels up.
+onnx::ModelProto if_model() {
+  auto m = new_model(13);
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {3});
+  add_bool_io(g->add_input(), "c");
+  add_bool_io(g->add_input(), "d");
+  add_node(g, "Mul", "square", {"x", "x"}, {"y"});
+  auto* outer = add_node(g, "If", "if", {"c"}, {"r"});
+  auto* then_g = add_graph_attr(outer, "then_branch");
+  add_node(then_g, "Add", "add", {"y", "x"}, {"t"});
+  add_io(then_g->add_output(), "t", {3});
+  auto* else_g = add_graph_attr(outer, "else_branch");
+  auto* inner = add_node(else_g, "If", "inner", {"d"}, {"e"});
+  auto* inner_then = add_graph_attr(inner, "then_branch");
+  add_node(inner_then, "Sub", "sub", {"y", "x"}, {"u"});
+  add_io(inner_then->add_output(), "u", {3});
+  auto* inner_else = add_graph_attr(inner, "else_branch");
+  add_node(inner_else, "Neg", "neg", {"y"}, {"v"});
+  add_io(inner_else->add_output(), "v", {3});
+  add_io(else_g->add_output(), "e", {3});
+  add_io(g->add_output(), "r", {3});
+  return m;
+}
+
+TEST_CASE("onnx: If reading enclosing values becomes a node with explicit captures") {
+  auto g = import(if_model());
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  const hpf::Node& n = g->node(*g->find_node("if"));
+  // cond, then the captures in order of first use: y, x (then_branch), d (else_branch).
+  std::vector<std::string> names;
+  for (hpf::ValueId v : n.inputs) names.push_back(g->value(v).name);
+  CHECK(names == std::vector<std::string>{"c", "y", "x", "d"});
+  CHECK(std::get<int64_t>(n.attrs.at("num_captures")) == 3);
+  CHECK(g->value(g->outputs()[0]).shape == hpf::Shape{3});
+  // Every branch takes all the node's captures; the inner If captures y and x from its branch.
+  const auto& else_g = *std::get<hpf::GraphAttr>(n.attrs.at("else_branch"));
+  CHECK(else_g.inputs().size() == 3);
+  const hpf::Node& inner = else_g.node(*else_g.find_node("inner"));
+  CHECK(std::get<int64_t>(inner.attrs.at("num_captures")) == 2);
+  CHECK(else_g.value(inner.inputs[0]).name == "d");
+
+  auto run = [&](bool c, bool d) {
+    auto b = [](bool v) { return std::move(Tensor::from_i64({}, std::vector<int64_t>{v}, DType::BOOL)).value(); };
+    auto out = hpf::ref::run(*g, {std::move(Tensor::from_f32({3}, std::vector<float>{1, 2, 3})).value(), b(c), b(d)});
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    return (*out)[0].to_f32();
+  };
+  CHECK(run(true, false) == std::vector<float>{2, 6, 12});
+  CHECK(run(false, true) == std::vector<float>{0, 2, 6});
+  CHECK(run(false, false) == std::vector<float>{-1, -4, -9});
+
+  // Closure conversion keeps dead-node removal honest: y is used only inside the branches.
+  hpf::Graph copy = *g;
+  CHECK(copy.remove_dead_nodes() == 0);
+}
+
+TEST_CASE("onnx: a subgraph reading a name nothing defines") {
+  auto m = if_model();
+  m.mutable_graph()->mutable_node(1)->mutable_attribute(0)->mutable_g()->mutable_node(0)->set_input(1, "ghost");
+  auto r = import(m);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::invalid_argument);
+  CHECK(r.status().message() ==
+        "model.onnx: node 'if' (If): a subgraph reads 'ghost', which no enclosing graph defines before this node");
+}
+
+TEST_CASE("onnx: Loop with an untyped body input, a capture and a scan output left off") {
+  auto m = new_model(16);
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "x", {2});
+  auto* trips = g->add_initializer();
+  trips->set_name("M");
+  trips->set_data_type(onnx::TensorProto::INT64);
+  trips->add_int64_data(3);
+  add_node(g, "Add", "twice", {"x", "x"}, {"w"});
+  auto* loop = add_node(g, "Loop", "loop", {"M", "", "x"}, {"final"});
+  auto* body = add_graph_attr(loop, "body");
+  auto* i = body->add_input();
+  i->set_name("i");
+  i->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  add_bool_io(body->add_input(), "cond_in");
+  body->add_input()->set_name("acc");  // no type: it is the type of x
+  add_node(body, "Identity", "keep", {"cond_in"}, {"cond_out"});
+  add_node(body, "Add", "step", {"acc", "w"}, {"next"});
+  add_node(body, "Identity", "record", {"next"}, {"seen"});
+  for (const char* o : {"cond_out", "next", "seen"}) body->add_output()->set_name(o);
+  add_io(g->add_output(), "final", {2});
+
+  auto r = import(m);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  const hpf::Node& n = r->node(*r->find_node("loop"));
+  CHECK(n.inputs.size() == 4);  // M, cond (absent), x, then the capture w
+  CHECK(n.inputs[1] == hpf::kNoValue);
+  CHECK(r->value(n.inputs[3]).name == "w");
+  CHECK(n.outputs.size() == 2);  // the scan output the model left off has a name
+  CHECK(r->value(n.outputs[1]).shape == hpf::Shape{3, 2});
+  // final = x + 3 * (2x) = 7x.
+  CHECK(run_f32(*r, {2}, {1, -2}) == std::vector<float>{7, -14});
+}
+
 }  // namespace
