@@ -108,6 +108,11 @@ void add_conv_kernels(KernelTable& t);        // Conv, ConvTranspose, MaxPool, A
 void add_resize_pad_kernels(KernelTable& t);  // Resize, Pad
 void add_shape_kernels(KernelTable& t);
 void add_quantize_kernels(KernelTable& t);
+void add_select_kernels(KernelTable& t);          // TopK, Unique, Compress, NonZero
+void add_scatter_gather_kernels(KernelTable& t);  // ScatterElements, ScatterND, GatherND
+void add_detection_kernels(KernelTable& t);       // NonMaxSuppression, RoiAlign
+void add_einsum_kernels(KernelTable& t);
+void add_text_kernels(KernelTable& t);            // TfIdfVectorizer
 
 const KernelTable& kernels();
 

@@ -134,6 +134,11 @@ const KernelTable& kernels() {
     add_resize_pad_kernels(t);
     add_shape_kernels(t);
     add_quantize_kernels(t);
+    add_select_kernels(t);
+    add_scatter_gather_kernels(t);
+    add_detection_kernels(t);
+    add_einsum_kernels(t);
+    add_text_kernels(t);
     return t;
   }();
   return table;
