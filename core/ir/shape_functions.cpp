@@ -859,7 +859,7 @@ Status top_k(InferContext& c) {
     k = Dim((*kv)[0]);
   }
   if (k.known() && (k.value < 0 || ((*x)[axis].known() && k.value > (*x)[axis].value)))
-    return c.error("k " + std::to_string(k.value) + " is outside [0, " + to_string({(*x)[axis]}).substr(1) + "");
+    return c.error("k " + std::to_string(k.value) + " is outside [0, " + to_string({(*x)[axis]}).substr(1));
   Shape out = *x;
   out[axis] = k;
   c.set_output(0, t, out);
@@ -1086,7 +1086,9 @@ Status non_max_suppression(InferContext& c) {
 }
 
 Status tfidf_vectorizer(InferContext& c) {
-  HPF_RETURN_IF_ERROR(require_integer(c, 0, "X (string inputs are not supported)"));
+  const DType xt = c.input(0).dtype;
+  if (is_float(xt) || xt == DType::BOOL)
+    return c.error("X must be integers (string inputs are not supported), is " + std::string(dtype_name(xt)));
   const auto idx = c.attr_ints("ngram_indexes");
   int64_t width = 0;
   for (int64_t v : idx) {
@@ -1118,9 +1120,16 @@ Status einsum(InferContext& c) {
   if (!eq.ok()) return wrap(c, eq.status());
   auto label = einsum_label_sizes(*eq, shapes);
   if (!label.ok()) return wrap(c, label.status());
-  std::vector<int64_t> out;
-  for (int l : eq->output) out.push_back((*label)[l]);
-  c.set_output(0, t, from_sizes(out));
+  // Unknown sizes keep a symbol when an operand names one for that label.
+  std::vector<Dim> symbol(eq->num_labels);
+  for (size_t i = 0; i < c.num_inputs(); ++i)
+    for (size_t d = 0; d < eq->inputs[i].size(); ++d) {
+      const Dim& dim = (*c.shape(i))[d];
+      if (!dim.known() && !dim.symbol.empty()) symbol[eq->inputs[i][d]] = dim;
+    }
+  Shape out;
+  for (int l : eq->output) out.push_back((*label)[l] >= 0 ? Dim((*label)[l]) : symbol[l]);
+  c.set_output(0, t, out);
   return {};
 }
 
