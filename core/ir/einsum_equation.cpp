@@ -22,12 +22,13 @@ Expected<Term> parse_term(std::string_view s, const std::string& what) {
       t.letters += ch;
     } else if (ch == '.') {
       if (s.substr(k, 3) != "..." || t.ellipsis_at >= 0)
-        return Status::invalid(what + " '" + std::string(s) + "' has a stray '.' or more than one ellipsis");
+        return Status::invalid(what + " '" + std::string(s) +
+                               "' has a stray '.' or more than one ellipsis");
       t.ellipsis_at = static_cast<int>(t.letters.size());
       k += 2;
     } else {
-      return Status::invalid(what + " '" + std::string(s) + "' has the character '" + std::string(1, ch) +
-                             "' (letters and '...' only)");
+      return Status::invalid(what + " '" + std::string(s) + "' has the character '" +
+                             std::string(1, ch) + "' (letters and '...' only)");
     }
   }
   return t;
@@ -51,8 +52,9 @@ Expected<EinsumEquation> parse_einsum(std::string_view equation, std::span<const
     start = comma + 1;
   }
   if (terms.size() != ranks.size())
-    return Status::invalid("equation '" + std::string(equation) + "' names " + std::to_string(terms.size()) +
-                           " operands, the node has " + std::to_string(ranks.size()));
+    return Status::invalid("equation '" + std::string(equation) + "' names " +
+                           std::to_string(terms.size()) + " operands, the node has " +
+                           std::to_string(ranks.size()));
 
   EinsumEquation out;
   std::vector<int64_t> ell_dims(terms.size(), 0);
@@ -60,8 +62,9 @@ Expected<EinsumEquation> parse_einsum(std::string_view equation, std::span<const
     const auto letters = static_cast<int64_t>(terms[k].letters.size());
     const int64_t extra = ranks[k] - letters;
     if (extra < 0 || (terms[k].ellipsis_at < 0 && extra != 0))
-      return Status::invalid("operand " + std::to_string(k) + " has rank " + std::to_string(ranks[k]) + ", its term '" +
-                             terms[k].letters + "' names " + std::to_string(letters) + " dimensions");
+      return Status::invalid("operand " + std::to_string(k) + " has rank " +
+                             std::to_string(ranks[k]) + ", its term '" + terms[k].letters +
+                             "' names " + std::to_string(letters) + " dimensions");
     ell_dims[k] = extra;
     out.ellipsis_rank = std::max<int>(out.ellipsis_rank, static_cast<int>(extra));
   }
@@ -99,8 +102,10 @@ Expected<EinsumEquation> parse_einsum(std::string_view equation, std::span<const
       for (int j = 0; j < out.ellipsis_rank; ++j) out.output.push_back(j);
     if (p == o.letters.size()) break;
     const auto ch = static_cast<unsigned char>(o.letters[p]);
-    if (id[ch] < 0) return Status::invalid("output label '" + std::string(1, char(ch)) + "' is in no operand");
-    if (seen[ch]) return Status::invalid("output label '" + std::string(1, char(ch)) + "' appears twice");
+    if (id[ch] < 0)
+      return Status::invalid("output label '" + std::string(1, char(ch)) + "' is in no operand");
+    if (seen[ch])
+      return Status::invalid("output label '" + std::string(1, char(ch)) + "' appears twice");
     seen[ch] = true;
     out.output.push_back(id[ch]);
   }
@@ -126,8 +131,9 @@ Expected<std::vector<int64_t>> einsum_label_sizes(const EinsumEquation& eq,
       } else if (ellipsis && (got == 1 || s == 1)) {
         s = std::max(s, got);
       } else {
-        return Status::invalid("operand " + std::to_string(k) + " dimension " + std::to_string(d) + " has size " +
-                               std::to_string(got) + ", another use of the same label has " + std::to_string(s));
+        return Status::invalid("operand " + std::to_string(k) + " dimension " + std::to_string(d) +
+                               " has size " + std::to_string(got) +
+                               ", another use of the same label has " + std::to_string(s));
       }
     }
   }

@@ -326,10 +326,13 @@ class Importer {
   }
 
   // Ops renamed by later opsets: the deprecated Scatter (opset 9-10) is ScatterElements.
-  static std::string current_op_name(const std::string& op) { return op == "Scatter" ? "ScatterElements" : op; }
+  static std::string current_op_name(const std::string& op) {
+    return op == "Scatter" ? "ScatterElements" : op;
+  }
 
   // Older or narrower forms of attributes, rewritten into the op table's form.
-  Status apply_older_forms(const std::string& op, Attributes& attrs, size_t num_outputs, const std::string& where) const {
+  Status apply_older_forms(const std::string& op, Attributes& attrs, size_t num_outputs,
+                           const std::string& where) const {
     if (op == "EyeLike")  // DOUBLE is held as F32
       if (auto it = attrs.find("dtype"); it != attrs.end())
         if (auto* d = std::get_if<int64_t>(&it->second); d && *d == kOnnxDouble) *d = 1;

@@ -112,7 +112,7 @@ void add_select_kernels(KernelTable& t);          // TopK, Unique, Compress, Non
 void add_scatter_gather_kernels(KernelTable& t);  // ScatterElements, ScatterND, GatherND
 void add_detection_kernels(KernelTable& t);       // NonMaxSuppression, RoiAlign
 void add_einsum_kernels(KernelTable& t);
-void add_text_kernels(KernelTable& t);            // TfIdfVectorizer
+void add_text_kernels(KernelTable& t);  // TfIdfVectorizer
 
 const KernelTable& kernels();
 

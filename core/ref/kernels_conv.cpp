@@ -439,30 +439,39 @@ Status global_max_pool(KernelContext& ctx) {
 Status max_unpool(KernelContext& ctx) {
   HPF_RETURN_IF_ERROR(check_pool_input(ctx));
   const Buf &x = ctx.in(0), &idx = ctx.in(1);
-  if (!x.is_float()) return ctx.error("X must be floating point, is " + std::string(dtype_name(x.dtype)));
+  if (!x.is_float())
+    return ctx.error("X must be floating point, is " + std::string(dtype_name(x.dtype)));
   if (idx.is_float() || idx.shape != x.shape)
-    return ctx.error("indices must be integers of the shape of X " + shape_of(x) + ", got " + shape_of(idx));
+    return ctx.error("indices must be integers of the shape of X " + shape_of(x) + ", got " +
+                     shape_of(idx));
   const size_t n = x.shape.size() - 2;
-  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides"), pads = ctx.attr_ints("pads");
+  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides"),
+             pads = ctx.attr_ints("pads");
   if (ks.size() != n || (!st.empty() && st.size() != n) || (!pads.empty() && pads.size() != 2 * n))
-    return ctx.error("kernel_shape, strides and pads must match the " + std::to_string(n) + " spatial dimensions");
+    return ctx.error("kernel_shape, strides and pads must match the " + std::to_string(n) +
+                     " spatial dimensions");
   std::vector<int64_t> inferred{x.shape[0], x.shape[1]};
   for (size_t k = 0; k < n; ++k)
-    inferred.push_back((x.shape[k + 2] - 1) * (st.empty() ? 1 : st[k]) + ks[k] - (pads.empty() ? 0 : pads[k] + pads[k + n]));
+    inferred.push_back((x.shape[k + 2] - 1) * (st.empty() ? 1 : st[k]) + ks[k] -
+                       (pads.empty() ? 0 : pads[k] + pads[k + n]));
   std::vector<int64_t> out_shape = ctx.has(2) ? ctx.in(2).as_ints() : inferred;
   bool fits = out_shape.size() == inferred.size();
-  for (size_t k = 0; fits && k < out_shape.size(); ++k) fits = out_shape[k] >= inferred[k] && inferred[k] >= 0;
+  for (size_t k = 0; fits && k < out_shape.size(); ++k)
+    fits = out_shape[k] >= inferred[k] && inferred[k] >= 0;
   if (!fits || out_shape[0] != inferred[0] || out_shape[1] != inferred[1])
-    return ctx.error("output_shape " + shape_string(out_shape) + " is smaller than the unpooled shape " + shape_string(inferred));
+    return ctx.error("output_shape " + shape_string(out_shape) +
+                     " is smaller than the unpooled shape " + shape_string(inferred));
   const int64_t total = numel(inferred);
   const auto in_strides = strides_of(inferred), out_strides = strides_of(out_shape);
   Buf y = Buf::floats(out_shape, x.dtype);
   for (int64_t k = 0; k < x.numel(); ++k) {
     const int64_t at = idx.i[k];
     if (at < 0 || at >= total)
-      return ctx.error("index " + std::to_string(at) + " is outside the unpooled tensor " + shape_string(inferred));
+      return ctx.error("index " + std::to_string(at) + " is outside the unpooled tensor " +
+                       shape_string(inferred));
     int64_t dst = 0;
-    for (size_t d = 0; d < inferred.size(); ++d) dst += at / in_strides[d] % inferred[d] * out_strides[d];
+    for (size_t d = 0; d < inferred.size(); ++d)
+      dst += at / in_strides[d] % inferred[d] * out_strides[d];
     y.f[dst] = x.f[k];
   }
   ctx.out[0] = std::move(y);

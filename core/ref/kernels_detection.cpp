@@ -45,15 +45,19 @@ Status non_max_suppression_kernel(KernelContext& c) {
   if (boxes.rank() != 3 || boxes.shape[2] != 4)
     return c.error("boxes must be [batches, boxes, 4], got " + shape_string(boxes.shape));
   if (scores.rank() != 3 || scores.shape[0] != boxes.shape[0] || scores.shape[2] != boxes.shape[1])
-    return c.error("scores " + shape_string(scores.shape) + " must be [batches, classes, boxes] for boxes " +
-                   shape_string(boxes.shape));
-  if (!boxes.is_float() || !scores.is_float()) return c.error("boxes and scores must be floating point");
-  auto scalar = [&](size_t k, double absent) { return c.has(k) && c.in(k).numel() > 0 ? c.in(k).get(0) : absent; };
+    return c.error("scores " + shape_string(scores.shape) +
+                   " must be [batches, classes, boxes] for boxes " + shape_string(boxes.shape));
+  if (!boxes.is_float() || !scores.is_float())
+    return c.error("boxes and scores must be floating point");
+  auto scalar = [&](size_t k, double absent) {
+    return c.has(k) && c.in(k).numel() > 0 ? c.in(k).get(0) : absent;
+  };
   const auto max_out = static_cast<int64_t>(scalar(2, 0));
   const double iou = scalar(3, 0);
   const bool has_score_threshold = c.has(4) && c.in(4).numel() > 0;
   const double score_threshold = scalar(4, 0);
-  if (iou < 0 || iou > 1) return c.error("iou_threshold " + std::to_string(iou) + " is outside [0, 1]");
+  if (iou < 0 || iou > 1)
+    return c.error("iou_threshold " + std::to_string(iou) + " is outside [0, 1]");
   const bool center = c.attr_int("center_point_box") != 0;
   const int64_t nb = boxes.shape[0], nc = scores.shape[1], n = boxes.shape[1];
   std::vector<int64_t> rows;
@@ -63,13 +67,16 @@ Status non_max_suppression_kernel(KernelContext& c) {
       const float* s = scores.f.data() + (b * nc + cl) * n;
       std::vector<int64_t> cand;
       for (int64_t j = 0; j < n; ++j)
-        if (!std::isnan(s[j]) && (!has_score_threshold || s[j] > score_threshold)) cand.push_back(j);
+        if (!std::isnan(s[j]) && (!has_score_threshold || s[j] > score_threshold))
+          cand.push_back(j);
       std::stable_sort(cand.begin(), cand.end(), [&](int64_t x, int64_t y) { return s[x] > s[y]; });
       std::vector<Box> kept;
       for (int64_t j : cand) {
         if (static_cast<int64_t>(kept.size()) >= max_out) break;
         const Box bx = box_at(boxes, b * n + j, center);
-        if (std::any_of(kept.begin(), kept.end(), [&](const Box& k) { return suppresses(bx, k, iou); })) continue;
+        if (std::any_of(kept.begin(), kept.end(),
+                        [&](const Box& k) { return suppresses(bx, k, iou); }))
+          continue;
         kept.push_back(bx);
         rows.insert(rows.end(), {b, cl, j});
       }
@@ -92,11 +99,13 @@ Sample bilinear_sample(double y, double x, int64_t h, int64_t w) {
   if (y < -1.0 || y > double(h) || x < -1.0 || x > double(w)) return s;
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
-  auto y_lo = static_cast<int64_t>(y), x_lo = static_cast<int64_t>(x), y_hi = y_lo + 1, x_hi = x_lo + 1;
+  auto y_lo = static_cast<int64_t>(y), x_lo = static_cast<int64_t>(x), y_hi = y_lo + 1,
+       x_hi = x_lo + 1;
   if (y_lo >= h - 1) y = double(y_hi = y_lo = h - 1);
   if (x_lo >= w - 1) x = double(x_hi = x_lo = w - 1);
   const double ly = y - double(y_lo), lx = x - double(x_lo), hy = 1 - ly, hx = 1 - lx;
-  s.pos[0] = y_lo * w + x_lo, s.pos[1] = y_lo * w + x_hi, s.pos[2] = y_hi * w + x_lo, s.pos[3] = y_hi * w + x_hi;
+  s.pos[0] = y_lo * w + x_lo, s.pos[1] = y_lo * w + x_hi, s.pos[2] = y_hi * w + x_lo,
+  s.pos[3] = y_hi * w + x_hi;
   s.w[0] = hy * hx, s.w[1] = hy * lx, s.w[2] = ly * hx, s.w[3] = ly * lx;
   return s;
 }
@@ -106,15 +115,21 @@ Sample bilinear_sample(double y, double x, int64_t h, int64_t w) {
 Status roi_align_kernel(KernelContext& c) {
   const Buf &x = c.in(0), &rois = c.in(1), &bidx = c.in(2);
   if (x.rank() != 4) return c.error("X must be [N,C,H,W], got " + shape_string(x.shape));
-  if (rois.rank() != 2 || rois.shape[1] != 4) return c.error("rois must be [num_rois, 4], got " + shape_string(rois.shape));
+  if (rois.rank() != 2 || rois.shape[1] != 4)
+    return c.error("rois must be [num_rois, 4], got " + shape_string(rois.shape));
   if (bidx.rank() != 1 || bidx.shape[0] != rois.shape[0])
-    return c.error("batch_indices " + shape_string(bidx.shape) + " must hold one index per roi of " + shape_string(rois.shape));
+    return c.error("batch_indices " + shape_string(bidx.shape) +
+                   " must hold one index per roi of " + shape_string(rois.shape));
   const int64_t oh = c.attr_int("output_height"), ow = c.attr_int("output_width");
   if (oh < 1 || ow < 1) return c.error("output_height and output_width must be positive");
-  const std::string mode = c.attr_string("mode"), ctm = c.attr_string("coordinate_transformation_mode");
-  if (mode != "avg" && mode != "max") return c.error("mode must be 'avg' or 'max', is '" + mode + "'");
+  const std::string mode = c.attr_string("mode"),
+                    ctm = c.attr_string("coordinate_transformation_mode");
+  if (mode != "avg" && mode != "max")
+    return c.error("mode must be 'avg' or 'max', is '" + mode + "'");
   if (ctm != "half_pixel" && ctm != "output_half_pixel")
-    return c.error("coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', is '" + ctm + "'");
+    return c.error(
+        "coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', is '" + ctm +
+        "'");
   const bool half_pixel = ctm == "half_pixel";
   const double scale = c.attr_float("spatial_scale");
   const int64_t ratio = c.attr_int("sampling_ratio");
@@ -123,8 +138,8 @@ Status roi_align_kernel(KernelContext& c) {
   for (int64_t r = 0; r < nr; ++r) {
     const int64_t b = bidx.i[r];
     if (b < 0 || b >= x.shape[0])
-      return c.error("batch index " + std::to_string(b) + " of roi " + std::to_string(r) + " is outside [0, " +
-                     std::to_string(x.shape[0]) + ")");
+      return c.error("batch index " + std::to_string(b) + " of roi " + std::to_string(r) +
+                     " is outside [0, " + std::to_string(x.shape[0]) + ")");
     const double offset = half_pixel ? 0.5 : 0.0;
     const float* roi = rois.f.data() + r * 4;
     const double x1 = roi[0] * scale - offset, y1 = roi[1] * scale - offset;
@@ -154,7 +169,8 @@ Status roi_align_kernel(KernelContext& c) {
               acc = g == 0 ? v : std::max(acc, v);
             }
           }
-          y.f[((r * ch + cc) * oh + py) * ow + px] = static_cast<float>(mode == "avg" ? acc / count : acc);
+          y.f[((r * ch + cc) * oh + py) * ow + px] =
+              static_cast<float>(mode == "avg" ? acc / count : acc);
         }
       }
   }

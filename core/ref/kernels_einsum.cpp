@@ -22,7 +22,8 @@ Status einsum_kernel(KernelContext& c) {
   const bool floats = c.in(0).is_float();
   for (size_t k = 0; k < c.num_inputs(); ++k) {
     if (c.in(k).dtype != c.in(0).dtype)
-      return c.error("input " + std::to_string(k) + " is " + std::string(dtype_name(c.in(k).dtype)) + ", input 0 is " +
+      return c.error("input " + std::to_string(k) + " is " +
+                     std::string(dtype_name(c.in(k).dtype)) + ", input 0 is " +
                      std::string(dtype_name(c.in(0).dtype)));
     ranks.push_back(c.in(k).rank());
     shapes.push_back(c.in(k).shape);
@@ -47,7 +48,8 @@ Status einsum_kernel(KernelContext& c) {
   for (size_t l = 0; l < nl; ++l)
     if (!in_output[l]) summed.push_back(static_cast<int>(l));
 
-  std::vector<int64_t> out_shape, out_idx(eq->output.size(), 0), sum_sizes, sum_idx(summed.size(), 0);
+  std::vector<int64_t> out_shape, out_idx(eq->output.size(), 0), sum_sizes,
+      sum_idx(summed.size(), 0);
   for (int l : eq->output) out_shape.push_back((*size)[l]);
   for (int l : summed) sum_sizes.push_back((*size)[l]);
   const DType t = c.in(0).dtype;
@@ -71,14 +73,18 @@ Status einsum_kernel(KernelContext& c) {
         for (size_t k = 0; k < c.num_inputs(); ++k) {
           int64_t off = 0;
           for (size_t l = 0; l < nl; ++l) off += at[l] * stride[k][l];
-          if (floats) fp *= c.in(k).f[off];
-          else ip *= static_cast<uint64_t>(c.in(k).i[off]);
+          if (floats)
+            fp *= c.in(k).f[off];
+          else
+            ip *= static_cast<uint64_t>(c.in(k).i[off]);
         }
         fsum += fp;
         isum = static_cast<int64_t>(uint64_t(isum) + ip);
       } while (next(sum_idx, sum_sizes));
-    if (floats) y.f[o] = static_cast<float>(fsum);
-    else y.i[o] = isum;
+    if (floats)
+      y.f[o] = static_cast<float>(fsum);
+    else
+      y.i[o] = isum;
     ++o;
   } while (next(out_idx, out_shape));
   c.out[0] = std::move(y);

@@ -111,10 +111,11 @@ Kernel compare(Cmp cmp) {
 Status bit_shift_kernel(KernelContext& c) {
   const Buf &a = c.in(0), &b = c.in(1);
   if (a.dtype != DType::U8 || b.dtype != DType::U8)
-    return c.error("inputs must be unsigned integers (libhpf has u8), are " + std::string(dtype_name(a.dtype)) + " and " +
-                   std::string(dtype_name(b.dtype)));
+    return c.error("inputs must be unsigned integers (libhpf has u8), are " +
+                   std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)));
   const std::string dir = c.attr_string("direction");
-  if (dir != "LEFT" && dir != "RIGHT") return c.error("direction must be 'LEFT' or 'RIGHT', is '" + dir + "'");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return c.error("direction must be 'LEFT' or 'RIGHT', is '" + dir + "'");
   std::vector<std::vector<int64_t>> shapes{a.shape, b.shape};
   auto out_shape = broadcast(shapes);
   if (!out_shape.ok()) return c.error(out_shape.status().message());

@@ -116,9 +116,11 @@ double determinant(std::vector<double> a, int64_t n) {
 // Det: one determinant per [M, M] matrix in the trailing two dimensions.
 Status det_kernel(KernelContext& c) {
   const Buf& x = c.in(0);
-  if (!x.is_float()) return c.error("input must be floating point, is " + std::string(dtype_name(x.dtype)));
+  if (!x.is_float())
+    return c.error("input must be floating point, is " + std::string(dtype_name(x.dtype)));
   const int64_t r = x.rank();
-  if (r < 2 || x.shape[r - 1] != x.shape[r - 2]) return c.error("input must be [..., M, M], got " + shape_string(x.shape));
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2])
+    return c.error("input must be [..., M, M], got " + shape_string(x.shape));
   const int64_t n = x.shape[r - 1];
   Buf y = Buf::floats({x.shape.begin(), x.shape.end() - 2}, x.dtype);
   for (int64_t b = 0; b < y.numel(); ++b) {

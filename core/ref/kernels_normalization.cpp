@@ -37,7 +37,8 @@ Status batch_norm_kernel(KernelContext& c) {
       return c.error("input " + std::to_string(k) + " has " + std::to_string(c.in(k).numel()) +
                      " values for " + std::to_string(ch) + " channels");
   const bool training = c.attr_int("training_mode") != 0;
-  if (!training && c.out.size() > 1) return c.error("running_mean/running_var outputs need training_mode=1");
+  if (!training && c.out.size() > 1)
+    return c.error("running_mean/running_var outputs need training_mode=1");
   const double eps = c.attr_float("epsilon"), momentum = c.attr_float("momentum");
   const Split3 s = split_at(x.shape, 1);
   Buf y = Buf::like(x);
@@ -51,7 +52,8 @@ Status batch_norm_kernel(KernelContext& c) {
       const double count = double(s.outer * s.inner);
       mean = sum / count;
       for (int64_t o = 0; o < s.outer; ++o)
-        for (int64_t k = 0; k < s.inner; ++k) sq += std::pow(x.f[(o * ch + ci) * s.inner + k] - mean, 2);
+        for (int64_t k = 0; k < s.inner; ++k)
+          sq += std::pow(x.f[(o * ch + ci) * s.inner + k] - mean, 2);
       var = sq / count;
       stats[0].f[ci] = static_cast<float>(c.in(3).get(ci) * momentum + mean * (1 - momentum));
       stats[1].f[ci] = static_cast<float>(c.in(4).get(ci) * momentum + var * (1 - momentum));

@@ -11,12 +11,15 @@ namespace hpf::ref {
 namespace {
 
 void copy_elem(const Buf& s, int64_t si, Buf& d, int64_t di) {
-  if (s.is_float()) d.f[di] = s.f[si];
-  else d.i[di] = s.i[si];
+  if (s.is_float())
+    d.f[di] = s.f[si];
+  else
+    d.i[di] = s.i[si];
 }
 
 Buf empty_like(const Buf& x, std::vector<int64_t> shape) {
-  return x.is_float() ? Buf::floats(std::move(shape), x.dtype) : Buf::ints(std::move(shape), x.dtype);
+  return x.is_float() ? Buf::floats(std::move(shape), x.dtype)
+                      : Buf::ints(std::move(shape), x.dtype);
 }
 
 // Three-way comparison of elements a and b of x: NaN above every number, NaN equal to NaN.
@@ -43,7 +46,9 @@ Split3 split_at(const std::vector<int64_t>& shape, int64_t axis) {
 Status top_k_kernel(KernelContext& c) {
   const Buf& x = c.in(0);
   auto axis = ir::normalize_axis(c.attr_int("axis"), x.rank());
-  if (!axis) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+  if (!axis)
+    return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " +
+                   std::to_string(x.rank()));
   int64_t k = 0;
   if (c.has(1)) {
     const auto kv = c.in(1).as_ints();
@@ -56,8 +61,8 @@ Status top_k_kernel(KernelContext& c) {
   }
   const Split3 s = split_at(x.shape, *axis);
   if (k < 0 || k > s.mid)
-    return c.error("k " + std::to_string(k) + " is outside [0, " + std::to_string(s.mid) + "] (axis " +
-                   std::to_string(*axis) + " of " + shape_string(x.shape) + ")");
+    return c.error("k " + std::to_string(k) + " is outside [0, " + std::to_string(s.mid) +
+                   "] (axis " + std::to_string(*axis) + " of " + shape_string(x.shape) + ")");
   const bool largest = c.attr_int("largest") != 0;
   std::vector<int64_t> shape = x.shape;
   shape[*axis] = k;
@@ -91,7 +96,9 @@ Status unique_kernel(KernelContext& c) {
   int64_t axis = -1;
   if (c.has_attr("axis")) {
     auto a = ir::normalize_axis(c.attr_int("axis"), x.rank());
-    if (!a) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+    if (!a)
+      return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " +
+                     std::to_string(x.rank()));
     axis = *a;
     s = split_at(x.shape, axis);
   }
@@ -104,7 +111,8 @@ Status unique_kernel(KernelContext& c) {
   };
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp_slices(a, b) < 0; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return cmp_slices(a, b) < 0; });
   // Groups of equal slices in sorted order; a group's first member is its first occurrence.
   std::vector<int64_t> first, count, group_of(n);
   for (int64_t r = 0; r < n; ++r) {
@@ -121,7 +129,8 @@ Status unique_kernel(KernelContext& c) {
   if (c.attr_int("sorted") == 0) {
     std::vector<int64_t> by_first(u);
     std::iota(by_first.begin(), by_first.end(), 0);
-    std::sort(by_first.begin(), by_first.end(), [&](int64_t a, int64_t b) { return first[a] < first[b]; });
+    std::sort(by_first.begin(), by_first.end(),
+              [&](int64_t a, int64_t b) { return first[a] < first[b]; });
     for (int64_t r = 0; r < u; ++r) rank[by_first[r]] = r;
   }
   std::vector<int64_t> shape{u};
@@ -129,10 +138,12 @@ Status unique_kernel(KernelContext& c) {
     shape = x.shape;
     shape[axis] = u;
   }
-  Buf y = empty_like(x, shape), indices = Buf::ints({u}), inverse = Buf::ints({n}), counts = Buf::ints({u});
+  Buf y = empty_like(x, shape), indices = Buf::ints({u}), inverse = Buf::ints({n}),
+      counts = Buf::ints({u});
   for (int64_t g = 0; g < u; ++g) {
     const int64_t r = rank[g];
-    for (int64_t p = 0; p < slice; ++p) copy_elem(x, elem(first[g], p), y, (p / s.inner * u + r) * s.inner + p % s.inner);
+    for (int64_t p = 0; p < slice; ++p)
+      copy_elem(x, elem(first[g], p), y, (p / s.inner * u + r) * s.inner + p % s.inner);
     indices.i[r] = first[g];
     counts.i[r] = count[g];
   }
@@ -147,12 +158,15 @@ Status unique_kernel(KernelContext& c) {
 // false beyond the axis.
 Status compress_kernel(KernelContext& c) {
   const Buf &x = c.in(0), &cond = c.in(1);
-  if (cond.rank() != 1) return c.error("condition must be 1-D, has shape " + shape_string(cond.shape));
+  if (cond.rank() != 1)
+    return c.error("condition must be 1-D, has shape " + shape_string(cond.shape));
   Split3 s{1, x.numel(), 1};
   int64_t axis = -1;
   if (c.has_attr("axis")) {
     auto a = ir::normalize_axis(c.attr_int("axis"), x.rank());
-    if (!a) return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " + std::to_string(x.rank()));
+    if (!a)
+      return c.error("axis " + std::to_string(c.attr_int("axis")) + " is out of range for rank " +
+                     std::to_string(x.rank()));
     axis = *a;
     s = split_at(x.shape, axis);
   }
@@ -160,7 +174,8 @@ Status compress_kernel(KernelContext& c) {
   for (int64_t j = 0; j < cond.numel(); ++j) {
     if (cond.i[j] == 0) continue;
     if (j >= s.mid)
-      return c.error("condition is true at " + std::to_string(j) + ", beyond the " + std::to_string(s.mid) + " entries selected from");
+      return c.error("condition is true at " + std::to_string(j) + ", beyond the " +
+                     std::to_string(s.mid) + " entries selected from");
     kept.push_back(j);
   }
   const auto m = static_cast<int64_t>(kept.size());

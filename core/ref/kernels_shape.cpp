@@ -441,8 +441,10 @@ Status eye_like_kernel(KernelContext& c) {
   for (int64_t i = 0; i < rows; ++i) {
     const int64_t j = i + k;
     if (j < 0 || j >= cols) continue;
-    if (y.is_float()) y.f[i * cols + j] = 1.0f;
-    else y.i[i * cols + j] = 1;
+    if (y.is_float())
+      y.f[i * cols + j] = 1.0f;
+    else
+      y.i[i * cols + j] = 1;
   }
   c.out[0] = std::move(y);
   return {};
@@ -457,11 +459,12 @@ Status reverse_sequence_kernel(KernelContext& c) {
     return c.error("batch_axis and time_axis must be 0 and 1 in some order");
   if (x.rank() < 2) return c.error("input must have rank >= 2, has shape " + shape_string(x.shape));
   if (lens.is_float() || lens.rank() != 1 || lens.shape[0] != x.shape[ba])
-    return c.error("sequence_lens " + shape_string(lens.shape) + " must hold one integer length per batch entry of " +
-                   shape_string(x.shape));
+    return c.error("sequence_lens " + shape_string(lens.shape) +
+                   " must hold one integer length per batch entry of " + shape_string(x.shape));
   for (int64_t len : lens.i)
     if (len < 0 || len > x.shape[ta])
-      return c.error("sequence length " + std::to_string(len) + " is outside [0, " + std::to_string(x.shape[ta]) + "]");
+      return c.error("sequence length " + std::to_string(len) + " is outside [0, " +
+                     std::to_string(x.shape[ta]) + "]");
   const auto st = strides_of(x.shape);
   Buf y = Buf::like(x);
   for (int64_t e = 0; e < x.numel(); ++e) {

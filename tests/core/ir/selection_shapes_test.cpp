@@ -69,14 +69,16 @@ TEST_CASE("shapes: TopK knows k when it is an attribute or a constant") {
   CHECK_CONTAINS(build_error(e, {y[0]}), "k 6 is outside [0, 5]");
 }
 
-TEST_CASE("shapes: Unique, Compress, NonZero and NonMaxSuppression leave data-dependent sizes unknown") {
+TEST_CASE(
+    "shapes: Unique, Compress, NonZero and NonMaxSuppression leave data-dependent sizes unknown") {
   GraphBuilder b("g");
   auto x = b.input("x", DType::F32, {2, 3});
   auto u = b.op("Unique", {x}, {}, 4);
   auto ua = b.op("Unique", {x}, {{"axis", int64_t{1}}}, 3);
   auto cond = b.input("cond", DType::BOOL, {3});
   auto comp = b.op1("Compress", {x, cond}, {{"axis", int64_t{1}}});
-  auto comp_const = b.op1("Compress", {x, b.constant("cc", bools({2}, {1, 1}))}, {{"axis", int64_t{0}}});
+  auto comp_const =
+      b.op1("Compress", {x, b.constant("cc", bools({2}, {1, 1}))}, {{"axis", int64_t{0}}});
   auto flat = b.op1("Compress", {x, cond});
   auto nz = b.op1("NonZero", {x});
   auto boxes = b.input("boxes", DType::F32, {1, 5, 4});
@@ -111,7 +113,8 @@ TEST_CASE("shapes: scatter and gather ops") {
 
   GraphBuilder e("g");
   auto d = e.input("d", DType::F32, {4, 5});
-  auto y = e.op1("ScatterND", {d, e.input("i", DType::I64, {2, 1}), e.input("u", DType::F32, {2, 4})});
+  auto y =
+      e.op1("ScatterND", {d, e.input("i", DType::I64, {2, 1}), e.input("u", DType::F32, {2, 4})});
   CHECK_CONTAINS(build_error(e, {y}), "updates [2,4] must have shape [2,5]");
   GraphBuilder f("g");
   auto z = f.op1("ScatterElements", {f.input("d", DType::F32, {4}), f.input("i", DType::F32, {2}),
@@ -119,24 +122,33 @@ TEST_CASE("shapes: scatter and gather ops") {
   CHECK_CONTAINS(build_error(f, {z}), "indices must be integers, is f32");
 }
 
-TEST_CASE("shapes: EyeLike, MaxUnpool, RoiAlign, TfIdfVectorizer, Einsum, Det, BatchNormalization training") {
+TEST_CASE(
+    "shapes: EyeLike, MaxUnpool, RoiAlign, TfIdfVectorizer, Einsum, Det, BatchNormalization "
+    "training") {
   GraphBuilder b("g");
   auto eye = b.op1("EyeLike", {b.input("e", DType::I32, {3, 4})}, {{"dtype", int64_t{1}}});
   auto x = b.input("x", DType::F32, {kBatch, 2, 3, 3});
-  auto unpool = b.op1("MaxUnpool", {x, b.input("i", DType::I64, {kBatch, 2, 3, 3})},
-                      {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}, {"pads", ints{0, 1, 0, 1}}});
-  auto roi = b.op1("RoiAlign", {x, b.input("rois", DType::F32, {6, 4}), b.input("bi", DType::I64, {6})},
-                   {{"output_height", int64_t{2}}, {"output_width", int64_t{5}}});
+  auto unpool =
+      b.op1("MaxUnpool", {x, b.input("i", DType::I64, {kBatch, 2, 3, 3})},
+            {{"kernel_shape", ints{2, 2}}, {"strides", ints{2, 2}}, {"pads", ints{0, 1, 0, 1}}});
+  auto roi =
+      b.op1("RoiAlign", {x, b.input("rois", DType::F32, {6, 4}), b.input("bi", DType::I64, {6})},
+            {{"output_height", int64_t{2}}, {"output_width", int64_t{5}}});
   auto tf = b.op1("TfIdfVectorizer", {b.input("tok", DType::I64, {kBatch, 9})},
-                  {{"min_gram_length", int64_t{1}}, {"max_gram_length", int64_t{1}}, {"max_skip_count", int64_t{0}},
-                   {"mode", std::string("TF")}, {"ngram_counts", ints{0}}, {"ngram_indexes", ints{4, 1}},
+                  {{"min_gram_length", int64_t{1}},
+                   {"max_gram_length", int64_t{1}},
+                   {"max_skip_count", int64_t{0}},
+                   {"mode", std::string("TF")},
+                   {"ngram_counts", ints{0}},
+                   {"ngram_indexes", ints{4, 1}},
                    {"pool_int64s", ints{7, 8}}});
-  auto es = b.op1("Einsum", {b.input("a", DType::F32, {kBatch, 2, 3}), b.input("b", DType::F32, {3, 4})},
-                  {{"equation", std::string("...ij,jk->...ki")}});
+  auto es =
+      b.op1("Einsum", {b.input("a", DType::F32, {kBatch, 2, 3}), b.input("b", DType::F32, {3, 4})},
+            {{"equation", std::string("...ij,jk->...ki")}});
   auto det = b.op1("Det", {b.input("m", DType::F32, {5, 3, 3})});
   auto bn = b.op("BatchNormalization",
-                 {x, b.input("s", DType::F32, {2}), b.input("bb", DType::F32, {2}), b.input("mean", DType::F32, {2}),
-                  b.input("var", DType::F32, {2})},
+                 {x, b.input("s", DType::F32, {2}), b.input("bb", DType::F32, {2}),
+                  b.input("mean", DType::F32, {2}), b.input("var", DType::F32, {2})},
                  {{"training_mode", int64_t{1}}}, 3);
   Graph g = build(b, {eye, unpool, roi, tf, es, det, bn[0], bn[1], bn[2]});
   CHECK(g.value(eye).dtype == DType::F32);
@@ -167,13 +179,18 @@ TEST_CASE("einsum equations: labels, ellipses, implicit outputs, errors") {
   auto t = parse_einsum("ba", ints{2});
   REQUIRE(t.ok());
   CHECK(t->output == std::vector<int>{1, 0});
-  auto sizes = hpf::ir::einsum_label_sizes(*b, std::vector<std::vector<int64_t>>{{2, 1, 3, 4}, {5, 4, 6}});
+  auto sizes =
+      hpf::ir::einsum_label_sizes(*b, std::vector<std::vector<int64_t>>{{2, 1, 3, 4}, {5, 4, 6}});
   REQUIRE(sizes.ok());
   CHECK(*sizes == ints{2, 5, 3, 4, 6});
-  CHECK_CONTAINS(parse_einsum("ij,jk", ints{2}).status().message(), "names 2 operands, the node has 1");
+  CHECK_CONTAINS(parse_einsum("ij,jk", ints{2}).status().message(),
+                 "names 2 operands, the node has 1");
   CHECK_CONTAINS(parse_einsum("i.j", ints{2}).status().message(), "stray '.'");
   CHECK_CONTAINS(parse_einsum("i1", ints{2}).status().message(), "character '1'");
-  CHECK_CONTAINS(parse_einsum("ij->ii", ints{2}).status().message(), "output label 'i' appears twice");
-  auto bad = hpf::ir::einsum_label_sizes(*e, std::vector<std::vector<int64_t>>{{2, 3, 4}, {2, 5, 6}});
-  CHECK_CONTAINS(bad.status().message(), "operand 1 dimension 1 has size 5, another use of the same label has 4");
+  CHECK_CONTAINS(parse_einsum("ij->ii", ints{2}).status().message(),
+                 "output label 'i' appears twice");
+  auto bad =
+      hpf::ir::einsum_label_sizes(*e, std::vector<std::vector<int64_t>>{{2, 3, 4}, {2, 5, 6}});
+  CHECK_CONTAINS(bad.status().message(),
+                 "operand 1 dimension 1 has size 5, another use of the same label has 4");
 }

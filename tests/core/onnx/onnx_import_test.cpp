@@ -236,7 +236,8 @@ TEST_CASE("onnx: TensorProto files (typed fields, DOUBLE as F32)") {
   CHECK(bad.status().message() == "t.pb: holds 1 elements, shape [2] needs 2");
 }
 
-TEST_CASE("onnx: older forms: Scatter is ScatterElements, EyeLike to DOUBLE, RoiAlign before opset 16") {
+TEST_CASE(
+    "onnx: older forms: Scatter is ScatterElements, EyeLike to DOUBLE, RoiAlign before opset 16") {
   auto m = new_model(10);
   auto* g = m.mutable_graph();
   add_io(g->add_input(), "data", {1, 3});

@@ -45,7 +45,8 @@ TEST_CASE("ref einsum: transpose, diagonal, trace, sums, outer product") {
   check_close(einsum("ii", {in(m)}), {}, {15});
   check_close(einsum("ij->j", {in(m)}), {3}, {12, 15, 18});
   check_close(einsum("ij->", {in(m)}), {}, {45});
-  check_close(einsum("i,j->ij", {in(f32({2}, {1, 2})), in(f32({3}, {3, 4, 5}))}), {2, 3}, {3, 4, 5, 6, 8, 10});
+  check_close(einsum("i,j->ij", {in(f32({2}, {1, 2})), in(f32({3}, {3, 4, 5}))}), {2, 3},
+              {3, 4, 5, 6, 8, 10});
   check_close(einsum("i,i", {in(f32({3}, {1, 2, 3})), in(f32({3}, {4, 5, 6}))}), {}, {32});
 }
 
@@ -59,28 +60,35 @@ TEST_CASE("ref einsum: ellipsis batches broadcast, and batched diagonals") {
         for (int k = 0; k < 2; ++k)
           for (int j = 0; j < 3; ++j)
             want[((p * 4 + q) * 2 + i) * 2 + k] += a[(p * 2 + i) * 3 + j] * b[(q * 3 + j) * 2 + k];
-  check_close(einsum("...ij,...jk->...ik", {in(f32({2, 1, 2, 3}, a)), in(f32({4, 3, 2}, b))}), {2, 4, 2, 2}, want);
+  check_close(einsum("...ij,...jk->...ik", {in(f32({2, 1, 2, 3}, a)), in(f32({4, 3, 2}, b))}),
+              {2, 4, 2, 2}, want);
   // Implicit output: the ellipsis first, then the letters used once.
   check_close(einsum("...ii", {in(f32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}))}), {2}, {5, 13});
-  check_close(einsum("...ii->...i", {in(f32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}))}), {2, 2}, {1, 4, 5, 8});
+  check_close(einsum("...ii->...i", {in(f32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}))}), {2, 2},
+              {1, 4, 5, 8});
 }
 
 TEST_CASE("ref einsum: integers, and errors naming the equation") {
-  check_ints(run1("Einsum", {in(i64({2, 2}, {1, 2, 3, 4})), in(i64({2}, {10, 100}))}, {{"equation", std::string("ij,j->i")}}),
+  check_ints(run1("Einsum", {in(i64({2, 2}, {1, 2, 3, 4})), in(i64({2}, {10, 100}))},
+                  {{"equation", std::string("ij,j->i")}}),
              {2}, {210, 430});
   check_error(run_op("Einsum", {in(f32({2, 3}, ramp(6)))}, {{"equation", std::string("ijk->i")}}),
               {"operand 0 has rank 2, its term 'ijk' names 3 dimensions"});
   check_error(run_op("Einsum", {in(f32({2, 3}, ramp(6)))}, {{"equation", std::string("ij->ix")}}),
               {"output label 'x' is in no operand"});
-  check_error(run_op("Einsum", {in(f32({2, 3}, ramp(6))), in(f32({2, 3}, ramp(6)))}, {{"equation", std::string("ij,jk")}}),
+  check_error(run_op("Einsum", {in(f32({2, 3}, ramp(6))), in(f32({2, 3}, ramp(6)))},
+                     {{"equation", std::string("ij,jk")}}),
               {"has size 2, another use of the same label has 3"});
 }
 
 TEST_CASE("ref text: TfIdfVectorizer counts n-grams with skips, in TF, IDF and TFIDF modes") {
   // Pool: unigrams {2, 3}, bigrams {(2,3), (3,4)}; columns 0..3 in that order.
-  Attributes a = {{"min_gram_length", int64_t{1}},   {"max_gram_length", int64_t{2}},
-                  {"max_skip_count", int64_t{0}},    {"mode", std::string("TF")},
-                  {"ngram_counts", std::vector<int64_t>{0, 2}}, {"ngram_indexes", std::vector<int64_t>{0, 1, 2, 3}},
+  Attributes a = {{"min_gram_length", int64_t{1}},
+                  {"max_gram_length", int64_t{2}},
+                  {"max_skip_count", int64_t{0}},
+                  {"mode", std::string("TF")},
+                  {"ngram_counts", std::vector<int64_t>{0, 2}},
+                  {"ngram_indexes", std::vector<int64_t>{0, 1, 2, 3}},
                   {"pool_int64s", std::vector<int64_t>{2, 3, 2, 3, 3, 4}}};
   const Tensor x = i64({6}, {2, 3, 4, 2, 9, 3});
   check_close(run1("TfIdfVectorizer", {in(x)}, a), {4}, {2, 2, 1, 1});
@@ -96,7 +104,8 @@ TEST_CASE("ref text: TfIdfVectorizer counts n-grams with skips, in TF, IDF and T
   check_close(run1("TfIdfVectorizer", {in(x)}, a), {4}, {0, 0, 0.5f, 3});
   // Rows of a [N, C] input are counted separately.
   a["mode"] = std::string("TF");
-  check_close(run1("TfIdfVectorizer", {in(i64({2, 3}, {2, 3, 4, 3, 4, 3}))}, a), {2, 4}, {0, 0, 1, 1, 0, 0, 0, 1});
+  check_close(run1("TfIdfVectorizer", {in(i64({2, 3}, {2, 3, 4, 3, 4, 3}))}, a), {2, 4},
+              {0, 0, 1, 1, 0, 0, 0, 1});
   check_error(run_op("TfIdfVectorizer", {in(f32({2}, {1, 2}))}, a), {"X must be integers"});
 }
 

@@ -245,8 +245,8 @@ TEST_CASE("ref linalg: Det of single and batched matrices, pivoting and singular
   check_close(run1("Det", {in(f32({2, 2}, {1, 2, 3, 4}))}), {}, {-2});
   // A zero leading pivot needs a row swap: det [[0,1,0],[1,0,0],[0,0,3]] = -3.
   check_close(run1("Det", {in(f32({3, 3, 3}, {2, 0, 0, 0, 2, 0, 0, 0, 2,  //
-                                               0, 1, 0, 1, 0, 0, 0, 0, 3,  //
-                                               1, 2, 3, 2, 4, 6, 0, 1, 1}))}),
+                                              0, 1, 0, 1, 0, 0, 0, 0, 3,  //
+                                              1, 2, 3, 2, 4, 6, 0, 1, 1}))}),
               {3}, {8, -3, 0});
   // [[2,-1,0],[-1,2,-1],[0,-1,2]] has determinant 4.
   check_close(run1("Det", {in(f32({3, 3}, {2, -1, 0, -1, 2, -1, 0, -1, 2}))}), {}, {4}, 1e-6, 1e-6);

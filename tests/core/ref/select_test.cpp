@@ -35,7 +35,8 @@ TEST_CASE("ref select: TopK largest and smallest along an axis, ties keep the lo
     check_ints(r[1], {2, 3}, {0, 2, 3, 1, 3, 0});
   }
   SUBCASE("smallest, axis 0, constant k") {
-    auto r = run_n("TopK", {in(x), cst(i64({1}, {1}))}, {{"axis", int64_t{0}}, {"largest", int64_t{0}}}, 2);
+    auto r = run_n("TopK", {in(x), cst(i64({1}, {1}))},
+                   {{"axis", int64_t{0}}, {"largest", int64_t{0}}}, 2);
     check_close(r[0], {1, 4}, {0, 1, -1, 2});
     check_ints(r[1], {1, 4}, {1, 0, 1, 0});
   }
@@ -54,7 +55,8 @@ TEST_CASE("ref select: TopK largest and smallest along an axis, ties keep the lo
     check_ints(n[1], {2}, {1, 2});
   }
   SUBCASE("k larger than the axis is an error") {
-    check_error(run_op("TopK", {in(x), in(i64({1}, {5}))}, {}, 2), {"node 'node' (TopK)", "k 5 is outside [0, 4]"});
+    check_error(run_op("TopK", {in(x), in(i64({1}, {5}))}, {}, 2),
+                {"node 'node' (TopK)", "k 5 is outside [0, 4]"});
   }
 }
 
@@ -90,8 +92,10 @@ TEST_CASE("ref select: Unique along an axis compares whole slices") {
 
 TEST_CASE("ref select: Compress along an axis and flattened") {
   const Tensor x = f32({3, 2}, {1, 2, 3, 4, 5, 6});
-  check_close(run1("Compress", {in(x), in(bools({3}, {1, 0, 1}))}, {{"axis", int64_t{0}}}), {2, 2}, {1, 2, 5, 6});
-  check_close(run1("Compress", {in(x), in(bools({2}, {0, 1}))}, {{"axis", int64_t{-1}}}), {3, 1}, {2, 4, 6});
+  check_close(run1("Compress", {in(x), in(bools({3}, {1, 0, 1}))}, {{"axis", int64_t{0}}}), {2, 2},
+              {1, 2, 5, 6});
+  check_close(run1("Compress", {in(x), in(bools({2}, {0, 1}))}, {{"axis", int64_t{-1}}}), {3, 1},
+              {2, 4, 6});
   // A shorter condition selects from its length only; without an axis the input is flattened.
   check_close(run1("Compress", {in(x), in(bools({4}, {0, 1, 0, 1}))}), {2}, {2, 4});
   check_close(run1("Compress", {in(x), in(bools({1}, {0}))}, {{"axis", int64_t{1}}}), {3, 0}, {});
@@ -100,7 +104,8 @@ TEST_CASE("ref select: Compress along an axis and flattened") {
 }
 
 TEST_CASE("ref select: NonZero lists coordinates row-major") {
-  check_ints(run1("NonZero", {in(f32({2, 3}, {0, 2, 0, kNaN, 0, -1}))}), {2, 3}, {0, 1, 1, 1, 0, 2});
+  check_ints(run1("NonZero", {in(f32({2, 3}, {0, 2, 0, kNaN, 0, -1}))}), {2, 3},
+             {0, 1, 1, 1, 0, 2});
   check_ints(run1("NonZero", {in(i64({4}, {0, 7, 0, 0}))}), {1, 1}, {1});
   check_ints(run1("NonZero", {in(bools({2, 2}, {0, 0, 0, 0}))}), {2, 0}, {});
 }
