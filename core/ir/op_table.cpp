@@ -119,7 +119,7 @@ std::vector<OpDef> build_table() {
   }
 
   // Normalisation: statistics and sums stay FP32 whatever the data format.
-  t.push_back(row("BatchNormalization", 5, 5, 1, 1, C::normalization, kVector, sf::batch_norm,
+  t.push_back(row("BatchNormalization", 5, 5, 1, 3, C::normalization, kVector, sf::batch_norm,
                   {f("epsilon", 1e-5f), f("momentum", 0.9f), i("training_mode", 0)}, {1, 2, 3, 4},
                   "scale and shift computed in FP32"));
   t.push_back(row("LayerNormalization", 2, 3, 1, 3, C::normalization, kVector, sf::layer_norm,
@@ -260,6 +260,56 @@ std::vector<OpDef> build_table() {
   t.push_back(row("STFT", 2, 4, 1, 1, C::matmul, kF32, sf::stft, {i("onesided", 1)}, {1, 3}, "sums in FP64"));
   t.push_back(row("MelWeightMatrix", 5, 5, 1, 1, C::elementwise, kF32, sf::mel_weight_matrix,
                   {i("output_datatype", 1)}, {0, 1, 2, 3, 4}));
+  // Selection with data-dependent sizes, scatter/gather, detection, text features, Einsum, Det.
+  // TopK's k is an input from opset 10, an attribute before.
+  t.push_back(row("TopK", 1, 2, 1, 2, C::data_movement, kAny, sf::top_k,
+                  {i("axis", -1), i("largest", 1), i("sorted", 1), opt_int("k")}, {1}));
+  t.push_back(row("Unique", 1, 1, 1, 4, C::data_movement, kAny, sf::unique,
+                  {opt_int("axis"), i("sorted", 1)}));
+  t.push_back(
+      row("Compress", 2, 2, 1, 1, C::data_movement, kAny, sf::compress, {opt_int("axis")}, {1}));
+  t.push_back(row("NonZero", 1, 1, 1, 1, C::data_movement, kAny, sf::non_zero));
+  t.push_back(row("ScatterElements", 3, 3, 1, 1, C::data_movement, kAny, sf::scatter_elements,
+                  {i("axis", 0), s("reduction", "none")}, {1}));
+  t.push_back(row("ScatterND", 3, 3, 1, 1, C::data_movement, kAny, sf::scatter_nd,
+                  {s("reduction", "none")}, {1}));
+  t.push_back(row("GatherND", 2, 2, 1, 1, C::data_movement, kAny, sf::gather_nd,
+                  {i("batch_dims", 0)}, {1}));
+  t.push_back(row("EyeLike", 1, 1, 1, 1, C::data_movement, kAny, sf::eye_like,
+                  {opt_int("dtype"), i("k", 0)}));
+  t.push_back(row("ReverseSequence", 2, 2, 1, 1, C::data_movement, kAny, sf::reverse_sequence,
+                  {i("batch_axis", 1), i("time_axis", 0)}, {1}));
+  for (const char* n : {"GreaterOrEqual", "LessOrEqual"})
+    t.push_back(row(n, 2, 2, 1, 1, C::elementwise, kAny, sf::compare));
+  t.push_back(row("BitShift", 2, 2, 1, 1, C::elementwise, {D::U8}, sf::bit_shift,
+                  {{"direction", AttrType::string, std::nullopt, true}}));
+  t.push_back(row("GlobalMaxPool", 1, 1, 1, 1, C::data_movement, kVector, sf::global_pool));
+  t.push_back(
+      row("MaxUnpool", 2, 3, 1, 1, C::data_movement, kVector, sf::max_unpool,
+          {{"kernel_shape", AttrType::ints, std::nullopt, true}, ints("pads"), ints("strides")},
+          {1, 2}));
+  t.push_back(row(
+      "RoiAlign", 3, 3, 1, 1, C::data_movement, kVector, sf::roi_align,
+      {s("coordinate_transformation_mode", "half_pixel"), s("mode", "avg"), i("output_height", 1),
+       i("output_width", 1), i("sampling_ratio", 0), f("spatial_scale", 1.0f)},
+      {1, 2}, "bilinear weights and bin sums in FP32"));
+  t.push_back(row("NonMaxSuppression", 2, 5, 1, 1, C::data_movement, kF32, sf::non_max_suppression,
+                  {i("center_point_box", 0)}, {0, 1, 2, 3, 4}));
+  t.push_back(row("TfIdfVectorizer", 1, 1, 1, 1, C::data_movement, kF32, sf::tfidf_vectorizer,
+                  {req_int("max_gram_length"),
+                   req_int("min_gram_length"),
+                   req_int("max_skip_count"),
+                   {"mode", AttrType::string, std::nullopt, true},
+                   ints("ngram_counts"),
+                   ints("ngram_indexes"),
+                   ints("pool_int64s"),
+                   {"pool_strings", AttrType::strings, std::nullopt},
+                   {"weights", AttrType::floats, std::nullopt}},
+                  {0}));
+  t.push_back(row("Einsum", 1, kMany, 1, 1, C::matmul, kVector, sf::einsum,
+                  {{"equation", AttrType::string, std::nullopt, true}}, {}, "sums of products"));
+  t.push_back(row("Det", 1, 1, 1, 1, C::matmul, kF32, sf::det, {}, {},
+                  "LU factorisation in FP32 or wider"));
   std::sort(t.begin(), t.end(), [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
   return t;
 }

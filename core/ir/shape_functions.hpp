@@ -72,4 +72,23 @@ Status if_(InferContext& c);    // the branches' outputs; dims they disagree on 
 Status loop(InferContext& c);   // carried values as they stabilise; scan outputs [trips, ...]
 Status scan(InferContext& c);   // states; scan outputs with the scan length inserted at their axis
 
+// Data-dependent sizes (TopK with a non-constant k, Unique, Compress, NonZero,
+// NonMaxSuppression) leave those dimensions unknown.
+Status top_k(InferContext& c);   // values and I64 indices, k along axis
+Status unique(InferContext& c);  // Y, indices, inverse_indices, counts
+Status compress(InferContext& c);
+Status non_zero(InferContext& c);          // I64 [rank, ?]
+Status scatter_elements(InferContext& c);  // data's shape
+Status scatter_nd(InferContext& c);        // data's shape
+Status gather_nd(InferContext& c);
+Status eye_like(InferContext& c);
+Status reverse_sequence(InferContext& c);
+Status bit_shift(InferContext& c);  // broadcasting, unsigned integers
+Status max_unpool(InferContext& c);
+Status roi_align(InferContext& c);            // [num_rois, C, output_height, output_width]
+Status non_max_suppression(InferContext& c);  // I64 [?, 3]
+Status tfidf_vectorizer(InferContext& c);     // F32 [max(ngram_indexes) + 1] per row
+Status einsum(InferContext& c);
+Status det(InferContext& c);  // batch dimensions of [..., M, M]
+
 }  // namespace hpf::ir::shape_fn

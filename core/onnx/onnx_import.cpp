@@ -319,7 +319,8 @@ class Importer {
                                  "' is not supported");
     if (n.op_type() == "Constant") return constant_node(n, where);
     if (n.op_type() == "Upsample") return upsample_node(n, name, where);
-    const ir::OpDef* def = ir::find_op(n.op_type());
+    const std::string op = current_op_name(n.op_type());
+    const ir::OpDef* def = ir::find_op(op);
     if (!def)
       return Status::unsupported("node '" + name + "': op " + n.op_type() + " (domain '" + shown_domain +
                                  "', opset " + std::to_string(opset_) + ") is not supported");
@@ -371,8 +372,9 @@ class Importer {
 
     if ((n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") && opset_ < 13)
       return add_coerced_softmax(n.op_type(), name, inputs, outputs, attrs);
+    HPF_RETURN_IF_ERROR(apply_older_forms(op, attrs, outputs.size(), where));
 
-    auto r = g_.add_node(n.op_type(), name, std::move(inputs), std::move(outputs), std::move(attrs));
+    auto r = g_.add_node(op, name, std::move(inputs), std::move(outputs), std::move(attrs));
     return r.status();
   }
 
@@ -406,6 +408,26 @@ class Importer {
                      {"coordinate_transformation_mode", std::string("asymmetric")},
                      {"nearest_mode", std::string("floor")}};
     return g_.add_node("Resize", name, {inputs[0], kNoValue, scales}, {n.output(0)}, std::move(attrs)).status();
+  }
+
+  // Ops renamed by later opsets: the deprecated Scatter (opset 9-10) is ScatterElements.
+  static std::string current_op_name(const std::string& op) {
+    return op == "Scatter" ? "ScatterElements" : op;
+  }
+
+  // Older or narrower forms of attributes, rewritten into the op table's form.
+  Status apply_older_forms(const std::string& op, Attributes& attrs, size_t num_outputs,
+                           const std::string& where) const {
+    if (op == "EyeLike")  // DOUBLE is held as F32
+      if (auto it = attrs.find("dtype"); it != attrs.end())
+        if (auto* d = std::get_if<int64_t>(&it->second); d && *d == kOnnxDouble) *d = 1;
+    // RoiAlign before opset 16 had no coordinate_transformation_mode and worked as
+    // output_half_pixel does.
+    if (op == "RoiAlign" && opset_ < 16 && !attrs.count("coordinate_transformation_mode"))
+      attrs["coordinate_transformation_mode"] = std::string("output_half_pixel");
+    if (op == "BatchNormalization" && opset_ < 14 && num_outputs > 1)
+      return Status::unsupported(where + ": training outputs before opset 14 are not supported");
+    return {};
   }
 
   // Softmax before opset 13 flattens the input to 2-D at `axis` (default 1) and normalises over

@@ -116,6 +116,11 @@ void add_integer_linalg_kernels(KernelTable& t);  // MatMulInteger, ConvInteger,
 void add_grid_sample_kernels(KernelTable& t);
 void add_signal_kernels(KernelTable& t);          // windows, DFT, STFT, MelWeightMatrix
 void add_control_kernels(KernelTable& t);    // If, Loop, Scan
+void add_select_kernels(KernelTable& t);          // TopK, Unique, Compress, NonZero
+void add_scatter_gather_kernels(KernelTable& t);  // ScatterElements, ScatterND, GatherND
+void add_detection_kernels(KernelTable& t);       // NonMaxSuppression, RoiAlign
+void add_einsum_kernels(KernelTable& t);
+void add_text_kernels(KernelTable& t);  // TfIdfVectorizer
 
 const KernelTable& kernels();
 

@@ -152,6 +152,11 @@ const KernelTable& kernels() {
     add_grid_sample_kernels(t);
     add_signal_kernels(t);
     add_control_kernels(t);
+    add_select_kernels(t);
+    add_scatter_gather_kernels(t);
+    add_detection_kernels(t);
+    add_einsum_kernels(t);
+    add_text_kernels(t);
     return t;
   }();
   return table;

@@ -1,7 +1,8 @@
 // Reference kernels for windowed ops: Conv, ConvTranspose, MaxPool, AveragePool,
-// GlobalAveragePool. Window geometry comes from core/ir/op_geometry so the shapes produced here
-// are the shapes inference promised.
+// GlobalAveragePool, GlobalMaxPool, MaxUnpool. Window geometry comes from core/ir/op_geometry so
+// the shapes produced here are the shapes inference promised.
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "core/ir/op_geometry.hpp"
@@ -404,9 +405,84 @@ Status global_average_pool(KernelContext& ctx) {
   return {};
 }
 
+// GlobalMaxPool: the largest value of each [N, C] plane (NaN if the plane holds one).
+Status global_max_pool(KernelContext& ctx) {
+  HPF_RETURN_IF_ERROR(check_pool_input(ctx));
+  const Buf& x = ctx.in(0);
+  std::vector<int64_t> out_shape(x.shape.size(), 1);
+  out_shape[0] = x.shape[0];
+  out_shape[1] = x.shape[1];
+  Buf y = x.is_float() ? Buf::floats(out_shape, x.dtype) : Buf::ints(out_shape, x.dtype);
+  const int64_t planes = x.shape[0] * x.shape[1];
+  const int64_t plane_size = numel(std::span(x.shape).subspan(2));
+  if (plane_size == 0) return ctx.error("spatial size is 0, a maximum of nothing: " + shape_of(x));
+  for (int64_t p = 0; p < planes; ++p) {
+    const int64_t base = p * plane_size;
+    if (x.is_float()) {
+      float m = x.f[base];
+      for (int64_t k = 1; k < plane_size && !std::isnan(m); ++k) {
+        const float v = x.f[base + k];
+        if (std::isnan(v) || v > m) m = v;
+      }
+      y.f[p] = m;
+    } else {
+      y.i[p] = *std::max_element(x.i.begin() + base, x.i.begin() + base + plane_size);
+    }
+  }
+  ctx.out[0] = std::move(y);
+  return {};
+}
+
+// MaxUnpool: scatters X to the flat positions I names in a zero tensor of the shape MaxPool's
+// input had ((in - 1) * stride + kernel - pads per spatial axis). An output_shape input enlarges
+// it: the unpooled tensor sits in its leading corner, zeros after (as the ONNX reference does).
+Status max_unpool(KernelContext& ctx) {
+  HPF_RETURN_IF_ERROR(check_pool_input(ctx));
+  const Buf &x = ctx.in(0), &idx = ctx.in(1);
+  if (!x.is_float())
+    return ctx.error("X must be floating point, is " + std::string(dtype_name(x.dtype)));
+  if (idx.is_float() || idx.shape != x.shape)
+    return ctx.error("indices must be integers of the shape of X " + shape_of(x) + ", got " +
+                     shape_of(idx));
+  const size_t n = x.shape.size() - 2;
+  const auto ks = ctx.attr_ints("kernel_shape"), st = ctx.attr_ints("strides"),
+             pads = ctx.attr_ints("pads");
+  if (ks.size() != n || (!st.empty() && st.size() != n) || (!pads.empty() && pads.size() != 2 * n))
+    return ctx.error("kernel_shape, strides and pads must match the " + std::to_string(n) +
+                     " spatial dimensions");
+  std::vector<int64_t> inferred{x.shape[0], x.shape[1]};
+  for (size_t k = 0; k < n; ++k)
+    inferred.push_back((x.shape[k + 2] - 1) * (st.empty() ? 1 : st[k]) + ks[k] -
+                       (pads.empty() ? 0 : pads[k] + pads[k + n]));
+  std::vector<int64_t> out_shape = ctx.has(2) ? ctx.in(2).as_ints() : inferred;
+  bool fits = out_shape.size() == inferred.size();
+  for (size_t k = 0; fits && k < out_shape.size(); ++k)
+    fits = out_shape[k] >= inferred[k] && inferred[k] >= 0;
+  if (!fits || out_shape[0] != inferred[0] || out_shape[1] != inferred[1])
+    return ctx.error("output_shape " + shape_string(out_shape) +
+                     " is smaller than the unpooled shape " + shape_string(inferred));
+  const int64_t total = numel(inferred);
+  const auto in_strides = strides_of(inferred), out_strides = strides_of(out_shape);
+  Buf y = Buf::floats(out_shape, x.dtype);
+  for (int64_t k = 0; k < x.numel(); ++k) {
+    const int64_t at = idx.i[k];
+    if (at < 0 || at >= total)
+      return ctx.error("index " + std::to_string(at) + " is outside the unpooled tensor " +
+                       shape_string(inferred));
+    int64_t dst = 0;
+    for (size_t d = 0; d < inferred.size(); ++d)
+      dst += at / in_strides[d] % inferred[d] * out_strides[d];
+    y.f[dst] = x.f[k];
+  }
+  ctx.out[0] = std::move(y);
+  return {};
+}
+
 }  // namespace
 
 void add_conv_kernels(KernelTable& t) {
+  t["GlobalMaxPool"] = global_max_pool;
+  t["MaxUnpool"] = max_unpool;
   t["Conv"] = conv;
   t["ConvTranspose"] = conv_transpose;
   t["MaxPool"] = max_pool;

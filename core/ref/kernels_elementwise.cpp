@@ -1,6 +1,6 @@
 // Elementwise ops: unary maths and activations, broadcasting binary ops, comparisons, logical
-// And/Or/Xor, Mod, IsNaN/IsInf, Where, Not, Cast, CastLike, Clip, Shrink, Celu, PRelu, Pow,
-// Dropout (inference, or training with ratio 0).
+// And/Or/Xor, BitShift, Mod, IsNaN/IsInf, Where, Not, Cast, CastLike, Clip, Shrink, Celu, PRelu,
+// Pow, Dropout (inference, or training with ratio 0).
 // Maths is done in double and rounded once to FP32.
 #include <algorithm>
 #include <cmath>
@@ -105,6 +105,29 @@ Kernel compare(Cmp cmp) {
     c.out[0] = std::move(y);
     return {};
   };
+}
+
+// BitShift on unsigned integers (u8 is the only one libhpf has): shifting by the width or more
+// gives 0, as numpy does.
+Status bit_shift_kernel(KernelContext& c) {
+  const Buf &a = c.in(0), &b = c.in(1);
+  if (a.dtype != DType::U8 || b.dtype != DType::U8)
+    return c.error("inputs must be unsigned integers (libhpf has u8), are " +
+                   std::string(dtype_name(a.dtype)) + " and " + std::string(dtype_name(b.dtype)));
+  const std::string dir = c.attr_string("direction");
+  if (dir != "LEFT" && dir != "RIGHT")
+    return c.error("direction must be 'LEFT' or 'RIGHT', is '" + dir + "'");
+  std::vector<std::vector<int64_t>> shapes{a.shape, b.shape};
+  auto out_shape = broadcast(shapes);
+  if (!out_shape.ok()) return c.error(out_shape.status().message());
+  Buf y = Buf::ints(*out_shape, DType::U8);
+  BroadcastIndexer ia(a.shape, *out_shape), ib(b.shape, *out_shape);
+  for (int64_t k = 0; k < y.numel(); ++k) {
+    const int64_t v = a.i[ia(k)], s = b.i[ib(k)];
+    y.i[k] = s >= 8 ? 0 : dir == "LEFT" ? (v << s) & 0xFF : v >> s;
+  }
+  c.out[0] = std::move(y);
+  return {};
 }
 
 Status where_kernel(KernelContext& c) {
@@ -404,6 +427,9 @@ void add_elementwise_kernels(KernelTable& t) {
   t["Equal"] = compare([](auto a, auto b) { return a == b; });
   t["Less"] = compare([](auto a, auto b) { return a < b; });
   t["Greater"] = compare([](auto a, auto b) { return a > b; });
+  t["GreaterOrEqual"] = compare([](auto a, auto b) { return a >= b; });
+  t["LessOrEqual"] = compare([](auto a, auto b) { return a <= b; });
+  t["BitShift"] = bit_shift_kernel;
   t["Where"] = where_kernel;
   t["Not"] = not_kernel;
   t["Cast"] = cast_kernel;

@@ -1,5 +1,8 @@
-// MatMul (numpy semantics, batched with broadcasting) and Gemm. Dot products accumulate in
-// FP64 by default, or in the plan's format in emulated mode.
+// MatMul (numpy semantics, batched with broadcasting), Gemm and Det. Dot products accumulate in
+// FP64 by default, or in the plan's format in emulated mode; Det factorises in FP64.
+#include <cmath>
+#include <utility>
+
 #include "core/ref/kernel.hpp"
 
 namespace hpf::ref {
@@ -88,11 +91,52 @@ Status gemm_kernel(KernelContext& c) {
   return {};
 }
 
+// Determinant of an n x n row-major matrix by LU factorisation with partial pivoting.
+double determinant(std::vector<double> a, int64_t n) {
+  double det = 1;
+  for (int64_t col = 0; col < n; ++col) {
+    int64_t pivot = col;
+    for (int64_t r = col + 1; r < n; ++r)
+      if (std::abs(a[r * n + col]) > std::abs(a[pivot * n + col])) pivot = r;
+    if (a[pivot * n + col] == 0) return 0;
+    if (pivot != col) {
+      for (int64_t k = 0; k < n; ++k) std::swap(a[pivot * n + k], a[col * n + k]);
+      det = -det;
+    }
+    const double p = a[col * n + col];
+    det *= p;
+    for (int64_t r = col + 1; r < n; ++r) {
+      const double f = a[r * n + col] / p;
+      for (int64_t k = col; k < n; ++k) a[r * n + k] -= f * a[col * n + k];
+    }
+  }
+  return det;
+}
+
+// Det: one determinant per [M, M] matrix in the trailing two dimensions.
+Status det_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (!x.is_float())
+    return c.error("input must be floating point, is " + std::string(dtype_name(x.dtype)));
+  const int64_t r = x.rank();
+  if (r < 2 || x.shape[r - 1] != x.shape[r - 2])
+    return c.error("input must be [..., M, M], got " + shape_string(x.shape));
+  const int64_t n = x.shape[r - 1];
+  Buf y = Buf::floats({x.shape.begin(), x.shape.end() - 2}, x.dtype);
+  for (int64_t b = 0; b < y.numel(); ++b) {
+    const float* m = x.f.data() + b * n * n;
+    y.f[b] = static_cast<float>(determinant(std::vector<double>(m, m + n * n), n));
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
 }  // namespace
 
 void add_linalg_kernels(KernelTable& t) {
   t["MatMul"] = matmul_kernel;
   t["Gemm"] = gemm_kernel;
+  t["Det"] = det_kernel;
 }
 
 }  // namespace hpf::ref

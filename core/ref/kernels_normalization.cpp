@@ -1,6 +1,6 @@
-// BatchNormalization (inference), LayerNormalization, Softmax, LogSoftmax, and the reductions
-// (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin, CumSum,
-// InstanceNormalization, LRN, MeanVarianceNormalization.
+// BatchNormalization (inference and training mode), LayerNormalization, Softmax, LogSoftmax, and
+// the reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp), ArgMax/ArgMin,
+// CumSum, InstanceNormalization, LRN, MeanVarianceNormalization.
 // Statistics and exponential sums are computed in FP64 whatever the plan (the op table marks
 // them wide); ReduceSum/ReduceMean follow the plan's accumulation.
 #include <algorithm>
@@ -25,8 +25,10 @@ Split3 split_at(const std::vector<int64_t>& shape, int64_t axis) {
   return s;
 }
 
+// Training mode (opset 14+): Y is normalised with the batch's own mean and population variance
+// over every axis but 1; outputs 1 and 2 are the running statistics moved toward them,
+// running = input * momentum + batch * (1 - momentum).
 Status batch_norm_kernel(KernelContext& c) {
-  if (c.attr_int("training_mode")) return c.unsupported("training_mode=1 (the reference runs inference only)");
   const Buf& x = c.in(0);
   if (x.rank() < 2) return c.error("input must be [N,C,...], got " + shape_string(x.shape));
   const int64_t ch = x.shape[1];
@@ -34,18 +36,37 @@ Status batch_norm_kernel(KernelContext& c) {
     if (c.in(k).numel() != ch)
       return c.error("input " + std::to_string(k) + " has " + std::to_string(c.in(k).numel()) +
                      " values for " + std::to_string(ch) + " channels");
-  const double eps = c.attr_float("epsilon");
+  const bool training = c.attr_int("training_mode") != 0;
+  if (!training && c.out.size() > 1)
+    return c.error("running_mean/running_var outputs need training_mode=1");
+  const double eps = c.attr_float("epsilon"), momentum = c.attr_float("momentum");
   const Split3 s = split_at(x.shape, 1);
   Buf y = Buf::like(x);
+  std::vector<Buf> stats{Buf::floats({ch}, c.in(3).dtype), Buf::floats({ch}, c.in(4).dtype)};
   for (int64_t ci = 0; ci < ch; ++ci) {
-    const double scale = c.in(1).get(ci) / std::sqrt(c.in(4).get(ci) + eps);
-    const double shift = c.in(2).get(ci) - c.in(3).get(ci) * scale;
+    double mean = c.in(3).get(ci), var = c.in(4).get(ci);
+    if (training) {
+      double sum = 0, sq = 0;
+      for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t k = 0; k < s.inner; ++k) sum += x.f[(o * ch + ci) * s.inner + k];
+      const double count = double(s.outer * s.inner);
+      mean = sum / count;
+      for (int64_t o = 0; o < s.outer; ++o)
+        for (int64_t k = 0; k < s.inner; ++k)
+          sq += std::pow(x.f[(o * ch + ci) * s.inner + k] - mean, 2);
+      var = sq / count;
+      stats[0].f[ci] = static_cast<float>(c.in(3).get(ci) * momentum + mean * (1 - momentum));
+      stats[1].f[ci] = static_cast<float>(c.in(4).get(ci) * momentum + var * (1 - momentum));
+    }
+    const double scale = c.in(1).get(ci) / std::sqrt(var + eps);
+    const double shift = c.in(2).get(ci) - mean * scale;
     for (int64_t o = 0; o < s.outer; ++o) {
       const int64_t base = (o * ch + ci) * s.inner;
       for (int64_t k = 0; k < s.inner; ++k) y.f[base + k] = static_cast<float>(x.f[base + k] * scale + shift);
     }
   }
   c.out[0] = std::move(y);
+  for (size_t o = 1; o < c.out.size(); ++o) c.out[o] = std::move(stats[o - 1]);
   return {};
 }
 

@@ -425,9 +425,62 @@ Status one_hot_kernel(KernelContext& c) {
   return {};
 }
 
+// EyeLike: ones on the k-th diagonal (j - i == k) of a 2-D tensor shaped like the input, in the
+// `dtype` attribute's type or else the input's.
+Status eye_like_kernel(KernelContext& c) {
+  const Buf& x = c.in(0);
+  if (x.rank() != 2) return c.error("input must be 2-D, has shape " + shape_string(x.shape));
+  DType t = x.dtype;
+  if (c.has_attr("dtype")) {
+    auto d = ir::dtype_from_onnx(c.attr_int("dtype"));
+    if (!d.ok()) return c.error(d.status().message());
+    t = *d;
+  }
+  Buf y = is_float(t) ? Buf::floats(x.shape, t) : Buf::ints(x.shape, t);
+  const int64_t rows = x.shape[0], cols = x.shape[1], k = c.attr_int("k");
+  for (int64_t i = 0; i < rows; ++i) {
+    const int64_t j = i + k;
+    if (j < 0 || j >= cols) continue;
+    if (y.is_float())
+      y.f[i * cols + j] = 1.0f;
+    else
+      y.i[i * cols + j] = 1;
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
+// ReverseSequence: for batch entry b, the first sequence_lens[b] steps along time_axis in
+// reverse order, the rest as they are.
+Status reverse_sequence_kernel(KernelContext& c) {
+  const Buf &x = c.in(0), &lens = c.in(1);
+  const int64_t ba = c.attr_int("batch_axis"), ta = c.attr_int("time_axis");
+  if ((ba != 0 && ba != 1) || (ta != 0 && ta != 1) || ba == ta)
+    return c.error("batch_axis and time_axis must be 0 and 1 in some order");
+  if (x.rank() < 2) return c.error("input must have rank >= 2, has shape " + shape_string(x.shape));
+  if (lens.is_float() || lens.rank() != 1 || lens.shape[0] != x.shape[ba])
+    return c.error("sequence_lens " + shape_string(lens.shape) +
+                   " must hold one integer length per batch entry of " + shape_string(x.shape));
+  for (int64_t len : lens.i)
+    if (len < 0 || len > x.shape[ta])
+      return c.error("sequence length " + std::to_string(len) + " is outside [0, " +
+                     std::to_string(x.shape[ta]) + "]");
+  const auto st = strides_of(x.shape);
+  Buf y = Buf::like(x);
+  for (int64_t e = 0; e < x.numel(); ++e) {
+    const int64_t b = e / st[ba] % x.shape[ba], t = e / st[ta] % x.shape[ta], len = lens.i[b];
+    const int64_t src = t < len ? e + (len - 1 - 2 * t) * st[ta] : e;
+    copy_elem(x, src, y, e);
+  }
+  c.out[0] = std::move(y);
+  return {};
+}
+
 }  // namespace
 
 void add_shape_kernels(KernelTable& t) {
+  t["EyeLike"] = eye_like_kernel;
+  t["ReverseSequence"] = reverse_sequence_kernel;
   t["Gather"] = gather_kernel;
   t["DepthToSpace"] = [](KernelContext& c) { return space_depth_kernel(c, true); };
   t["SpaceToDepth"] = [](KernelContext& c) { return space_depth_kernel(c, false); };

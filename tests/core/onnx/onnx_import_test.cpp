@@ -384,4 +384,63 @@ TEST_CASE("onnx: Loop with an untyped body input, a capture and a scan output le
   CHECK(run_f32(*r, {2}, {1, -2}) == std::vector<float>{7, -14});
 }
 
+TEST_CASE(
+    "onnx: older forms: Scatter is ScatterElements, EyeLike to DOUBLE, RoiAlign before opset 16") {
+  auto m = new_model(10);
+  auto* g = m.mutable_graph();
+  add_io(g->add_input(), "data", {1, 3});
+  auto* idx = g->add_initializer();
+  idx->set_name("idx");
+  idx->set_data_type(onnx::TensorProto::INT64);
+  idx->add_dims(1);
+  idx->add_dims(1);
+  idx->add_int64_data(2);
+  auto* upd = g->add_initializer();
+  upd->set_name("upd");
+  upd->set_data_type(onnx::TensorProto::FLOAT);
+  upd->add_dims(1);
+  upd->add_dims(1);
+  upd->add_float_data(9);
+  auto* sc = add_node(g, "Scatter", "sc", {"data", "idx", "upd"}, {"y"});
+  auto* axis = sc->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  auto* eye = add_node(g, "EyeLike", "eye", {"data"}, {"e"});
+  auto* dt = eye->add_attribute();
+  dt->set_name("dtype");
+  dt->set_type(onnx::AttributeProto::INT);
+  dt->set_i(onnx::TensorProto::DOUBLE);
+  add_io(g->add_output(), "y", {1, 3});
+  add_io(g->add_output(), "e", {1, 3});
+  auto r = import(m);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK(r->node(*r->find_node("sc")).op == "ScatterElements");
+  auto in = Tensor::from_f32({1, 3}, std::vector<float>{1, 2, 3});
+  REQUIRE(in.ok());
+  auto out = hpf::ref::run(*r, {*in});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].to_f32() == std::vector<float>{1, 2, 9});
+  CHECK((*out)[1].dtype() == DType::F32);
+  CHECK((*out)[1].to_f32() == std::vector<float>{1, 0, 0});
+
+  // RoiAlign at opset 10 had no coordinate_transformation_mode: it behaved as output_half_pixel.
+  auto ra = new_model(10);
+  auto* rg = ra.mutable_graph();
+  add_io(rg->add_input(), "x", {1, 1, 2, 2});
+  add_io(rg->add_input(), "rois", {1, 4});
+  auto* bi = rg->add_initializer();
+  bi->set_name("bi");
+  bi->set_data_type(onnx::TensorProto::INT64);
+  bi->add_dims(1);
+  bi->add_int64_data(0);
+  add_node(rg, "RoiAlign", "roi", {"x", "rois", "bi"}, {"y"});
+  add_io(rg->add_output(), "y", {1, 1, 1, 1});
+  auto rr = import(ra);
+  REQUIRE_MESSAGE(rr.ok(), rr.status().to_string());
+  const auto& attrs = rr->node(*rr->find_node("roi")).attrs;
+  REQUIRE(attrs.count("coordinate_transformation_mode") == 1);
+  CHECK(std::get<std::string>(attrs.at("coordinate_transformation_mode")) == "output_half_pixel");
+}
+
 }  // namespace

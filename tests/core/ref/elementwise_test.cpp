@@ -669,4 +669,32 @@ TEST_CASE("ref elementwise: Dropout in training mode is the identity for ratio 0
   CHECK(t.status().message().find("random mask") != std::string::npos);
 }
 
+// ---- GreaterOrEqual, LessOrEqual, BitShift
+// -------------------------------------------------------
+
+TEST_CASE("ref elementwise: GreaterOrEqual and LessOrEqual broadcast, NaN compares false") {
+  const Tensor a = f32({2, 2}, {1, 2, kNaN, 4}), b = f32({2}, {2, 2});
+  check_ints(run1("GreaterOrEqual", {in(a), in(b)}), {2, 2}, {0, 1, 0, 1});
+  check_ints(run1("LessOrEqual", {in(a), in(b)}), {2, 2}, {1, 1, 0, 0});
+  const Tensor big = i64({2}, {(int64_t{1} << 53) + 1, 3});
+  check_ints(run1("GreaterOrEqual", {in(big), in(i64({2}, {int64_t{1} << 53, 3}))}), {2}, {1, 1});
+  check_ints(run1("LessOrEqual", {in(big), in(i64({2}, {int64_t{1} << 53, 3}))}), {2}, {0, 1});
+}
+
+TEST_CASE("ref elementwise: BitShift on u8 wraps left shifts, shifts by 8 or more give 0") {
+  const Tensor x = typed({4}, {16, 4, 200, 255}, DType::U8);
+  const Attributes left = {{"direction", std::string("LEFT")}},
+                   right = {{"direction", std::string("RIGHT")}};
+  check_ints(run1("BitShift", {in(x), in(typed({4}, {1, 2, 1, 8}, DType::U8))}, left), {4},
+             {32, 16, 144, 0});
+  check_ints(run1("BitShift", {in(x), in(typed({4}, {1, 2, 3, 9}, DType::U8))}, right), {4},
+             {8, 1, 25, 0});
+  check_ints(run1("BitShift", {in(x), in(typed({}, {1}, DType::U8))}, right), {4},
+             {8, 2, 100, 127});
+  check_error(run_op("BitShift", {in(i64({1}, {1})), in(i64({1}, {1}))}, left),
+              {"must be unsigned integers"});
+  check_error(run_op("BitShift", {in(x), in(x)}, {{"direction", std::string("UP")}}),
+              {"direction must be 'LEFT' or 'RIGHT'"});
+}
+
 }  // namespace hpf::test

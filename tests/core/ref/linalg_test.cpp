@@ -241,4 +241,18 @@ TEST_CASE("ref linalg: Gemm accumulates in FP64") {
   check_close(y, {1, 1}, {1}, 0, 0);
 }
 
+TEST_CASE("ref linalg: Det of single and batched matrices, pivoting and singular ones") {
+  check_close(run1("Det", {in(f32({2, 2}, {1, 2, 3, 4}))}), {}, {-2});
+  // A zero leading pivot needs a row swap: det [[0,1,0],[1,0,0],[0,0,3]] = -3.
+  check_close(run1("Det", {in(f32({3, 3, 3}, {2, 0, 0, 0, 2, 0, 0, 0, 2,  //
+                                              0, 1, 0, 1, 0, 0, 0, 0, 3,  //
+                                              1, 2, 3, 2, 4, 6, 0, 1, 1}))}),
+              {3}, {8, -3, 0});
+  // [[2,-1,0],[-1,2,-1],[0,-1,2]] has determinant 4.
+  check_close(run1("Det", {in(f32({3, 3}, {2, -1, 0, -1, 2, -1, 0, -1, 2}))}), {}, {4}, 1e-6, 1e-6);
+  auto r = run_op("Det", {in(f32({2, 3}, {1, 2, 3, 4, 5, 6}))});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("input must be [..., M, M], got [2,3]") != std::string::npos);
+}
+
 }  // namespace hpf::test

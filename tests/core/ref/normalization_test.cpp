@@ -565,4 +565,31 @@ TEST_CASE("ref normalization: MeanVarianceNormalization over the default and giv
              {-2.5f / s, -0.5f / s, 1.5f / s, 1.5f / s});
 }
 
+TEST_CASE("ref normalization: BatchNormalization training mode uses batch statistics") {
+  // Channel 0 holds {1, 3}: mean 2, population variance 1; channel 1 {10, 30}: mean 20, variance
+  // 100.
+  const Tensor x = f32({2, 2}, {1, 10, 3, 30});
+  std::vector<Arg> args = {in(x), in(f32({2}, {1, 2})), in(f32({2}, {0, 1})), in(f32({2}, {0, 0})),
+                           in(f32({2}, {1, 1}))};
+  auto r =
+      run_op("BatchNormalization", args, {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}}, 3);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  check_vals((*r)[0], {2, 2}, {-1, -1, 1, 3});
+  // running = input * momentum (0.9) + batch * 0.1.
+  check_vals((*r)[1], {2}, {0.2f, 2});
+  check_vals((*r)[2], {2}, {1, 10.9f});
+  auto h = run_op("BatchNormalization", args,
+                  {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}, {"momentum", 0.5f}}, 3);
+  REQUIRE_MESSAGE(h.ok(), h.status().to_string());
+  check_vals((*h)[1], {2}, {1, 10});
+  check_vals((*h)[2], {2}, {1, 50.5f});
+  // Y alone in training mode; running statistics without training mode are an error.
+  check_vals(run1("BatchNormalization", args, {{"training_mode", int64_t{1}}, {"epsilon", 0.0f}}),
+             {2, 2}, {-1, -1, 1, 3});
+  auto bad = run_op("BatchNormalization", args, {}, 3);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("running_mean/running_var outputs need training_mode=1") !=
+        std::string::npos);
+}
+
 }  // namespace hpf::test

@@ -125,5 +125,33 @@ TEST_CASE("GlobalAveragePool") {
   check_close(y3, {2, 1, 1, 1, 1}, {3, -3});
 }
 
+TEST_CASE("GlobalMaxPool on floats, NaN and integers") {
+  check_close(run1("GlobalMaxPool", {in(f32({1, 2, 2, 2}, {1, 5, 3, 4, -10, -20, -3, -40}))}, {}),
+              {1, 2, 1, 1}, {5, -3});
+  check_close(run1("GlobalMaxPool", {in(f32({1, 1, 3}, {1, NAN, 2}))}, {}), {1, 1, 1}, {NAN});
+  check_ints(run1("GlobalMaxPool", {in(i64({2, 1, 2}, {-5, -7, 3, 9}))}, {}), {2, 1, 1}, {-5, 9});
+}
+
+TEST_CASE("MaxUnpool scatters to MaxPool's input positions") {
+  const Tensor x = f32({1, 1, 2, 2}, {5, 6, 7, 8});
+  const Attributes k2s2 = {{"kernel_shape", Ints{2, 2}}, {"strides", Ints{2, 2}}};
+  check_close(run1("MaxUnpool", {in(x), in(i64({1, 1, 2, 2}, {5, 7, 13, 15}))}, k2s2), {1, 1, 4, 4},
+              {0, 0, 0, 0, 0, 5, 0, 6, 0, 0, 0, 0, 0, 7, 0, 8});
+  // pads shrink the unpooled shape: (2 - 1) * 2 + 2 - 1 = 3.
+  Attributes padded = k2s2;
+  padded["pads"] = Ints{0, 0, 1, 1};
+  check_close(run1("MaxUnpool", {in(x), in(i64({1, 1, 2, 2}, {0, 2, 6, 8}))}, padded), {1, 1, 3, 3},
+              {5, 0, 6, 0, 0, 0, 7, 0, 8});
+  // A larger output_shape keeps the unpooled values in the leading corner.
+  check_close(
+      run1("MaxUnpool", {in(x), in(i64({1, 1, 2, 2}, {0, 2, 6, 8})), in(i64({4}, {1, 1, 4, 3}))},
+           padded),
+      {1, 1, 4, 3}, {5, 0, 6, 0, 0, 0, 7, 0, 8, 0, 0, 0});
+  auto r = run_op("MaxUnpool", {in(x), in(i64({1, 1, 2, 2}, {0, 1, 2, 16}))}, k2s2);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("index 16 is outside the unpooled tensor [1,1,4,4]") !=
+        std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpf::test

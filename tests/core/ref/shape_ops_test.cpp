@@ -544,4 +544,35 @@ TEST_CASE("ref shape: OneHot") {
               {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0});
 }
 
+TEST_CASE("ref shape ops: EyeLike with k and dtype") {
+  const Tensor x =
+      std::move(Tensor::from_i64({3, 4}, std::vector<int64_t>(12, 7), DType::I32)).value();
+  auto y = run1("EyeLike", {in(x)});
+  CHECK(y.dtype() == DType::I32);
+  check_ints(y, {3, 4}, {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0});
+  auto up = run1("EyeLike", {in(x)}, {{"k", int64_t{1}}, {"dtype", int64_t{1}}});
+  CHECK(up.dtype() == DType::F32);
+  check_close(up, {3, 4}, {0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1});
+  check_ints(run1("EyeLike", {in(x)}, {{"k", int64_t{-2}}}), {3, 4},
+             {0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0});
+  check_ints(run1("EyeLike", {in(x)}, {{"k", int64_t{4}}}), {3, 4}, std::vector<int64_t>(12, 0));
+  check_error(run_op("EyeLike", {in(f32({2}, {1, 2}))}), {"input must be 2-D"});
+}
+
+TEST_CASE("ref shape ops: ReverseSequence reverses each batch entry's prefix") {
+  // time_axis 0, batch_axis 1: x[t][b] = 10t + b.
+  const Tensor x = f32({3, 2}, {0, 1, 10, 11, 20, 21});
+  check_close(run1("ReverseSequence", {in(x), in(i64({2}, {3, 2}))}), {3, 2},
+              {20, 11, 10, 1, 0, 21});
+  const Attributes batch_first = {{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}};
+  check_ints(run1("ReverseSequence", {in(i64({2, 3}, {1, 2, 3, 4, 5, 6})), in(i64({2}, {2, 3}))},
+                  batch_first),
+             {2, 3}, {2, 1, 3, 6, 5, 4});
+  // Trailing axes move with their time step.
+  check_close(run1("ReverseSequence", {in(f32({2, 1, 2}, {1, 2, 3, 4})), in(i64({1}, {2}))}),
+              {2, 1, 2}, {3, 4, 1, 2});
+  check_error(run_op("ReverseSequence", {in(x), in(i64({2}, {4, 1}))}),
+              {"sequence length 4 is outside [0, 3]"});
+}
+
 }  // namespace hpf::test
