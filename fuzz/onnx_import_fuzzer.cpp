@@ -12,6 +12,7 @@
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
   hpf::set_log_level(hpf::LogLevel::off);
+  hpf::ref::set_max_tensor_elements(int64_t{1} << 22);  // 16-32 MiB: keeps inputs inside -rss_limit_mb
   return 0;
 }
 

@@ -8,6 +8,7 @@ packages=(
   libspdlog-dev libfmt-dev doctest-dev
   libsqlite3-dev sqlite3 nlohmann-json3-dev libxxhash-dev libboost-dev
   llvm-19-dev libclang-cpp19-dev libclang-19-dev clang-19 libclang-common-19-dev libzstd-dev
+  libclang-rt-19-dev
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata
 )
 

@@ -372,8 +372,9 @@ int cmd_run(const std::vector<std::string>& argv) {
         static_cast<long long>(args->repeat));
     say("memory   %s (weights and a reused activation arena)\n", human_bytes(double(exe->peak_memory_bytes())).c_str());
     if (d.ok())
-      say("vs ref   '%s': rel-L2 %.3e, max|err| %.3e, KL %.3e, top-1 %.0f%%\n", g.value(g.outputs()[watched]).name.c_str(),
-          d->rel_l2, d->max_abs_error, d->kl, 100 * d->top1_agreement);
+      say("vs ref   '%s': rel-L2 %.3e, max|err| %.3e, KL %.3e, top-1 %.0f%%%s\n", g.value(g.outputs()[watched]).name.c_str(),
+          d->rel_l2, d->max_abs_error, d->kl, 100 * d->top1_agreement,
+          d->non_finite ? "  (NaN or Inf on the device where the reference is finite)" : "");
     else  // integer or bool output: exact
       say("vs ref   '%s': %s\n", g.value(g.outputs()[watched]).name.c_str(),
           (*ref)[watched].to_i64() == (*out)[watched].to_i64() ? "identical" : "DIFFERENT");
@@ -403,8 +404,10 @@ int cmd_run(const std::vector<std::string>& argv) {
                               {"dtype", std::string(hpf::dtype_name((*out)[k].dtype()))},
                               {"hash", hpf::hash128_hex(std::string_view(reinterpret_cast<const char*>((*out)[k].bytes().data()),
                                                                          (*out)[k].nbytes()))}});
+    // (JSON has no Inf: a non-finite figure prints as null, and non_finite says why.)
     if (d.ok()) j["vs_reference"] = {{"output", g.value(g.outputs()[watched]).name}, {"rel_l2", d->rel_l2},
-                                     {"max_abs_error", d->max_abs_error}, {"kl", d->kl}};
+                                     {"max_abs_error", d->max_abs_error}, {"kl", d->kl},
+                                     {"non_finite", d->non_finite}};
     if (args->profile) {
       j["profile"] = nlohmann::json::array();
       for (const auto& p : exe->profile())

@@ -258,8 +258,10 @@ int bit_width(DType t) {
 }
 
 size_t storage_bytes(DType t, size_t count) {
-  if (t == DType::I4) return (count + 1) / 2;
-  return count * static_cast<size_t>(bit_width(t) / 8);
+  if (t == DType::I4) return count / 2 + count % 2;
+  size_t bytes;
+  if (__builtin_mul_overflow(count, static_cast<size_t>(bit_width(t) / 8), &bytes)) return SIZE_MAX;
+  return bytes;
 }
 
 FloatFormat float_format(DType t) {

@@ -7,13 +7,13 @@
 namespace hpf {
 
 Expected<Divergence> compare(const Tensor& reference, const Tensor& test) {
-  if (reference.shape() != test.shape() || reference.rank() == 0)
+  if (reference.shape() != test.shape())
     return Status::invalid("compare: shapes " + shape_string(reference.shape()) + " and " +
-                           shape_string(test.shape()) + " must be equal and of rank >= 1");
+                           shape_string(test.shape()) + " must be equal");
   if (!is_float(reference.dtype()) || !is_float(test.dtype()))
     return Status::invalid("compare: needs float tensors, got " + reference.describe() + " and " + test.describe());
   const std::vector<float> p = reference.to_f32(), q = test.to_f32();
-  const int64_t cols = reference.shape().back();
+  const int64_t cols = reference.rank() ? reference.shape().back() : 1;  // a scalar: one row of one
   const int64_t rows = cols ? static_cast<int64_t>(p.size()) / cols : 0;
   Divergence d;
   double diff2 = 0, ref2 = 0;

@@ -24,7 +24,7 @@ Expected<int> fold_constants(Graph& g, size_t max_bytes) {
           fake.dtype = v.dtype;
           fake.shape = *dims;
           ref::KernelContext ctx(n, *def, {&fake}, std::nullopt);
-          HPF_RETURN_IF_ERROR(kit->second(ctx));
+          HPF_RETURN_IF_ERROR(ref::invoke(kit->second, ctx, n));
           g.set_constant(n.outputs[0], ref::to_tensor(ctx.out[0]));
           ++folded;
         }
@@ -49,7 +49,7 @@ Expected<int> fold_constants(Graph& g, size_t max_bytes) {
     std::vector<const ref::Buf*> ptrs;
     for (size_t k = 0; k < n.inputs.size(); ++k) ptrs.push_back(n.inputs[k] == kNoValue ? nullptr : &bufs[k]);
     ref::KernelContext ctx(n, *def, std::move(ptrs), std::nullopt);
-    HPF_RETURN_IF_ERROR(kit->second(ctx));
+    HPF_RETURN_IF_ERROR(ref::invoke(kit->second, ctx, n));
     // Shapes not known before folding are known now: check the size again.
     size_t computed_bytes = 0;
     for (const ref::Buf& b : ctx.out) computed_bytes += storage_bytes(b.dtype, b.numel());

@@ -144,13 +144,7 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
       acc = it != emu->accumulation.end() ? std::optional(it->second) : emu->default_accumulation;
     }
     KernelContext ctx(n, *def, std::move(in), acc);
-    Status s;
-    try {
-      s = kit->second(ctx);
-    } catch (const std::exception& e) {
-      s = Status::internal("node '" + n.name + "' (" + n.op + "): " + e.what());
-    }
-    if (!s.ok()) return s;
+    HPF_RETURN_IF_ERROR(invoke(kit->second, ctx, n));
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const ValueId o = n.outputs[k];
       Buf& b = ctx.out[k];

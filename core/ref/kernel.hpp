@@ -34,16 +34,18 @@ struct Buf {
     Buf b;
     b.dtype = t;
     b.shape = std::move(shape);
-    b.f.assign(hpf::numel(b.shape), 0.0f);
+    b.f.assign(checked_numel(b.shape), 0.0f);
     return b;
   }
   static Buf ints(std::vector<int64_t> shape, DType t = DType::I64) {
     Buf b;
     b.dtype = t;
     b.shape = std::move(shape);
-    b.i.assign(hpf::numel(b.shape), 0);
+    b.i.assign(checked_numel(b.shape), 0);
     return b;
   }
+  // numel, or std::length_error past max_tensor_elements() (the interpreter reports it).
+  static size_t checked_numel(const std::vector<int64_t>& shape);
   // Same shape and dtype as `like`, zero-filled.
   static Buf like(const Buf& like) {
     return like.is_float() ? floats(like.shape, like.dtype) : ints(like.shape, like.dtype);
@@ -102,6 +104,9 @@ class KernelContext {
 
 using Kernel = std::function<Status(KernelContext&)>;
 using KernelTable = std::map<std::string, Kernel, std::less<>>;
+// Runs `k` on `ctx`; an exception becomes an error naming node `n` (a shape over the size limit
+// or an allocation failure: invalid_argument; anything else: internal).
+Status invoke(const Kernel& k, KernelContext& ctx, const Node& n);
 
 // Each kernels_*.cpp adds its ops.
 void add_elementwise_kernels(KernelTable& t);

@@ -1,9 +1,44 @@
 // KernelContext, Buf conversions and the helpers kernels share.
+#include <algorithm>
+#include <atomic>
+#include <new>
+#include <stdexcept>
 #include <variant>
 
 #include "core/ref/kernel.hpp"
+#include "hpf/reference.hpp"
 
 namespace hpf::ref {
+
+namespace {
+std::atomic<int64_t> g_max_elements{int64_t{1} << 32};
+}  // namespace
+
+void set_max_tensor_elements(int64_t elements) { g_max_elements = std::max<int64_t>(elements, 1); }
+int64_t max_tensor_elements() { return g_max_elements; }
+
+size_t Buf::checked_numel(const std::vector<int64_t>& shape) {
+  for (int64_t d : shape)
+    if (d < 0) throw std::length_error("negative dimension in shape " + shape_string(shape));
+  const int64_t n = hpf::numel(shape);
+  if (n > g_max_elements)
+    throw std::length_error("a tensor of shape " + shape_string(shape) + " is over the interpreter's limit of " +
+                            std::to_string(g_max_elements.load()) + " elements");
+  return static_cast<size_t>(n);
+}
+
+Status invoke(const Kernel& k, KernelContext& ctx, const Node& n) {
+  const std::string where = "node '" + n.name + "' (" + n.op + "): ";
+  try {
+    return k(ctx);
+  } catch (const std::length_error& e) {
+    return Status::invalid(where + e.what());
+  } catch (const std::bad_alloc&) {
+    return Status::invalid(where + "out of memory allocating its outputs");
+  } catch (const std::exception& e) {
+    return Status::internal(where + e.what());
+  }
+}
 
 std::vector<int64_t> Buf::as_ints() const {
   if (!is_float()) return i;

@@ -19,8 +19,8 @@ struct Divergence {
   bool non_finite = false;
 };
 
-// Compares two float tensors of the same shape (rank >= 1); invalid_argument naming both shapes
-// otherwise.
+// Compares two float tensors of the same shape (a scalar counts as one row of one element);
+// invalid_argument naming both shapes otherwise.
 Expected<Divergence> compare(const Tensor& reference, const Tensor& test);
 
 }  // namespace hpf

@@ -64,7 +64,8 @@ Expected<DType> parse_dtype(std::string_view name);
 bool is_float(DType t);    // F32, TF32, BF16, F16, F8E4M3, F8E5M2
 bool is_integer(DType t);  // I8, U8, I4, I32, I64
 int bit_width(DType t);    // storage bits per element: 32 for TF32, 4 for I4, 8 for BOOL
-// Bytes needed to store `count` elements (I4 rounds up to whole bytes).
+// Bytes needed to store `count` elements (I4 rounds up to whole bytes); SIZE_MAX when that
+// does not fit a size_t, so an allocation of it fails instead of coming out small.
 size_t storage_bytes(DType t, size_t count);
 
 // Format facts for the float formats (F32 for the others is an error in debug builds).

@@ -40,6 +40,12 @@ struct RunOptions {
   const Emulation* emulation = nullptr;  // not owned; nullptr = ground truth
 };
 
+// The largest tensor (in elements) the interpreter creates: a node asking for more (a model whose
+// data-dependent shapes request absurd sizes) fails with an error naming it instead of
+// exhausting memory. Default 2^32; process-wide; thread-safe.
+void set_max_tensor_elements(int64_t elements);
+int64_t max_tensor_elements();
+
 // Runs `graph` on `inputs` (one per graph input, in order). Each input's dtype must equal the
 // graph input's dtype and its shape must match every known dimension; a symbolic dimension
 // takes the size first seen and must agree everywhere else. Returns the graph outputs in order,

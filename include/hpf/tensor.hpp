@@ -18,7 +18,8 @@
 
 namespace hpf {
 
-// Number of elements of a concrete shape (1 for a scalar, 0 if any dimension is 0).
+// Number of elements of a concrete shape (1 for a scalar, 0 if any dimension is 0); saturates at
+// INT64_MAX rather than overflowing.
 int64_t numel(std::span<const int64_t> shape);
 // "[2,3,4]".
 std::string shape_string(std::span<const int64_t> shape);

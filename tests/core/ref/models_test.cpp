@@ -105,5 +105,11 @@ TEST_CASE("divergence: KL, rel-L2, top-1 on hand-computed logits") {
   CHECK(std::isinf(di->kl));
   auto bad = compare(p, *Tensor::from_f32({4}, std::vector<float>(4)));
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == "compare: shapes [2,2] and [4] must be equal and of rank >= 1");
+  CHECK(bad.status().message() == "compare: shapes [2,2] and [4] must be equal");
+  // Scalars compare as one row of one element: errors count, KL of a one-way softmax is 0.
+  auto scalar = compare(Tensor::scalar_f32(2.0f), Tensor::scalar_f32(2.5f));
+  REQUIRE(scalar.ok());
+  CHECK(scalar->max_abs_error == 0.5);
+  CHECK(scalar->rel_l2 == 0.25);
+  CHECK(scalar->kl == 0);
 }
