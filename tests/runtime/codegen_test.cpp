@@ -124,6 +124,8 @@ void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol)
     const double e = std::abs(double(gv[k]) - wv[k]) / (1.0 + std::abs(double(wv[k])));
     if (std::isnan(wv[k]))
       CHECK(std::isnan(gv[k]));
+    else if (std::isinf(wv[k]))
+      CHECK(gv[k] == wv[k]);
     else
       worst = std::max(worst, e);
   }
@@ -614,4 +616,232 @@ TEST_CASE("codegen: control flow (a node with a subgraph) is a reference fallbac
   CHECK((*steps)[0].kind == jit::LoweredStep::Kind::fallback);
   CHECK((*steps)[0].inputs == std::vector<ValueId>{c, x});
   CHECK((*steps)[1].kind == jit::LoweredStep::Kind::kernel);
+}
+
+// ---- elementwise ops beyond the basic set: float maths, activations, integer and bool ops ----
+
+namespace {
+
+// Random values in [lo, hi) with NaN, infinities, signed zeros and halves (Round's ties) first.
+Tensor special_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float lo = -2, float hi = 2) {
+  std::vector<float> v = random_tensor(shape, DType::F32, seed, lo, hi).to_f32();
+  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 1.0f, -1.0f};
+  for (size_t k = 0; k < v.size() && k < std::size(specials); ++k) v[k] = specials[k];
+  return *Tensor::from_f32(shape, v, t);
+}
+
+Tensor ints(std::vector<int64_t> shape, std::vector<int64_t> v, DType t = DType::I64) {
+  return *Tensor::from_i64(shape, v, t);
+}
+
+// Integers in [lo, hi] (zero replaced by `nonzero` when given), deterministic.
+Tensor int_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, int64_t lo, int64_t hi, int64_t nonzero = 0) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int64_t> d(lo, hi);
+  std::vector<int64_t> v(numel(shape));
+  for (auto& x : v) {
+    x = d(g);
+    if (x == 0 && nonzero) x = nonzero;
+  }
+  return ints(shape, v, t);
+}
+
+std::vector<jit::LoweredStep::Kind> step_kinds(GraphBuilder& b) {
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto steps = jit::lower(*g, {});
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  std::vector<jit::LoweredStep::Kind> k;
+  for (const auto& st : *steps) k.push_back(st.kind);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("codegen: unary float maths and activations, NaN/inf/zeros/halves, every float format") {
+  const std::vector<std::pair<const char*, Attributes>> ops = {
+      {"Sin", {}}, {"Cos", {}}, {"Tan", {}}, {"Asin", {}}, {"Acos", {}}, {"Atan", {}}, {"Sinh", {}}, {"Cosh", {}},
+      {"Asinh", {}}, {"Acosh", {}}, {"Atanh", {}}, {"Floor", {}}, {"Ceil", {}}, {"Round", {}}, {"Reciprocal", {}},
+      {"Sign", {}}, {"Softplus", {}}, {"Softsign", {}}, {"Mish", {}},
+      {"Elu", {}}, {"Elu", {{"alpha", 0.5f}}}, {"Selu", {}}, {"Selu", {{"alpha", 2.0f}, {"gamma", 0.75f}}},
+      {"Celu", {}}, {"Celu", {{"alpha", 1.5f}}}, {"ThresholdedRelu", {}}, {"ThresholdedRelu", {{"alpha", -0.25f}}},
+      {"Shrink", {}}, {"Shrink", {{"bias", 0.25f}, {"lambd", 1.0f}}},
+  };
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (const auto& [op, attrs] : ops) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(op);
+      GraphBuilder b("unary");
+      auto x = b.input("x", t, {3, 1, 13});
+      b.output(b.op1(op, {x}, attrs), "out");
+      CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
+      // Each op rounds once to the format in both; FP32 libm against the reference's double.
+      check_graph(b, {special_tensor({3, 1, 13}, t, 100)}, t == DType::F32 ? 2e-6 : t == DType::F16 ? 1e-3 : 8e-3);
+    }
+}
+
+TEST_CASE("codegen: a long chain of the new ops fuses between branch points") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("chain");
+    auto x = b.input("x", t, {2, 3, 11});
+    auto slope = b.constant(random_tensor({3, 1}, t, 101, 0.1f, 0.9f));
+    auto y = b.op1("PRelu", {b.op1("Sin", {x}), slope});
+    y = b.op1("Mish", {b.op1("Softsign", {y})});
+    y = b.op1("Sum", {y, b.op1("Round", {b.op1("Elu", {y}, {{"alpha", 0.3f}})}), x});
+    y = b.op1("Mean", {y, b.constant(random_tensor({11}, t, 102))});
+    b.output(b.op1("Celu", {b.op1("Reciprocal", {b.op1("Cosh", {y})})}), "out");
+    auto kinds = step_kinds(b);
+    // Mish's result has two uses (Elu, Sum): the chain ends there; Elu+Round and Sum..Celu fuse.
+    CHECK(kinds.size() == 3);
+    for (auto k : kinds) CHECK(k == jit::LoweredStep::Kind::kernel);
+    check_graph(b, {special_tensor({2, 3, 11}, t, 103)}, t == DType::F32 ? 1e-5 : 2e-2);
+  }
+}
+
+TEST_CASE("codegen: PRelu slope broadcast, Sum and Mean variadic with broadcasting") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("prelu");
+    auto x = b.input("x", t, {2, 3, 4, 5});
+    b.output(b.op1("PRelu", {x, b.constant(random_tensor({3, 1, 1}, t, 104))}), "out");
+    check_graph(b, {special_tensor({2, 3, 4, 5}, t, 105)}, 0);  // one product, rounded once in both
+    for (const char* op : {"Sum", "Mean"}) {
+      CAPTURE(op);
+      GraphBuilder v("variadic");
+      auto a = v.input("a", t, {4, 1, 7});
+      auto c = v.input("c", t, {3, 1});
+      v.output(v.op1(op, {a, c, v.constant(random_tensor({7}, t, 106))}), "out");
+      check_graph(v, {special_tensor({4, 1, 7}, t, 107), random_tensor({3, 1}, t, 108)}, 0);
+      GraphBuilder one("single");
+      auto z = one.input("z", t, {5});
+      one.output(one.op1(op, {z}), "out");
+      check_graph(one, {special_tensor({5}, t, 109)}, 0);
+    }
+  }
+  GraphBuilder b("sum_i32");
+  auto a = b.input("a", DType::I32, {3, 4});
+  b.output(b.op1("Sum", {a, b.constant(int_tensor({4}, DType::I32, 110, -1000000, 1000000)), a}), "out");
+  check_graph(b, {int_tensor({3, 4}, DType::I32, 111, -500000000, 500000000)}, 0);
+}
+
+TEST_CASE("codegen: Mod, fmod 0 and 1, float and integer, signs of both operands") {
+  for (int64_t fm : {0, 1}) {
+    CAPTURE(fm);
+    for (DType t : {DType::F32, DType::F16}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("modf");
+      auto x = b.input("x", t, {3, 7});
+      auto y = b.input("y", t, {7});
+      b.output(b.op1("Mod", {x, y}, {{"fmod", fm}}), "out");
+      std::vector<float> d = random_tensor({7}, DType::F32, 112, -3, 3).to_f32();
+      d[0] = -1.5f;
+      d[1] = 2.0f;
+      d[2] = INFINITY;
+      check_graph(b, {special_tensor({3, 7}, t, 113, -9, 9), *Tensor::from_f32({7}, d, t)}, 0);
+    }
+    for (DType t : {DType::I64, DType::I32, DType::I8}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("modi");
+      auto x = b.input("x", t, {4, 5});
+      auto y = b.input("y", t, {4, 1});
+      b.output(b.op1("Mod", {x, y}, {{"fmod", fm}}), "out");
+      const int64_t big = t == DType::I64 ? (int64_t{1} << 52) : t == DType::I32 ? 2000000000 : 120;
+      auto xs = int_tensor({4, 5}, t, 114, -big, big);
+      check_graph(b, {xs, ints({4, 1}, {7, -3, -1, 100}, t)}, 0);
+    }
+  }
+}
+
+TEST_CASE("codegen: comparisons (float with NaN, f16, integers) give BOOL; And/Or/Xor/Not; IsNaN/IsInf") {
+  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+    CAPTURE(op);
+    for (DType t : {DType::F32, DType::F16}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("cmp");
+      auto x = b.input("x", t, {3, 1, 5});
+      auto y = b.input("y", t, {4, 5});
+      b.output(b.op1(op, {x, y}), "out");
+      auto xs = special_tensor({3, 1, 5}, t, 115, -2, 2);
+      // Equal needs equal values to be interesting: y repeats some of x's.
+      std::vector<float> yv = random_tensor({4, 5}, DType::F32, 116).to_f32();
+      auto xv = xs.to_f32();
+      for (size_t k = 0; k < 8; ++k) yv[k] = xv[(k * 3) % xv.size()];
+      check_graph(b, {xs, *Tensor::from_f32({4, 5}, yv, t)}, 0);
+    }
+    GraphBuilder b("cmpi");
+    auto x = b.input("x", DType::I64, {6});
+    b.output(b.op1(op, {x, b.constant(ints({1}, {3}))}), "out");
+    check_graph(b, {ints({6}, {-5, 3, 2, 4, 3, 1000000007})}, 0);
+  }
+  const Tensor p = ints({2, 1, 3}, {1, 0, 1, 0, 0, 1}, DType::BOOL), q = ints({4, 3}, {1, 1, 0, 0, 1, 0, 1, 0, 0, 1, 1, 1}, DType::BOOL);
+  for (const char* op : {"And", "Or", "Xor"}) {
+    CAPTURE(op);
+    GraphBuilder b("logic");
+    auto x = b.input("x", DType::BOOL, {2, 1, 3});
+    auto y = b.input("y", DType::BOOL, {4, 3});
+    b.output(b.op1("Not", {b.op1(op, {x, y})}), "out");
+    check_graph(b, {p, q}, 0);
+  }
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("isnan");
+    auto x = b.input("x", t, {17});
+    b.output(b.op1("IsNaN", {b.op1("Sqrt", {x})}), "out");  // NaN from the input and from Sqrt(<0)
+    check_graph(b, {special_tensor({17}, t, 117)}, 0);
+    for (int64_t pos : {0, 1})
+      for (int64_t neg : {0, 1}) {
+        CAPTURE(pos);
+        CAPTURE(neg);
+        GraphBuilder c("isinf");
+        auto z = c.input("z", t, {17});
+        c.output(c.op1("IsInf", {c.op1("Reciprocal", {z})}, {{"detect_positive", pos}, {"detect_negative", neg}}), "out");
+        check_graph(c, {special_tensor({17}, t, 118)}, 0);
+      }
+  }
+}
+
+TEST_CASE("codegen: Where with a broadcast BOOL condition from a comparison, float and integer branches") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("where");
+    auto x = b.input("x", t, {3, 4, 5});
+    auto cond = b.op1("Greater", {x, b.constant(random_tensor({5}, t, 119))});
+    b.output(b.op1("Where", {cond, b.op1("Tanh", {x}), b.constant(random_tensor({4, 1}, t, 120))}), "out");
+    check_graph(b, {special_tensor({3, 4, 5}, t, 121)}, t == DType::F32 ? 1e-6 : 1e-3);
+  }
+  GraphBuilder b("where_i64");
+  auto c = b.input("c", DType::BOOL, {2, 1});
+  auto x = b.input("x", DType::I64, {2, 3});
+  b.output(b.op1("Where", {c, x, b.constant(ints({3}, {-7, (int64_t{1} << 50) + 1, 0}))}), "out");
+  check_graph(b, {ints({2, 1}, {0, 1}, DType::BOOL), ints({2, 3}, {1, -2, 3, -(int64_t{1} << 51) - 3, 5, 6})}, 0);
+  GraphBuilder s("sign_i64");
+  auto y = s.input("y", DType::I64, {5});
+  s.output(s.op1("Sign", {y}), "out");
+  check_graph(s, {ints({5}, {-9, 0, 4, -1, 1})}, 0);
+}
+
+TEST_CASE("codegen: elementwise operand types the reference does not take stay fallbacks") {
+  using K = jit::LoweredStep::Kind;
+  {
+    GraphBuilder b("floor_i64");  // float-only maths on integers: the reference's unsupported
+    b.output(b.op1("Floor", {b.input("x", DType::I64, {3})}), "y");
+    CHECK(step_kinds(b) == std::vector<K>{K::fallback});
+  }
+  {
+    GraphBuilder b("mean_i32");
+    auto x = b.input("x", DType::I32, {3});
+    b.output(b.op1("Mean", {x, x}), "y");
+    CHECK(step_kinds(b) == std::vector<K>{K::fallback});
+  }
+  {
+    GraphBuilder b("and_f32");  // logical ops take BOOL only
+    auto x = b.input("x", DType::F32, {3});
+    b.output(b.op1("And", {x, x}), "y");
+    if (auto g = b.build(); g.ok()) {
+      auto steps = jit::lower(*g, {});
+      if (steps.ok())
+        for (const auto& st : *steps) CHECK(st.kind == K::fallback);
+    }
+  }
 }
