@@ -12,6 +12,7 @@ Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std
 Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_transpose(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_conv(const KernelSpec& spec, const std::string& name);
+Expected<GeneratedKernel> generate_c_conv_transpose(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_batchnorm(const KernelSpec& spec, const std::string& name);
 // maxpool | avgpool | globalavgpool
 Expected<GeneratedKernel> generate_c_pool(const KernelSpec& spec, const std::string& name);

@@ -1,4 +1,4 @@
-// MaxPool (output 0), AveragePool (2-D NCHW; pads, auto_pad, strides, dilations, ceil_mode,
+// MaxPool (output 0), AveragePool (2-D NCHW, 1-D through lift_1d; pads, auto_pad, strides, dilations, ceil_mode,
 // count_include_pad) and GlobalAveragePool (any rank) in C, FP32 in registers whatever the
 // storage format. Windowed pools take one output row per work item, like Conv: kernel rows
 // outside the input are skipped per row, the output-column range of each kernel column is baked
@@ -40,15 +40,18 @@ Expected<GeneratedKernel> global_average_pool(const KernelSpec& spec, const std:
 
 }  // namespace
 
-Expected<GeneratedKernel> generate_c_pool(const KernelSpec& spec, const std::string& name) {
-  if (spec.inputs.size() != 1 || spec.outputs.size() != 1)
-    return Status::unsupported("C codegen: " + spec.family + " needs one input and one output (no MaxPool indices)");
+Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::string& name) {
+  if (in_spec.inputs.size() != 1 || in_spec.outputs.size() != 1)
+    return Status::unsupported("C codegen: " + in_spec.family + " needs one input and one output (no MaxPool indices)");
+  // 1-D windows as 2-D ones with a unit H axis (GlobalAveragePool takes any rank as it is).
+  const bool lift = in_spec.family != "globalavgpool" && in_spec.inputs[0].shape.size() == 3;
+  const KernelSpec spec = lift ? lift_1d(in_spec) : in_spec;
   const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
   if (!is_float(X.dtype) || !is_float(Y.dtype))
     return Status::unsupported("C codegen: " + spec.family + " on " + std::string(dtype_name(X.dtype)));
   if (spec.family == "globalavgpool") return global_average_pool(spec, name);
   const bool is_max = spec.family == "maxpool";
-  if (X.shape.size() != 4) return Status::unsupported("C codegen: pooling other than 2-D (input " + shape_string(X.shape) + ")");
+  if (X.shape.size() != 4) return Status::unsupported("C codegen: pooling other than 1-D or 2-D (input " + shape_string(X.shape) + ")");
   if (attr_i(spec.attrs, "storage_order", 0) != 0 && !is_max) return Status::invalid("pool: storage_order");
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
   const std::vector<int64_t> in{H, W};

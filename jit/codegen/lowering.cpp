@@ -177,12 +177,13 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     else if (n.op == "LayerNormalization" && n.outputs.size() == 1) family = "layernorm";
     else if (n.op == "Gather") family = "gather";
     else if (n.op == "Transpose") family = "transpose";
-    // Windowed ops (2-D NCHW only) and BatchNormalization, on a float input, one output; the
+    // Windowed ops (1-D or 2-D NCHW) and BatchNormalization, on a float input, one output; the
     // rest stay reference fallbacks.
-    else if (n.op == "Conv" && rank0() == 4 && (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] != kNoValue)))
-      family = "conv";
-    else if (n.op == "MaxPool" && rank0() == 4) family = "maxpool";
-    else if (n.op == "AveragePool" && rank0() == 4) family = "avgpool";
+    else if ((n.op == "Conv" || n.op == "ConvTranspose") && (rank0() == 3 || rank0() == 4) &&
+             (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] != kNoValue)))
+      family = n.op == "Conv" ? "conv" : "conv_transpose";
+    else if (n.op == "MaxPool" && (rank0() == 3 || rank0() == 4)) family = "maxpool";
+    else if (n.op == "AveragePool" && (rank0() == 3 || rank0() == 4)) family = "avgpool";
     else if (n.op == "GlobalAveragePool" && rank0() >= 3) family = "globalavgpool";
     else if (n.op == "BatchNormalization" && n.inputs.size() == 5 && rank0() >= 2) family = "batchnorm";
     if (family.empty()) family = bake_reduce(g, n, baked);

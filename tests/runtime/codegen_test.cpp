@@ -845,3 +845,83 @@ TEST_CASE("codegen: elementwise operand types the reference does not take stay f
     }
   }
 }
+
+// ---- ConvTranspose (1-D, 2-D) and 1-D Conv/pools ----
+
+namespace {
+
+void check_windowed(const char* op, DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t seed) {
+  CAPTURE(op);
+  CAPTURE(dtype_name(t));
+  CAPTURE(shape_string(xs));
+  CAPTURE(shape_string(ws));
+  GraphBuilder b("windowed");
+  auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+  std::vector<ValueId> in{x, b.constant(random_tensor(ws, t, seed))};
+  const int64_t m = std::string(op) == "Conv" ? ws[0] : ws[1] * (attrs.count("group") ? std::get<int64_t>(attrs["group"]) : 1);
+  if (bias) in.push_back(b.constant(random_tensor({m}, t, seed + 1)));
+  b.output(b.op1(op, in, attrs), "out");
+  CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
+  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : 2e-3);
+}
+
+}  // namespace
+
+TEST_CASE("codegen: ConvTranspose 2-D: strides, pads, dilations, output_padding, groups, output_shape, auto_pad") {
+  for (DType t : {DType::F32, DType::F16}) {
+    check_windowed("ConvTranspose", t, {2, 3, 5, 7}, {3, 4, 3, 3}, true, {}, 130);
+    // Stride 2 by 3 with output_padding, asymmetric pads.
+    check_windowed("ConvTranspose", t, {1, 3, 4, 5}, {3, 2, 3, 4}, true,
+                   {{"strides", Ints{2, 3}}, {"output_padding", Ints{1, 2}}, {"pads", Ints{1, 0, 0, 2}}}, 133);
+    // Dilation, no bias.
+    check_windowed("ConvTranspose", t, {1, 2, 5, 4}, {2, 3, 2, 3}, false, {{"dilations", Ints{2, 3}}, {"pads", Ints{1, 1, 2, 0}}}, 136);
+    // Groups: 4 input channels in 2 groups, 3 outputs per group.
+    check_windowed("ConvTranspose", t, {2, 4, 3, 5}, {4, 3, 3, 2}, true, {{"group", int64_t{2}}, {"strides", Ints{2, 1}}}, 139);
+    // Depthwise-like: group == channels, one output each.
+    check_windowed("ConvTranspose", t, {1, 3, 4, 4}, {3, 1, 3, 3}, true, {{"group", int64_t{3}}, {"strides", Ints{2, 2}}}, 142);
+    // output_shape (the pads follow from it), larger than the full result on one axis.
+    check_windowed("ConvTranspose", t, {1, 2, 3, 3}, {2, 2, 3, 3}, true,
+                   {{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}, 145);
+    check_windowed("ConvTranspose", t, {1, 2, 3, 4}, {2, 2, 3, 3}, false,
+                   {{"strides", Ints{2, 2}}, {"output_shape", Ints{1, 2, 6, 9}}}, 148);
+    // auto_pad both ways.
+    check_windowed("ConvTranspose", t, {1, 2, 3, 5}, {2, 3, 4, 3}, true,
+                   {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}, 151);
+    check_windowed("ConvTranspose", t, {1, 2, 3, 5}, {2, 3, 4, 3}, true,
+                   {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_LOWER")}}, 154);
+    // 1x1 kernel, stride 1; kernel larger than the input.
+    check_windowed("ConvTranspose", t, {3, 5, 2, 1}, {5, 4, 1, 1}, false, {}, 157);
+    check_windowed("ConvTranspose", t, {1, 1, 2, 2}, {1, 2, 5, 4}, true, {{"pads", Ints{2, 1, 1, 2}}}, 160);
+  }
+}
+
+TEST_CASE("codegen: 1-D Conv, ConvTranspose, MaxPool and AveragePool through the 2-D kernels") {
+  for (DType t : {DType::F32, DType::F16}) {
+    check_windowed("Conv", t, {2, 3, 11}, {4, 3, 3}, true, {{"pads", Ints{1, 2}}, {"strides", Ints{2}}}, 170);
+    check_windowed("Conv", t, {1, 4, 9}, {6, 2, 2}, false, {{"group", int64_t{2}}, {"dilations", Ints{3}}}, 173);
+    check_windowed("Conv", t, {1, 2, 8}, {3, 2, 4}, true, {{"auto_pad", std::string("SAME_LOWER")}, {"strides", Ints{3}}}, 176);
+    check_windowed("ConvTranspose", t, {2, 3, 6}, {3, 2, 3}, true,
+                   {{"strides", Ints{2}}, {"output_padding", Ints{1}}, {"pads", Ints{0, 1}}}, 179);
+    check_windowed("ConvTranspose", t, {1, 2, 5}, {2, 2, 3}, false, {{"strides", Ints{3}}, {"output_shape", Ints{16}}}, 182);
+    const std::vector<Attributes> windows = {
+        {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 2}}},
+        {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"ceil_mode", int64_t{1}}},
+        {{"kernel_shape", Ints{2}}, {"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2}}},
+    };
+    for (size_t k = 0; k < windows.size(); ++k) {
+      CAPTURE(k);
+      GraphBuilder b("maxpool1d");
+      auto x = b.input("x", t, {2, 3, 13});
+      b.output(b.op1("MaxPool", {x}, windows[k]), "out");
+      check_graph(b, {special_tensor({2, 3, 13}, t, 185 + k)}, 0);
+      for (int64_t include : {0, 1}) {
+        Attributes a = windows[k];
+        a["count_include_pad"] = include;
+        GraphBuilder c("avgpool1d");
+        auto y = c.input("y", t, {2, 3, 13});
+        c.output(c.op1("AveragePool", {y}, a), "out");
+        check_graph(c, {random_tensor({2, 3, 13}, t, 190 + k)}, t == DType::F32 ? 1e-6 : 1e-3);
+      }
+    }
+  }
+}
