@@ -185,6 +185,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     else if (n.op == "MaxPool" && (rank0() == 3 || rank0() == 4)) family = "maxpool";
     else if (n.op == "AveragePool" && (rank0() == 3 || rank0() == 4)) family = "avgpool";
     else if (n.op == "GlobalAveragePool" && rank0() >= 3) family = "globalavgpool";
+    else if (n.op == "GlobalMaxPool" && rank0() >= 3) family = "globalmaxpool";
     else if (n.op == "BatchNormalization" && n.inputs.size() == 5 && rank0() >= 2) family = "batchnorm";
     if (family.empty()) family = bake_reduce(g, n, baked);
     if (family.empty()) family = bake_movement(g, n, baked);

@@ -925,3 +925,23 @@ TEST_CASE("codegen: 1-D Conv, ConvTranspose, MaxPool and AveragePool through the
     }
   }
 }
+
+TEST_CASE("codegen: GlobalMaxPool over ranks 3 to 5, a NaN anywhere in a plane wins") {
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (Ints xs : {Ints{2, 3, 7}, Ints{2, 5, 3, 3}, Ints{1, 2, 2, 3, 5}, Ints{3, 1, 1, 1}}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(shape_string(xs));
+      std::vector<float> v = random_tensor(xs, DType::F32, 200, -50, 50).to_f32();
+      const size_t plane = v.size() / (xs[0] * xs[1]);
+      if (plane > 2) {
+        v[plane + 1] = NAN;  // plane 1: NaN after its first cell
+        v[0] = -INFINITY;
+      }
+      v.back() = NAN;  // the last plane: NaN last
+      GraphBuilder b("gmp");
+      auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+      b.output(b.op1("GlobalMaxPool", {x}), "out");
+      CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
+      check_graph(b, {*Tensor::from_f32(xs, v, t)}, 0);
+    }
+}
