@@ -12,8 +12,9 @@ Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std
 Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_transpose(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_conv(const KernelSpec& spec, const std::string& name);
+Expected<GeneratedKernel> generate_c_conv_transpose(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_batchnorm(const KernelSpec& spec, const std::string& name);
-// maxpool | avgpool | globalavgpool
+// maxpool | avgpool | globalavgpool | globalmaxpool
 Expected<GeneratedKernel> generate_c_pool(const KernelSpec& spec, const std::string& name);
 // reduce (ReduceSum/Mean/Max) | concat | slice | pad | expand | resize
 Expected<GeneratedKernel> generate_c_reduce(const KernelSpec& spec, const std::string& name);

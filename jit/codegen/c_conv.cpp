@@ -1,4 +1,4 @@
-// Conv (2-D, NCHW, groups incl. depthwise, strides, dilations, pads/auto_pad, optional bias) and
+// Conv (2-D NCHW, and 1-D as 2-D with a unit H axis; groups incl. depthwise, strides, dilations, pads/auto_pad, optional bias) and
 // inference BatchNormalization in C. Direct convolution, one output row per work item: the
 // row accumulates in FP32 over input channel, kernel row and kernel column, output column
 // innermost. Kernel rows outside the input are skipped once per row; for each kernel column the
@@ -14,16 +14,17 @@
 
 namespace hpf::jit {
 
-Expected<GeneratedKernel> generate_c_conv(const KernelSpec& spec, const std::string& name) {
-  if (spec.inputs.size() < 2 || spec.inputs.size() > 3 || spec.outputs.size() != 1)
+Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::string& name) {
+  if (in_spec.inputs.size() < 2 || in_spec.inputs.size() > 3 || in_spec.outputs.size() != 1)
     return Status::invalid("conv: needs X, W, optional B and one output");
+  const KernelSpec spec = in_spec.inputs[0].shape.size() == 3 ? lift_1d(in_spec) : in_spec;  // 1-D as 2-D
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
   const bool has_b = spec.inputs.size() == 3;
   for (const TensorDesc& t : spec.inputs)
     if (!is_float(t.dtype)) return Status::unsupported("C codegen: Conv on " + std::string(dtype_name(t.dtype)));
   if (!is_float(Y.dtype)) return Status::unsupported("C codegen: Conv to " + std::string(dtype_name(Y.dtype)));
   if (X.shape.size() != 4 || Wt.shape.size() != 4)
-    return Status::unsupported("C codegen: Conv other than 2-D (input " + shape_string(X.shape) + ")");
+    return Status::unsupported("C codegen: Conv other than 1-D or 2-D (input " + shape_string(X.shape) + ")");
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
   const int64_t M = Wt.shape[0], CG = Wt.shape[1], KH = Wt.shape[2], KW = Wt.shape[3];
   const int64_t group = attr_i(spec.attrs, "group", 1);

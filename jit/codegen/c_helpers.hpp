@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hpf/graph.hpp"
+#include "jit/codegen/kernel_spec.hpp"
 
 namespace hpf::jit {
 
@@ -52,6 +53,32 @@ inline std::string array(const char* type, const std::string& name, const std::v
   if (v.empty()) s << "0";
   s << "};\n";
   return s.str();
+}
+
+// A 1-D windowed op ([N, C, L] data) as the 2-D one over [N, C, 1, L]: every rank-3 input and
+// output gains a unit H axis, and the window attributes a trivial H entry (kernel 1, stride 1,
+// dilation 1, no padding), so the 2-D generators serve 1-D unchanged.
+inline KernelSpec lift_1d(const KernelSpec& spec) {
+  KernelSpec s = spec;
+  for (auto* ts : {&s.inputs, &s.outputs})
+    for (TensorDesc& t : *ts)
+      if (t.shape.size() == 3) t.shape.insert(t.shape.begin() + 2, 1);
+  auto prepend = [&](const char* n, int64_t v) {
+    auto it = s.attrs.find(n);
+    if (it == s.attrs.end()) return;
+    auto* x = std::get_if<std::vector<int64_t>>(&it->second);
+    if (!x || x->size() != 1) return;  // the generator's geometry reports the mismatch
+    x->insert(x->begin(), v);
+  };
+  prepend("kernel_shape", 1);
+  prepend("strides", 1);
+  prepend("dilations", 1);
+  prepend("output_padding", 0);
+  if (auto it = s.attrs.find("output_shape"); it != s.attrs.end())
+    if (auto* x = std::get_if<std::vector<int64_t>>(&it->second); x && !x->empty()) *x = {1, x->back()};
+  if (auto it = s.attrs.find("pads"); it != s.attrs.end())
+    if (auto* x = std::get_if<std::vector<int64_t>>(&it->second); x && x->size() == 2) *x = {0, (*x)[0], 0, (*x)[1]};
+  return s;
 }
 
 }  // namespace hpf::jit

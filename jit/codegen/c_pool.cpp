@@ -1,12 +1,13 @@
-// MaxPool (output 0), AveragePool (2-D NCHW; pads, auto_pad, strides, dilations, ceil_mode,
-// count_include_pad) and GlobalAveragePool (any rank) in C, FP32 in registers whatever the
-// storage format. Windowed pools take one output row per work item, like Conv: kernel rows
+// MaxPool (output 0), AveragePool (2-D NCHW, 1-D through lift_1d; pads, auto_pad, strides,
+// dilations, ceil_mode, count_include_pad), GlobalAveragePool and GlobalMaxPool (any rank) in C,
+// FP32 in registers whatever the storage format. Windowed pools take one output row per work item, like Conv: kernel rows
 // outside the input are skipped per row, the output-column range of each kernel column is baked
 // in, the output column loop is innermost and free of bounds tests. Semantics follow the
 // reference: padding never wins a max, a max window over padding only gives the lowest float,
 // NaN propagates exactly when the window's first real cell is NaN; average divisors count the
 // explicit padding (count_include_pad) but never the ceil_mode overhang.
 #include <algorithm>
+#include <span>
 #include <sstream>
 
 #include "core/ir/op_geometry.hpp"
@@ -38,17 +39,47 @@ Expected<GeneratedKernel> global_average_pool(const KernelSpec& spec, const std:
   return GeneratedKernel{name, s.str(), planes, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, size))};
 }
 
+// GlobalMaxPool: each [N, C] plane's largest value; the plane's first NaN if it holds one (the
+// reference's scan, exactly).
+Expected<GeneratedKernel> global_max_pool(const KernelSpec& spec, const std::string& name) {
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  if (X.shape.size() < 3) return Status::unsupported("C codegen: GlobalMaxPool of " + shape_string(X.shape));
+  const int64_t planes = X.shape[0] * X.shape[1];
+  const int64_t size = numel(std::span(X.shape).subspan(2));
+  if (size == 0) return Status::unsupported("C codegen: GlobalMaxPool of an empty plane " + shape_string(X.shape));
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  " << yt << "* restrict Y = (" << yt << "*)args[1];\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "    const " << xt << "* restrict xp = X + r * " << L(size) << ";\n"
+    << "    float m = " << c_load(X.dtype, "xp[0]") << ";\n"
+    << "    for (i64 j = 1; j < " << L(size) << " && m == m; ++j) {\n"
+    << "      const float v = " << c_load(X.dtype, "xp[j]") << ";\n"
+    << "      if (v != v || v > m) m = v;\n"
+    << "    }\n"
+    << "    Y[r] = " << c_store(Y.dtype, "m") << ";\n"
+    << "  }\n}\n";
+  return GeneratedKernel{name, s.str(), planes, std::max<int64_t>(1, 65536 / size)};
+}
+
 }  // namespace
 
-Expected<GeneratedKernel> generate_c_pool(const KernelSpec& spec, const std::string& name) {
-  if (spec.inputs.size() != 1 || spec.outputs.size() != 1)
-    return Status::unsupported("C codegen: " + spec.family + " needs one input and one output (no MaxPool indices)");
+Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::string& name) {
+  if (in_spec.inputs.size() != 1 || in_spec.outputs.size() != 1)
+    return Status::unsupported("C codegen: " + in_spec.family + " needs one input and one output (no MaxPool indices)");
+  // 1-D windows as 2-D ones with a unit H axis (GlobalAveragePool takes any rank as it is).
+  const bool lift = in_spec.family != "globalavgpool" && in_spec.family != "globalmaxpool" && in_spec.inputs[0].shape.size() == 3;
+  const KernelSpec spec = lift ? lift_1d(in_spec) : in_spec;
   const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
   if (!is_float(X.dtype) || !is_float(Y.dtype))
     return Status::unsupported("C codegen: " + spec.family + " on " + std::string(dtype_name(X.dtype)));
   if (spec.family == "globalavgpool") return global_average_pool(spec, name);
+  if (spec.family == "globalmaxpool") return global_max_pool(spec, name);
   const bool is_max = spec.family == "maxpool";
-  if (X.shape.size() != 4) return Status::unsupported("C codegen: pooling other than 2-D (input " + shape_string(X.shape) + ")");
+  if (X.shape.size() != 4) return Status::unsupported("C codegen: pooling other than 1-D or 2-D (input " + shape_string(X.shape) + ")");
   if (attr_i(spec.attrs, "storage_order", 0) != 0 && !is_max) return Status::invalid("pool: storage_order");
   const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
   const std::vector<int64_t> in{H, W};

@@ -15,6 +15,10 @@ typedef __UINT16_TYPE__ u16;
 typedef __UINT8_TYPE__ u8;
 float expf(float); float logf(float); float tanhf(float); float erff(float);
 float sqrtf(float); float powf(float, float); double pow(double, double);
+float sinf(float); float cosf(float); float tanf(float); float asinf(float); float acosf(float);
+float atanf(float); float sinhf(float); float coshf(float); float asinhf(float); float acoshf(float);
+float atanhf(float); float floorf(float); float ceilf(float); float rintf(float);
+float expm1f(float); float log1pf(float); double fmod(double, double);
 static inline float hpf_f32(u32 b) { union { u32 u; float f; } x; x.u = b; return x.f; }
 static inline u32 hpf_bits(float f) { union { u32 u; float f; } x; x.f = f; return x.u; }
 static inline float hpf_rne(float v) { /* |v| < 2^22 */ return (v + 12582912.0f) - 12582912.0f; }
@@ -46,6 +50,17 @@ static inline float hpf_tf32(float f) {
 }
 static inline float hpf_maxf(float a, float b) { return (a != a || b != b) ? a + b : (a > b ? a : b); }
 static inline float hpf_minf(float a, float b) { return (a != a || b != b) ? a + b : (a < b ? a : b); }
+/* log(1 + e^x) without overflow; NaN stays NaN. */
+static inline float hpf_softplus(float x) {
+  return x != x ? x : (x > 0.0f ? x : 0.0f) + log1pf(expf(-__builtin_fabsf(x)));
+}
+/* ONNX Mod, fmod=0: the remainder takes the divisor's sign (Python's %). In double, as the
+   reference: exact for floats and for integers up to 2^53. */
+static inline double hpf_mod(double a, double b) {
+  double r = fmod(a, b);
+  if (r != 0 && ((r < 0) != (b < 0))) r += b;
+  return r;
+}
 )";
 }
 

@@ -61,8 +61,11 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   if (spec.family == "gather") return generate_c_gather(spec, name);
   if (spec.family == "transpose") return generate_c_transpose(spec, name);
   if (spec.family == "conv") return generate_c_conv(spec, name);
+  if (spec.family == "conv_transpose") return generate_c_conv_transpose(spec, name);
   if (spec.family == "batchnorm") return generate_c_batchnorm(spec, name);
-  if (spec.family == "maxpool" || spec.family == "avgpool" || spec.family == "globalavgpool") return generate_c_pool(spec, name);
+  if (spec.family == "maxpool" || spec.family == "avgpool" || spec.family == "globalavgpool" ||
+      spec.family == "globalmaxpool")
+    return generate_c_pool(spec, name);
   if (spec.family == "reduce") return generate_c_reduce(spec, name);
   if (spec.family == "concat") return generate_c_concat(spec, name);
   if (spec.family == "slice") return generate_c_slice(spec, name);

@@ -11,7 +11,19 @@ namespace {
 
 const std::set<std::string> kElementwise = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sqrt", "Neg", "Abs",
                                             "Exp", "Log", "Erf", "Tanh", "Sigmoid", "HardSigmoid", "HardSwish",
-                                            "Relu", "LeakyRelu", "Gelu", "Clip", "Cast"};
+                                            "Relu", "LeakyRelu", "Gelu", "Clip", "Cast",
+                                            // float maths (kFloatOnly), integer-capable, bool results
+                                            "Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                                            "Acosh", "Atanh", "Floor", "Ceil", "Round", "Reciprocal", "Softplus",
+                                            "Softsign", "Elu", "Selu", "Celu", "Mish", "ThresholdedRelu", "Shrink",
+                                            "PRelu", "Mean", "Sign", "Mod", "Sum", "Where", "IsNaN", "IsInf",
+                                            "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
+                                            "Xor", "Not"};
+// The reference takes these on float tensors only (integers are its "unsupported").
+const std::set<std::string> kFloatOnly = {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
+                                          "Acosh", "Atanh", "Floor", "Ceil", "Round", "Reciprocal", "Softplus",
+                                          "Softsign", "Elu", "Selu", "Celu", "Mish", "ThresholdedRelu", "Shrink",
+                                          "PRelu", "Mean"};
 const std::set<std::string> kViews = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
 
 }  // namespace
@@ -24,6 +36,31 @@ bool has_subgraph(const Node& n) {
   return std::any_of(n.attrs.begin(), n.attrs.end(),
                      [](const auto& a) { return std::holds_alternative<GraphAttr>(a.second); });
 }
+// Operand types the chain computes as the reference does; other combinations (the reference's
+// errors and unsupported cases) stay fallbacks so they report the same way.
+bool chain_takes(const Graph& g, const Node& n) {
+  std::vector<DType> t;
+  for (ValueId v : n.inputs) {
+    if (v == kNoValue) {
+      if (n.op != "Clip") return false;
+      continue;
+    }
+    t.push_back(g.value(v).dtype);
+  }
+  if (t.empty()) return false;
+  auto all = [&](auto pred, size_t from = 0) {
+    return std::all_of(t.begin() + std::min(from, t.size()), t.end(), pred);
+  };
+  if (kFloatOnly.count(n.op)) return all([](DType d) { return is_float(d); });
+  if (n.op == "And" || n.op == "Or" || n.op == "Xor" || n.op == "Not")
+    return all([](DType d) { return d == DType::BOOL; });
+  if (n.op == "Where")
+    return t.size() == 3 && t[0] == DType::BOOL && is_float(t[1]) == is_float(t[2]);
+  if (n.op == "Mod" || n.op == "Sum")  // no mixed float/integer operands
+    return all([&](DType d) { return is_float(d) == is_float(t[0]); });
+  return true;
+}
+
 }  // namespace
 
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
@@ -73,7 +110,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       produced_by(steps.size() - 1);
       continue;
     }
-    if (kElementwise.count(n.op) && n.outputs.size() == 1) {
+    if (kElementwise.count(n.op) && n.outputs.size() == 1 && chain_takes(g, n)) {
       HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));
       // Extend the chain producing input 0 when it is this node's only use and shapes agree.
       const ValueId x = n.inputs[0];
@@ -122,7 +159,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       s->node = id;
       s->outputs = n.outputs;
       s->spec.outputs = {out};
-      // An integer result ends the chain: the chain computes in FP32.
+      // An integer or bool result ends the chain: the chain computes in FP32.
       chain_of[n.outputs[0]] = is_float(out.dtype) ? static_cast<int>(s - steps.data()) : -1;
       produced_by(static_cast<size_t>(s - steps.data()));
       continue;
@@ -140,13 +177,15 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     else if (n.op == "LayerNormalization" && n.outputs.size() == 1) family = "layernorm";
     else if (n.op == "Gather") family = "gather";
     else if (n.op == "Transpose") family = "transpose";
-    // Windowed ops (2-D NCHW only) and BatchNormalization, on a float input, one output; the
+    // Windowed ops (1-D or 2-D NCHW) and BatchNormalization, on a float input, one output; the
     // rest stay reference fallbacks.
-    else if (n.op == "Conv" && rank0() == 4 && (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] != kNoValue)))
-      family = "conv";
-    else if (n.op == "MaxPool" && rank0() == 4) family = "maxpool";
-    else if (n.op == "AveragePool" && rank0() == 4) family = "avgpool";
+    else if ((n.op == "Conv" || n.op == "ConvTranspose") && (rank0() == 3 || rank0() == 4) &&
+             (n.inputs.size() == 2 || (n.inputs.size() == 3 && n.inputs[2] != kNoValue)))
+      family = n.op == "Conv" ? "conv" : "conv_transpose";
+    else if (n.op == "MaxPool" && (rank0() == 3 || rank0() == 4)) family = "maxpool";
+    else if (n.op == "AveragePool" && (rank0() == 3 || rank0() == 4)) family = "avgpool";
     else if (n.op == "GlobalAveragePool" && rank0() >= 3) family = "globalavgpool";
+    else if (n.op == "GlobalMaxPool" && rank0() >= 3) family = "globalmaxpool";
     else if (n.op == "BatchNormalization" && n.inputs.size() == 5 && rank0() >= 2) family = "batchnorm";
     if (family.empty()) family = bake_reduce(g, n, baked);
     if (family.empty()) family = bake_movement(g, n, baked);

@@ -124,6 +124,8 @@ void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol)
     const double e = std::abs(double(gv[k]) - wv[k]) / (1.0 + std::abs(double(wv[k])));
     if (std::isnan(wv[k]))
       CHECK(std::isnan(gv[k]));
+    else if (std::isinf(wv[k]))
+      CHECK(gv[k] == wv[k]);
     else
       worst = std::max(worst, e);
   }
@@ -614,4 +616,332 @@ TEST_CASE("codegen: control flow (a node with a subgraph) is a reference fallbac
   CHECK((*steps)[0].kind == jit::LoweredStep::Kind::fallback);
   CHECK((*steps)[0].inputs == std::vector<ValueId>{c, x});
   CHECK((*steps)[1].kind == jit::LoweredStep::Kind::kernel);
+}
+
+// ---- elementwise ops beyond the basic set: float maths, activations, integer and bool ops ----
+
+namespace {
+
+// Random values in [lo, hi) with NaN, infinities, signed zeros and halves (Round's ties) first.
+Tensor special_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float lo = -2, float hi = 2) {
+  std::vector<float> v = random_tensor(shape, DType::F32, seed, lo, hi).to_f32();
+  const float specials[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 0.5f, -0.5f, 1.5f, 2.5f, -2.5f, 1.0f, -1.0f};
+  for (size_t k = 0; k < v.size() && k < std::size(specials); ++k) v[k] = specials[k];
+  return *Tensor::from_f32(shape, v, t);
+}
+
+Tensor ints(std::vector<int64_t> shape, std::vector<int64_t> v, DType t = DType::I64) {
+  return *Tensor::from_i64(shape, v, t);
+}
+
+// Integers in [lo, hi] (zero replaced by `nonzero` when given), deterministic.
+Tensor int_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, int64_t lo, int64_t hi, int64_t nonzero = 0) {
+  std::mt19937 g(seed);
+  std::uniform_int_distribution<int64_t> d(lo, hi);
+  std::vector<int64_t> v(numel(shape));
+  for (auto& x : v) {
+    x = d(g);
+    if (x == 0 && nonzero) x = nonzero;
+  }
+  return ints(shape, v, t);
+}
+
+std::vector<jit::LoweredStep::Kind> step_kinds(GraphBuilder& b) {
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto steps = jit::lower(*g, {});
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  std::vector<jit::LoweredStep::Kind> k;
+  for (const auto& st : *steps) k.push_back(st.kind);
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("codegen: unary float maths and activations, NaN/inf/zeros/halves, every float format") {
+  const std::vector<std::pair<const char*, Attributes>> ops = {
+      {"Sin", {}}, {"Cos", {}}, {"Tan", {}}, {"Asin", {}}, {"Acos", {}}, {"Atan", {}}, {"Sinh", {}}, {"Cosh", {}},
+      {"Asinh", {}}, {"Acosh", {}}, {"Atanh", {}}, {"Floor", {}}, {"Ceil", {}}, {"Round", {}}, {"Reciprocal", {}},
+      {"Sign", {}}, {"Softplus", {}}, {"Softsign", {}}, {"Mish", {}},
+      {"Elu", {}}, {"Elu", {{"alpha", 0.5f}}}, {"Selu", {}}, {"Selu", {{"alpha", 2.0f}, {"gamma", 0.75f}}},
+      {"Celu", {}}, {"Celu", {{"alpha", 1.5f}}}, {"ThresholdedRelu", {}}, {"ThresholdedRelu", {{"alpha", -0.25f}}},
+      {"Shrink", {}}, {"Shrink", {{"bias", 0.25f}, {"lambd", 1.0f}}},
+  };
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (const auto& [op, attrs] : ops) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(op);
+      GraphBuilder b("unary");
+      auto x = b.input("x", t, {3, 1, 13});
+      b.output(b.op1(op, {x}, attrs), "out");
+      CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
+      // Each op rounds once to the format in both; FP32 libm against the reference's double.
+      check_graph(b, {special_tensor({3, 1, 13}, t, 100)}, t == DType::F32 ? 2e-6 : t == DType::F16 ? 1e-3 : 8e-3);
+    }
+}
+
+TEST_CASE("codegen: a long chain of the new ops fuses between branch points") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("chain");
+    auto x = b.input("x", t, {2, 3, 11});
+    auto slope = b.constant(random_tensor({3, 1}, t, 101, 0.1f, 0.9f));
+    auto y = b.op1("PRelu", {b.op1("Sin", {x}), slope});
+    y = b.op1("Mish", {b.op1("Softsign", {y})});
+    y = b.op1("Sum", {y, b.op1("Round", {b.op1("Elu", {y}, {{"alpha", 0.3f}})}), x});
+    y = b.op1("Mean", {y, b.constant(random_tensor({11}, t, 102))});
+    b.output(b.op1("Celu", {b.op1("Reciprocal", {b.op1("Cosh", {y})})}), "out");
+    auto kinds = step_kinds(b);
+    // Mish's result has two uses (Elu, Sum): the chain ends there; Elu+Round and Sum..Celu fuse.
+    CHECK(kinds.size() == 3);
+    for (auto k : kinds) CHECK(k == jit::LoweredStep::Kind::kernel);
+    check_graph(b, {special_tensor({2, 3, 11}, t, 103)}, t == DType::F32 ? 1e-5 : 2e-2);
+  }
+}
+
+TEST_CASE("codegen: PRelu slope broadcast, Sum and Mean variadic with broadcasting") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("prelu");
+    auto x = b.input("x", t, {2, 3, 4, 5});
+    b.output(b.op1("PRelu", {x, b.constant(random_tensor({3, 1, 1}, t, 104))}), "out");
+    check_graph(b, {special_tensor({2, 3, 4, 5}, t, 105)}, 0);  // one product, rounded once in both
+    for (const char* op : {"Sum", "Mean"}) {
+      CAPTURE(op);
+      GraphBuilder v("variadic");
+      auto a = v.input("a", t, {4, 1, 7});
+      auto c = v.input("c", t, {3, 1});
+      v.output(v.op1(op, {a, c, v.constant(random_tensor({7}, t, 106))}), "out");
+      check_graph(v, {special_tensor({4, 1, 7}, t, 107), random_tensor({3, 1}, t, 108)}, 0);
+      GraphBuilder one("single");
+      auto z = one.input("z", t, {5});
+      one.output(one.op1(op, {z}), "out");
+      check_graph(one, {special_tensor({5}, t, 109)}, 0);
+    }
+  }
+  GraphBuilder b("sum_i32");
+  auto a = b.input("a", DType::I32, {3, 4});
+  b.output(b.op1("Sum", {a, b.constant(int_tensor({4}, DType::I32, 110, -1000000, 1000000)), a}), "out");
+  check_graph(b, {int_tensor({3, 4}, DType::I32, 111, -500000000, 500000000)}, 0);
+}
+
+TEST_CASE("codegen: Mod, fmod 0 and 1, float and integer, signs of both operands") {
+  for (int64_t fm : {0, 1}) {
+    CAPTURE(fm);
+    for (DType t : {DType::F32, DType::F16}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("modf");
+      auto x = b.input("x", t, {3, 7});
+      auto y = b.input("y", t, {7});
+      b.output(b.op1("Mod", {x, y}, {{"fmod", fm}}), "out");
+      std::vector<float> d = random_tensor({7}, DType::F32, 112, -3, 3).to_f32();
+      d[0] = -1.5f;
+      d[1] = 2.0f;
+      d[2] = INFINITY;
+      check_graph(b, {special_tensor({3, 7}, t, 113, -9, 9), *Tensor::from_f32({7}, d, t)}, 0);
+    }
+    for (DType t : {DType::I64, DType::I32, DType::I8}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("modi");
+      auto x = b.input("x", t, {4, 5});
+      auto y = b.input("y", t, {4, 1});
+      b.output(b.op1("Mod", {x, y}, {{"fmod", fm}}), "out");
+      const int64_t big = t == DType::I64 ? (int64_t{1} << 52) : t == DType::I32 ? 2000000000 : 120;
+      auto xs = int_tensor({4, 5}, t, 114, -big, big);
+      check_graph(b, {xs, ints({4, 1}, {7, -3, -1, 100}, t)}, 0);
+    }
+  }
+}
+
+TEST_CASE("codegen: comparisons (float with NaN, f16, integers) give BOOL; And/Or/Xor/Not; IsNaN/IsInf") {
+  for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+    CAPTURE(op);
+    for (DType t : {DType::F32, DType::F16}) {
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("cmp");
+      auto x = b.input("x", t, {3, 1, 5});
+      auto y = b.input("y", t, {4, 5});
+      b.output(b.op1(op, {x, y}), "out");
+      auto xs = special_tensor({3, 1, 5}, t, 115, -2, 2);
+      // Equal needs equal values to be interesting: y repeats some of x's.
+      std::vector<float> yv = random_tensor({4, 5}, DType::F32, 116).to_f32();
+      auto xv = xs.to_f32();
+      for (size_t k = 0; k < 8; ++k) yv[k] = xv[(k * 3) % xv.size()];
+      check_graph(b, {xs, *Tensor::from_f32({4, 5}, yv, t)}, 0);
+    }
+    GraphBuilder b("cmpi");
+    auto x = b.input("x", DType::I64, {6});
+    b.output(b.op1(op, {x, b.constant(ints({1}, {3}))}), "out");
+    check_graph(b, {ints({6}, {-5, 3, 2, 4, 3, 1000000007})}, 0);
+  }
+  const Tensor p = ints({2, 1, 3}, {1, 0, 1, 0, 0, 1}, DType::BOOL), q = ints({4, 3}, {1, 1, 0, 0, 1, 0, 1, 0, 0, 1, 1, 1}, DType::BOOL);
+  for (const char* op : {"And", "Or", "Xor"}) {
+    CAPTURE(op);
+    GraphBuilder b("logic");
+    auto x = b.input("x", DType::BOOL, {2, 1, 3});
+    auto y = b.input("y", DType::BOOL, {4, 3});
+    b.output(b.op1("Not", {b.op1(op, {x, y})}), "out");
+    check_graph(b, {p, q}, 0);
+  }
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("isnan");
+    auto x = b.input("x", t, {17});
+    b.output(b.op1("IsNaN", {b.op1("Sqrt", {x})}), "out");  // NaN from the input and from Sqrt(<0)
+    check_graph(b, {special_tensor({17}, t, 117)}, 0);
+    for (int64_t pos : {0, 1})
+      for (int64_t neg : {0, 1}) {
+        CAPTURE(pos);
+        CAPTURE(neg);
+        GraphBuilder c("isinf");
+        auto z = c.input("z", t, {17});
+        c.output(c.op1("IsInf", {c.op1("Reciprocal", {z})}, {{"detect_positive", pos}, {"detect_negative", neg}}), "out");
+        check_graph(c, {special_tensor({17}, t, 118)}, 0);
+      }
+  }
+}
+
+TEST_CASE("codegen: Where with a broadcast BOOL condition from a comparison, float and integer branches") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("where");
+    auto x = b.input("x", t, {3, 4, 5});
+    auto cond = b.op1("Greater", {x, b.constant(random_tensor({5}, t, 119))});
+    b.output(b.op1("Where", {cond, b.op1("Tanh", {x}), b.constant(random_tensor({4, 1}, t, 120))}), "out");
+    check_graph(b, {special_tensor({3, 4, 5}, t, 121)}, t == DType::F32 ? 1e-6 : 1e-3);
+  }
+  GraphBuilder b("where_i64");
+  auto c = b.input("c", DType::BOOL, {2, 1});
+  auto x = b.input("x", DType::I64, {2, 3});
+  b.output(b.op1("Where", {c, x, b.constant(ints({3}, {-7, (int64_t{1} << 50) + 1, 0}))}), "out");
+  check_graph(b, {ints({2, 1}, {0, 1}, DType::BOOL), ints({2, 3}, {1, -2, 3, -(int64_t{1} << 51) - 3, 5, 6})}, 0);
+  GraphBuilder s("sign_i64");
+  auto y = s.input("y", DType::I64, {5});
+  s.output(s.op1("Sign", {y}), "out");
+  check_graph(s, {ints({5}, {-9, 0, 4, -1, 1})}, 0);
+}
+
+TEST_CASE("codegen: elementwise operand types the reference does not take stay fallbacks") {
+  using K = jit::LoweredStep::Kind;
+  {
+    GraphBuilder b("floor_i64");  // float-only maths on integers: the reference's unsupported
+    b.output(b.op1("Floor", {b.input("x", DType::I64, {3})}), "y");
+    CHECK(step_kinds(b) == std::vector<K>{K::fallback});
+  }
+  {
+    GraphBuilder b("mean_i32");
+    auto x = b.input("x", DType::I32, {3});
+    b.output(b.op1("Mean", {x, x}), "y");
+    CHECK(step_kinds(b) == std::vector<K>{K::fallback});
+  }
+  {
+    GraphBuilder b("and_f32");  // logical ops take BOOL only
+    auto x = b.input("x", DType::F32, {3});
+    b.output(b.op1("And", {x, x}), "y");
+    if (auto g = b.build(); g.ok()) {
+      auto steps = jit::lower(*g, {});
+      if (steps.ok())
+        for (const auto& st : *steps) CHECK(st.kind == K::fallback);
+    }
+  }
+}
+
+// ---- ConvTranspose (1-D, 2-D) and 1-D Conv/pools ----
+
+namespace {
+
+void check_windowed(const char* op, DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t seed) {
+  CAPTURE(op);
+  CAPTURE(dtype_name(t));
+  CAPTURE(shape_string(xs));
+  CAPTURE(shape_string(ws));
+  GraphBuilder b("windowed");
+  auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+  std::vector<ValueId> in{x, b.constant(random_tensor(ws, t, seed))};
+  const int64_t m = std::string(op) == "Conv" ? ws[0] : ws[1] * (attrs.count("group") ? std::get<int64_t>(attrs["group"]) : 1);
+  if (bias) in.push_back(b.constant(random_tensor({m}, t, seed + 1)));
+  b.output(b.op1(op, in, attrs), "out");
+  CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
+  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : 2e-3);
+}
+
+}  // namespace
+
+TEST_CASE("codegen: ConvTranspose 2-D: strides, pads, dilations, output_padding, groups, output_shape, auto_pad") {
+  for (DType t : {DType::F32, DType::F16}) {
+    check_windowed("ConvTranspose", t, {2, 3, 5, 7}, {3, 4, 3, 3}, true, {}, 130);
+    // Stride 2 by 3 with output_padding, asymmetric pads.
+    check_windowed("ConvTranspose", t, {1, 3, 4, 5}, {3, 2, 3, 4}, true,
+                   {{"strides", Ints{2, 3}}, {"output_padding", Ints{1, 2}}, {"pads", Ints{1, 0, 0, 2}}}, 133);
+    // Dilation, no bias.
+    check_windowed("ConvTranspose", t, {1, 2, 5, 4}, {2, 3, 2, 3}, false, {{"dilations", Ints{2, 3}}, {"pads", Ints{1, 1, 2, 0}}}, 136);
+    // Groups: 4 input channels in 2 groups, 3 outputs per group.
+    check_windowed("ConvTranspose", t, {2, 4, 3, 5}, {4, 3, 3, 2}, true, {{"group", int64_t{2}}, {"strides", Ints{2, 1}}}, 139);
+    // Depthwise-like: group == channels, one output each.
+    check_windowed("ConvTranspose", t, {1, 3, 4, 4}, {3, 1, 3, 3}, true, {{"group", int64_t{3}}, {"strides", Ints{2, 2}}}, 142);
+    // output_shape (the pads follow from it), larger than the full result on one axis.
+    check_windowed("ConvTranspose", t, {1, 2, 3, 3}, {2, 2, 3, 3}, true,
+                   {{"strides", Ints{3, 2}}, {"output_shape", Ints{10, 8}}}, 145);
+    check_windowed("ConvTranspose", t, {1, 2, 3, 4}, {2, 2, 3, 3}, false,
+                   {{"strides", Ints{2, 2}}, {"output_shape", Ints{1, 2, 6, 9}}}, 148);
+    // auto_pad both ways.
+    check_windowed("ConvTranspose", t, {1, 2, 3, 5}, {2, 3, 4, 3}, true,
+                   {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_UPPER")}}, 151);
+    check_windowed("ConvTranspose", t, {1, 2, 3, 5}, {2, 3, 4, 3}, true,
+                   {{"strides", Ints{2, 2}}, {"auto_pad", std::string("SAME_LOWER")}}, 154);
+    // 1x1 kernel, stride 1; kernel larger than the input.
+    check_windowed("ConvTranspose", t, {3, 5, 2, 1}, {5, 4, 1, 1}, false, {}, 157);
+    check_windowed("ConvTranspose", t, {1, 1, 2, 2}, {1, 2, 5, 4}, true, {{"pads", Ints{2, 1, 1, 2}}}, 160);
+  }
+}
+
+TEST_CASE("codegen: 1-D Conv, ConvTranspose, MaxPool and AveragePool through the 2-D kernels") {
+  for (DType t : {DType::F32, DType::F16}) {
+    check_windowed("Conv", t, {2, 3, 11}, {4, 3, 3}, true, {{"pads", Ints{1, 2}}, {"strides", Ints{2}}}, 170);
+    check_windowed("Conv", t, {1, 4, 9}, {6, 2, 2}, false, {{"group", int64_t{2}}, {"dilations", Ints{3}}}, 173);
+    check_windowed("Conv", t, {1, 2, 8}, {3, 2, 4}, true, {{"auto_pad", std::string("SAME_LOWER")}, {"strides", Ints{3}}}, 176);
+    check_windowed("ConvTranspose", t, {2, 3, 6}, {3, 2, 3}, true,
+                   {{"strides", Ints{2}}, {"output_padding", Ints{1}}, {"pads", Ints{0, 1}}}, 179);
+    check_windowed("ConvTranspose", t, {1, 2, 5}, {2, 2, 3}, false, {{"strides", Ints{3}}, {"output_shape", Ints{16}}}, 182);
+    const std::vector<Attributes> windows = {
+        {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 2}}},
+        {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"ceil_mode", int64_t{1}}},
+        {{"kernel_shape", Ints{2}}, {"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2}}},
+    };
+    for (size_t k = 0; k < windows.size(); ++k) {
+      CAPTURE(k);
+      GraphBuilder b("maxpool1d");
+      auto x = b.input("x", t, {2, 3, 13});
+      b.output(b.op1("MaxPool", {x}, windows[k]), "out");
+      check_graph(b, {special_tensor({2, 3, 13}, t, 185 + k)}, 0);
+      for (int64_t include : {0, 1}) {
+        Attributes a = windows[k];
+        a["count_include_pad"] = include;
+        GraphBuilder c("avgpool1d");
+        auto y = c.input("y", t, {2, 3, 13});
+        c.output(c.op1("AveragePool", {y}, a), "out");
+        check_graph(c, {random_tensor({2, 3, 13}, t, 190 + k)}, t == DType::F32 ? 1e-6 : 1e-3);
+      }
+    }
+  }
+}
+
+TEST_CASE("codegen: GlobalMaxPool over ranks 3 to 5, a NaN anywhere in a plane wins") {
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (Ints xs : {Ints{2, 3, 7}, Ints{2, 5, 3, 3}, Ints{1, 2, 2, 3, 5}, Ints{3, 1, 1, 1}}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(shape_string(xs));
+      std::vector<float> v = random_tensor(xs, DType::F32, 200, -50, 50).to_f32();
+      const size_t plane = v.size() / (xs[0] * xs[1]);
+      if (plane > 2) {
+        v[plane + 1] = NAN;  // plane 1: NaN after its first cell
+        v[0] = -INFINITY;
+      }
+      v.back() = NAN;  // the last plane: NaN last
+      GraphBuilder b("gmp");
+      auto x = b.input("x", t, Shape(xs.begin(), xs.end()));
+      b.output(b.op1("GlobalMaxPool", {x}), "out");
+      CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
+      check_graph(b, {*Tensor::from_f32(xs, v, t)}, 0);
+    }
 }
