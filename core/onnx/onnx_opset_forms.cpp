@@ -21,6 +21,13 @@ int64_t int_attr(const Attributes& a, const std::string& name, int64_t fallback)
   return v ? *v : fallback;
 }
 
+// Whether the node has inputs 0..n-1 (malformed nodes are left to the graph's validation).
+bool has_inputs(const NodeDraft& d, size_t n) {
+  if (d.inputs.size() < n) return false;
+  return std::none_of(d.inputs.begin(), d.inputs.begin() + static_cast<std::ptrdiff_t>(n),
+                      [](ValueId v) { return v == kNoValue; });
+}
+
 // A helper initializer named after the node.
 Expected<ValueId> add_constant(FormContext& c, const NodeDraft& d, const std::string& what, Tensor t) {
   return c.graph.add_initializer(d.name + "/" + what, std::move(t));
@@ -69,7 +76,7 @@ Status legacy_broadcast(FormContext& c, NodeDraft& d) {
   const int64_t axis = int_attr(d.attrs, "axis", 0);
   d.attrs.erase("broadcast");
   d.attrs.erase("axis");
-  if (broadcast == 0 || !has_axis || d.inputs.size() != 2) return {};  // equal shapes, or a suffix
+  if (broadcast == 0 || !has_axis || d.inputs.size() != 2 || !has_inputs(d, 2)) return {};  // equal shapes, or a suffix
   HPF_RETURN_IF_ERROR(infer(c, d));
   const Value& a = c.graph.value(d.inputs[0]);
   const Value& b = c.graph.value(d.inputs[1]);
@@ -98,7 +105,7 @@ Status require_test_mode(const NodeDraft& d, Attributes& attrs, int64_t opset) {
 
 // PRelu before opset 7 took a slope per channel (shape [C]) rather than a numpy-broadcast one.
 Status prelu_per_channel(FormContext& c, NodeDraft& d) {
-  if (d.inputs.size() != 2) return {};
+  if (d.inputs.size() != 2 || !has_inputs(d, 2)) return {};
   HPF_RETURN_IF_ERROR(infer(c, d));
   const Value& x = c.graph.value(d.inputs[0]);
   const Value& slope = c.graph.value(d.inputs[1]);
@@ -175,7 +182,7 @@ Status translate_before_7(FormContext& c, NodeDraft& d) {
 Status resize_10(FormContext& c, NodeDraft& d) {
   for (const auto& [k, v] : d.attrs)
     if (k != "mode") return Status::unsupported(d.where + ": attribute '" + k + "' (" + opset_text(c.opset) + ") is not supported");
-  if (d.inputs.size() != 2 || d.inputs[1] == kNoValue)
+  if (d.inputs.size() != 2 || !has_inputs(d, 2))
     return Status::invalid(d.where + ": Resize at " + opset_text(c.opset) + " takes X and scales");
   std::string mode = "nearest";
   if (auto it = d.attrs.find("mode"); it != d.attrs.end())
@@ -230,7 +237,8 @@ Status batch_norm_spatial(FormContext& c, NodeDraft& d) {
   const int64_t spatial = int_attr(d.attrs, "spatial", 1);
   d.attrs.erase(it);
   if (spatial != 0) return {};
-  if (d.outputs.size() != 1 || d.inputs.size() != 5)
+  if (!has_inputs(d, 5)) return {};  // left to validation
+  if (d.outputs.size() != 1)
     return unsupported_form(d, c.opset, "spatial=0 with training outputs");
   HPF_RETURN_IF_ERROR(infer(c, d));
   const Value& x = c.graph.value(d.inputs[0]);
@@ -261,6 +269,7 @@ Status batch_norm_spatial(FormContext& c, NodeDraft& d) {
 // Dropout before opset 10 gave its mask in the input's type (later: bool). The node is added
 // here with a bool mask, then cast.
 Status dropout_typed_mask(FormContext& c, NodeDraft& d, bool& added) {
+  if (!has_inputs(d, 1)) return {};
   HPF_RETURN_IF_ERROR(infer(c, d));
   const DType t = c.graph.value(d.inputs[0]).dtype;
   const std::string mask = d.outputs[1];

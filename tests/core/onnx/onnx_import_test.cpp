@@ -536,7 +536,7 @@ std::string import_error(const onnx::ModelProto& m) {
   return g.status().message();
 }
 
-TEST_CASE("onnx: opsets outside 1-21 are refused; forms before opset 7 are read op by op") {
+TEST_CASE("onnx: opsets above 21 are refused, forms before opset 7 are read op by op") {
   auto m = one_node(22, {{"x", {2}}}, "Relu", {"x"}, {"y"});
   CHECK(import_error(m.m) == "model.onnx: default-domain (ai.onnx) opset 22 is not supported (libhpf reads opsets up to 21)");
   // Relu at opset 6 is Relu-6, today's form; at opset 1 it had consumed_inputs, ignored.
@@ -632,7 +632,7 @@ OneNode resize10(const std::string& mode, std::vector<float> scales) {
   return r;
 }
 
-TEST_CASE("onnx: Resize-10: asymmetric coordinates; nearest floors when enlarging, ceils when shrinking") {
+TEST_CASE("onnx: Resize-10 is asymmetric, its nearest floors when enlarging and ceils when shrinking") {
   const Tensor x = f32({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
   // ONNX's opset-10 backend tests: upsample nearest (1,1,2,3)... here on 2x4; downsample 0.6.
   auto up = run_model(resize10("nearest", {1, 1, 2, 1.5f}).m, {x})[0];
