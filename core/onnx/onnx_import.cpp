@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/ir/op_table.hpp"
+#include "core/onnx/onnx_opset_forms.hpp"
 #include "hpf/dtype.hpp"
 #include "hpf/log.hpp"
 
@@ -193,6 +194,7 @@ class Importer {
     if (!m_.has_graph()) return Status::invalid("the model has no graph");
     for (const auto& o : m_.opset_import())
       if (o.domain().empty() || o.domain() == "ai.onnx") opset_ = o.version();
+    HPF_RETURN_IF_ERROR(onnx_forms::check_opset(opset_));
     const onnx::GraphProto& gp = m_.graph();
     g_ = Graph(gp.name().empty() ? "onnx" : gp.name());
     HPF_RETURN_IF_ERROR(build(gp, nullptr));
@@ -319,7 +321,7 @@ class Importer {
                                  "' is not supported");
     if (n.op_type() == "Constant") return constant_node(n, where);
     if (n.op_type() == "Upsample") return upsample_node(n, name, where);
-    const std::string op = current_op_name(n.op_type());
+    std::string op = current_op_name(n.op_type());
     const ir::OpDef* def = ir::find_op(op);
     if (!def)
       return Status::unsupported("node '" + name + "': op " + n.op_type() + " (domain '" + shown_domain +
@@ -354,13 +356,16 @@ class Importer {
     for (const auto& a : n.attribute()) {
       if (!a.ref_attr_name().empty())
         return Status::unsupported(where + ": attribute '" + a.name() + "' refers to a function attribute");
-      if (!def->attr(a.name()))
+      if (!def->attr(a.name()) && !onnx_forms::is_older_form_attribute(n.op_type(), opset_, a.name()))
         return Status::unsupported(where + ": attribute '" + a.name() + "' (opset " + std::to_string(opset_) +
                                    ") is not supported");
       auto v = attr_from_proto(a, base_dir_);
       if (!v.ok()) return v.status().with_context(where);
       attrs[a.name()] = std::move(v).value();
     }
+    bool added = false;
+    HPF_RETURN_IF_ERROR(translate_older_form(n.op_type(), op, name, where, inputs, outputs, attrs, added));
+    if (added) return {};
     // DOUBLE is held as F32: a Cast to DOUBLE is a Cast to FLOAT.
     if (n.op_type() == "Cast")
       if (auto it = attrs.find("to"); it != attrs.end())
@@ -370,8 +375,8 @@ class Importer {
             return Status::unsupported(where + ": Cast to data type " + onnx_type_name(*to) + " is not supported");
         }
 
-    if ((n.op_type() == "Softmax" || n.op_type() == "LogSoftmax") && opset_ < 13)
-      return add_coerced_softmax(n.op_type(), name, inputs, outputs, attrs);
+    if ((op == "Softmax" || op == "LogSoftmax" || op == "Hardmax") && opset_ < 13)
+      return add_coerced_softmax(op, name, inputs, outputs, attrs);
     HPF_RETURN_IF_ERROR(apply_older_forms(op, attrs, outputs.size(), where));
 
     auto r = g_.add_node(op, name, std::move(inputs), std::move(outputs), std::move(attrs));
@@ -408,6 +413,21 @@ class Importer {
                      {"coordinate_transformation_mode", std::string("asymmetric")},
                      {"nearest_mode", std::string("floor")}};
     return g_.add_node("Resize", name, {inputs[0], kNoValue, scales}, {n.output(0)}, std::move(attrs)).status();
+  }
+
+  // Older forms (core/onnx/onnx_opset_forms.cpp): rewrites the node's parts in place, or adds the
+  // node itself (`added`).
+  Status translate_older_form(const std::string& op_type, std::string& op, const std::string& name,
+                              const std::string& where, std::vector<ValueId>& inputs,
+                              std::vector<std::string>& outputs, Attributes& attrs, bool& added) {
+    onnx_forms::NodeDraft d{op_type, op, name, where, std::move(inputs), std::move(outputs), std::move(attrs)};
+    onnx_forms::FormContext c{g_, opset_, [this](const std::string& wanted) { return unique_node_name(wanted, "", 0); }};
+    Status s = onnx_forms::translate(c, d, added);
+    op = std::move(d.op);
+    inputs = std::move(d.inputs);
+    outputs = std::move(d.outputs);
+    attrs = std::move(d.attrs);
+    return s;
   }
 
   // Ops renamed by later opsets: the deprecated Scatter (opset 9-10) is ScatterElements.

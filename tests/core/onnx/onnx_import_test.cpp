@@ -5,10 +5,13 @@
 #include <doctest/doctest.h>
 #include <onnx/onnx_pb.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../ir/ir_test_util.hpp"
@@ -441,6 +444,369 @@ TEST_CASE(
   const auto& attrs = rr->node(*rr->find_node("roi")).attrs;
   REQUIRE(attrs.count("coordinate_transformation_mode") == 1);
   CHECK(std::get<std::string>(attrs.at("coordinate_transformation_mode")) == "output_half_pixel");
+}
+
+// ---- Older opset forms: each is imported and run, and checked against the newest form ----------
+
+void attr_i(onnx::NodeProto* n, const std::string& name, int64_t v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void attr_f(onnx::NodeProto* n, const std::string& name, float v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(v);
+}
+void attr_s(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+void attr_is(onnx::NodeProto* n, const std::string& name, const std::vector<int64_t>& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t x : v) a->add_ints(x);
+}
+void init_f32(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims,
+              const std::vector<float>& v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : dims) t->add_dims(d);
+  for (float x : v) t->add_float_data(x);
+}
+void init_i64(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& dims,
+              const std::vector<int64_t>& v) {
+  auto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  for (int64_t d : dims) t->add_dims(d);
+  for (int64_t x : v) t->add_int64_data(x);
+}
+
+// A one-node model at `opset`: float graph inputs `xs` (name, shape), the node, its outputs as
+// graph outputs (their declared types do not matter to the importer).
+struct OneNode {
+  onnx::ModelProto m;
+  onnx::GraphProto* g;
+  onnx::NodeProto* n;
+};
+OneNode one_node(int64_t opset, const std::vector<std::pair<std::string, std::vector<Dim>>>& xs,
+                 const std::string& op, std::vector<std::string> in, std::vector<std::string> out) {
+  OneNode r{new_model(opset), nullptr, nullptr};
+  r.g = r.m.mutable_graph();
+  for (const auto& [name, dims] : xs) add_io(r.g->add_input(), name, dims);
+  r.n = add_node(r.g, op, op, std::move(in), out);
+  for (const auto& o : out) add_io(r.g->add_output(), o, {});
+  return r;
+}
+
+Tensor f32(std::vector<int64_t> shape, std::vector<float> v) {
+  auto t = Tensor::from_f32(std::move(shape), v);
+  REQUIRE(t.ok());
+  return std::move(t).value();
+}
+
+// Imports and runs `m`; every output decoded to float, with its shape.
+struct Out {
+  std::vector<int64_t> shape;
+  DType dtype;
+  std::vector<float> v;
+  bool operator==(const Out&) const = default;
+};
+std::vector<Out> run_model(const onnx::ModelProto& m, std::vector<Tensor> in) {
+  auto g = import(m);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto out = hpf::ref::run(*g, std::move(in));
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  std::vector<Out> r;
+  for (const Tensor& t : *out) r.push_back({t.shape(), t.dtype(), t.to_f32()});
+  return r;
+}
+
+std::string import_error(const onnx::ModelProto& m) {
+  auto g = import(m);
+  REQUIRE_FALSE(g.ok());
+  CHECK(g.status().code() == StatusCode::unsupported);
+  return g.status().message();
+}
+
+TEST_CASE("onnx: opsets above 21 are refused, forms before opset 7 are read op by op") {
+  auto m = one_node(22, {{"x", {2}}}, "Relu", {"x"}, {"y"});
+  CHECK(import_error(m.m) == "model.onnx: default-domain (ai.onnx) opset 22 is not supported (libhpf reads opsets up to 21)");
+  // Relu at opset 6 is Relu-6, today's form; at opset 1 it had consumed_inputs, ignored.
+  auto relu = one_node(1, {{"x", {2}}}, "Relu", {"x"}, {"y"});
+  attr_is(relu.n, "consumed_inputs", {0});
+  CHECK(run_model(relu.m, {f32({2}, {-1, 2})})[0].v == std::vector<float>{0, 2});
+  // Tile before opset 6 took (input, tiles, axis); the trigonometric ops did not exist before 7.
+  auto tile = one_node(5, {{"x", {2}}, {"t", {}}, {"a", {}}}, "Tile", {"x", "t", "a"}, {"y"});
+  CHECK(import_error(tile.m) ==
+        "model.onnx: node 'Tile' (Tile): Tile at opset 5 is not supported (libhpf reads its form of opset 6 and later)");
+  auto cos = one_node(6, {{"x", {2}}}, "Cos", {"x"}, {"y"});
+  CHECK(import_error(cos.m) ==
+        "model.onnx: node 'Cos' (Cos): Cos at opset 6 is not supported (libhpf reads its form of opset 7 and later)");
+  // An attribute no form of the op has, at an old opset, is named.
+  auto bad = one_node(9, {{"x", {2}}}, "Relu", {"x"}, {"y"});
+  attr_i(bad.n, "consumed_inputs", 1);
+  CHECK(import_error(bad.m) == "model.onnx: node 'Relu' (Relu): attribute 'consumed_inputs' (opset 9) is not supported");
+}
+
+TEST_CASE("onnx: forms before opset 7: legacy broadcast, Gemm broadcast, PRelu per channel, is_test, Cast names") {
+  const std::vector<float> a = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  // Add-6 with broadcast=1, axis=1: B (3) lines up with A's dimension 1 of (2, 3, 2).
+  auto add6 = one_node(6, {{"a", {2, 3, 2}}, {"b", {3}}}, "Add", {"a", "b"}, {"y"});
+  attr_i(add6.n, "broadcast", 1);
+  attr_i(add6.n, "axis", 1);
+  auto add7 = one_node(7, {{"a", {2, 3, 2}}, {"b", {3, 1}}}, "Add", {"a", "b"}, {"y"});
+  CHECK(run_model(add6.m, {f32({2, 3, 2}, a), f32({3}, {10, 20, 30})}) ==
+        run_model(add7.m, {f32({2, 3, 2}, a), f32({3, 1}, {10, 20, 30})}));
+  CHECK(run_model(add6.m, {f32({2, 3, 2}, a), f32({3}, {10, 20, 30})})[0].v[2] == 23);
+
+  // Gemm-6 with broadcast=1 is Gemm-13.
+  auto gemm6 = one_node(6, {{"a", {2, 2}}, {"b", {2, 2}}, {"c", {2}}}, "Gemm", {"a", "b", "c"}, {"y"});
+  attr_i(gemm6.n, "broadcast", 1);
+  auto gemm13 = one_node(13, {{"a", {2, 2}}, {"b", {2, 2}}, {"c", {2}}}, "Gemm", {"a", "b", "c"}, {"y"});
+  const std::vector<Tensor> gin = {f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 0, 0, 1}), f32({2}, {5, 6})};
+  CHECK(run_model(gemm6.m, gin) == run_model(gemm13.m, gin));
+
+  // PRelu-6: a slope of shape [C] applies per channel of (N, C, H).
+  auto prelu6 = one_node(6, {{"x", {1, 2, 2}}, {"s", {2}}}, "PRelu", {"x", "s"}, {"y"});
+  CHECK(run_model(prelu6.m, {f32({1, 2, 2}, {-1, -1, -1, 2}), f32({2}, {0.5f, 3})})[0].v ==
+        std::vector<float>{-0.5f, -0.5f, -3, 2});
+
+  // BatchNormalization-6 and Dropout-6: is_test=1 is inference; without it, training (refused).
+  auto bn6 = one_node(6, {{"x", {1, 1, 2}}, {"s", {1}}, {"b", {1}}, {"m", {1}}, {"v", {1}}}, "BatchNormalization",
+                      {"x", "s", "b", "m", "v"}, {"y"});
+  CHECK(import_error(bn6.m) == "model.onnx: node 'BatchNormalization' (BatchNormalization): BatchNormalization at "
+                               "opset 6: is_test=0 (training mode, the default before opset 7) is not supported");
+  attr_i(bn6.n, "is_test", 1);
+  attr_is(bn6.n, "consumed_inputs", {0, 0, 0, 1, 1});
+  const std::vector<Tensor> bin = {f32({1, 1, 2}, {1, 3}), f32({1}, {2}), f32({1}, {1}), f32({1}, {2}), f32({1}, {1})};
+  auto bn_out = run_model(bn6.m, bin)[0].v;
+  CHECK(bn_out[0] == doctest::Approx(1 + 2 * -1 / std::sqrt(1 + 1e-5)));
+  auto drop6 = one_node(6, {{"x", {2}}}, "Dropout", {"x"}, {"y", "mask"});
+  attr_i(drop6.n, "is_test", 1);
+  attr_f(drop6.n, "ratio", 0.3f);
+  auto drop_out = run_model(drop6.m, {f32({2}, {1, 2})});
+  CHECK(drop_out[0].v == std::vector<float>{1, 2});
+  CHECK(drop_out[1].dtype == DType::F32);  // the mask had the input's type before opset 10
+
+  // Cast-1 names the type; Concat-1's axis defaults to 1; Reshape-1 and Pad-1 take attributes.
+  auto cast1 = one_node(1, {{"x", {2}}}, "Cast", {"x"}, {"y"});
+  attr_s(cast1.n, "to", "INT32");
+  auto cast_out = run_model(cast1.m, {f32({2}, {1.0f, -2.0f})})[0];
+  CHECK(cast_out.dtype == DType::I32);
+  CHECK(cast_out.v == std::vector<float>{1, -2});
+  auto concat1 = one_node(1, {{"x", {1, 1}}, {"z", {1, 1}}}, "Concat", {"x", "z"}, {"y"});
+  CHECK(run_model(concat1.m, {f32({1, 1}, {1}), f32({1, 1}, {2})})[0].shape == std::vector<int64_t>{1, 2});
+  auto reshape1 = one_node(1, {{"x", {2, 2}}}, "Reshape", {"x"}, {"y"});
+  attr_is(reshape1.n, "shape", {4, 1});
+  CHECK(run_model(reshape1.m, {f32({2, 2}, {1, 2, 3, 4})})[0].shape == std::vector<int64_t>{4, 1});
+  auto pad1 = one_node(1, {{"x", {2}}}, "Pad", {"x"}, {"y"});
+  attr_is(pad1.n, "paddings", {1, 2});
+  attr_f(pad1.n, "value", 7);
+  CHECK(run_model(pad1.m, {f32({2}, {1, 2})})[0].v == std::vector<float>{7, 1, 2, 7, 7});
+}
+
+// Resize-10 (X, scales) with scales from a Constant node, as PyTorch exports nn.Upsample at
+// opset 10.
+OneNode resize10(const std::string& mode, std::vector<float> scales) {
+  auto r = one_node(10, {{"x", {1, 1, 2, 4}}}, "Resize", {"x", "scales"}, {"y"});
+  auto* c = r.g->add_node();
+  c->set_op_type("Constant");
+  c->add_output("scales");
+  auto* a = c->add_attribute();
+  a->set_name("value");
+  a->set_type(onnx::AttributeProto::TENSOR);
+  a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+  a->mutable_t()->add_dims(4);
+  for (float s : scales) a->mutable_t()->add_float_data(s);
+  r.g->mutable_node()->SwapElements(0, 1);  // the Constant first
+  r.n = r.g->mutable_node(1);
+  attr_s(r.n, "mode", mode);
+  return r;
+}
+
+TEST_CASE("onnx: Resize-10 is asymmetric, its nearest floors when enlarging and ceils when shrinking") {
+  const Tensor x = f32({1, 1, 2, 4}, {1, 2, 3, 4, 5, 6, 7, 8});
+  // ONNX's opset-10 backend tests: upsample nearest (1,1,2,3)... here on 2x4; downsample 0.6.
+  auto up = run_model(resize10("nearest", {1, 1, 2, 1.5f}).m, {x})[0];
+  CHECK(up.shape == std::vector<int64_t>{1, 1, 4, 6});
+  CHECK(std::vector<float>(up.v.begin(), up.v.begin() + 6) == std::vector<float>{1, 1, 2, 3, 3, 4});
+  auto down = run_model(resize10("nearest", {1, 1, 0.6f, 0.6f}).m, {x})[0];
+  CHECK(down.shape == std::vector<int64_t>{1, 1, 1, 2});
+  CHECK(down.v == std::vector<float>{1, 3});
+  auto lin_down = run_model(resize10("linear", {1, 1, 0.6f, 0.6f}).m, {x})[0];
+  CHECK(lin_down.v[0] == 1);
+  CHECK(lin_down.v[1] == doctest::Approx(2.6666665f));
+  // Mixed: rows shrink (ceil), columns grow (floor); the same as the two resizes done apart.
+  auto mixed = run_model(resize10("nearest", {1, 1, 0.5f, 2}).m, {x})[0];
+  CHECK(mixed.v == std::vector<float>{1, 1, 2, 2, 3, 3, 4, 4});
+
+  // The newest form with the same meaning gives the same result.
+  auto newest = one_node(13, {{"x", {1, 1, 2, 4}}}, "Resize", {"x", "", "s"}, {"y"});
+  init_f32(newest.g, "s", {4}, {1, 1, 2, 1.5f});
+  attr_s(newest.n, "coordinate_transformation_mode", "asymmetric");
+  attr_s(newest.n, "nearest_mode", "floor");
+  CHECK(run_model(newest.m, {x})[0] == up);
+
+  // Scales known only at run time take the same path, split at run time.
+  auto dyn = one_node(10, {{"x", {1, 1, 2, 4}}, {"s", {4}}}, "Resize", {"x", "s"}, {"y"});
+  CHECK(run_model(dyn.m, {x, f32({4}, {1, 1, 0.5f, 2})})[0].v == mixed.v);
+  CHECK(run_model(dyn.m, {x, f32({4}, {1, 1, 0.6f, 0.6f})})[0].v == down.v);
+
+  // Resize-10 had only `mode`.
+  auto extra = resize10("nearest", {1, 1, 2, 2});
+  attr_s(extra.n, "coordinate_transformation_mode", "half_pixel");
+  CHECK(import_error(extra.m) ==
+        "model.onnx: node 'Resize' (Resize): attribute 'coordinate_transformation_mode' (opset 10) is not supported");
+}
+
+TEST_CASE("onnx: Hardmax before opset 13 works on the input flattened to 2-D at axis") {
+  auto h11 = one_node(11, {{"x", {1, 2, 2}}}, "Hardmax", {"x"}, {"y"});
+  auto out = run_model(h11.m, {f32({1, 2, 2}, {1, 3, 2, 0})})[0];
+  CHECK(out.shape == std::vector<int64_t>{1, 2, 2});
+  CHECK(out.v == std::vector<float>{0, 1, 0, 0});  // one maximum over all four
+  auto h13 = one_node(13, {{"x", {1, 4}}}, "Hardmax", {"x"}, {"y"});
+  CHECK(run_model(h13.m, {f32({1, 4}, {1, 3, 2, 0})})[0].v == out.v);
+}
+
+TEST_CASE("onnx: BatchNormalization before opset 9: spatial") {
+  const std::vector<float> xs = {1, 2, 3, 4, 5, 6, 7, 8};
+  auto bn = [](int64_t opset, std::optional<int64_t> spatial, std::vector<Dim> pshape) {
+    auto r = one_node(opset, {{"x", {2, 2, 2}}, {"s", pshape}, {"b", pshape}, {"m", pshape}, {"v", pshape}},
+                      "BatchNormalization", {"x", "s", "b", "m", "v"}, {"y"});
+    if (spatial) attr_i(r.n, "spatial", *spatial);
+    attr_f(r.n, "epsilon", 0.25f);
+    return r;
+  };
+  // spatial=1 is the later form.
+  const std::vector<Tensor> per_c = {f32({2, 2, 2}, xs), f32({2}, {2, 3}), f32({2}, {1, -1}), f32({2}, {1, 2}),
+                                     f32({2}, {0.75f, 3.75f})};
+  CHECK(run_model(bn(7, 1, {2}).m, per_c) == run_model(bn(15, std::nullopt, {2}).m, per_c));
+  // spatial=0: statistics per activation, shape (C, D1).
+  const std::vector<Tensor> per_a = {f32({2, 2, 2}, xs), f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {0, 1, 0, 1}),
+                                     f32({2, 2}, {1, 1, 2, 2}), f32({2, 2}, {0.75f, 3.75f, 0.75f, 3.75f})};
+  auto y = run_model(bn(8, 0, {2, 2}).m, per_a)[0];
+  CHECK(y.shape == std::vector<int64_t>{2, 2, 2});
+  // y = (x - m) * s / sqrt(v + 0.25) + b, elementwise over (C, D1), repeated over N.
+  const std::vector<float> want = {0, 1 + 2 * 1 / 2.0f, 3 * 1 / 1.0f, 1 + 4 * 2 / 2.0f,
+                                   4, 1 + 2 * 5 / 2.0f, 3 * 5 / 1.0f, 1 + 4 * 6 / 2.0f};
+  for (size_t k = 0; k < want.size(); ++k) CHECK(y.v[k] == doctest::Approx(want[k]));
+  // spatial is gone from opset 9.
+  CHECK(import_error(bn(9, 1, {2}).m) ==
+        "model.onnx: node 'BatchNormalization' (BatchNormalization): attribute 'spatial' (opset 9) is not supported");
+}
+
+TEST_CASE("onnx: attributes that became inputs give the newest form's results") {
+  const std::vector<float> xs = {1, 2, 3, 4, 5, 6};
+  const Tensor x = f32({2, 3}, xs);
+  // Slice-1 attributes vs Slice-13 inputs.
+  auto s1 = one_node(9, {{"x", {2, 3}}}, "Slice", {"x"}, {"y"});
+  attr_is(s1.n, "starts", {0, 1});
+  attr_is(s1.n, "ends", {1, 1000});
+  attr_is(s1.n, "axes", {0, -1});
+  auto s13 = one_node(13, {{"x", {2, 3}}}, "Slice", {"x", "st", "en", "ax"}, {"y"});
+  init_i64(s13.g, "st", {2}, {0, 1});
+  init_i64(s13.g, "en", {2}, {1, 1000});
+  init_i64(s13.g, "ax", {2}, {0, -1});
+  CHECK(run_model(s1.m, {x}) == run_model(s13.m, {x}));
+  CHECK(run_model(s1.m, {x})[0].v == std::vector<float>{2, 3});
+
+  // Squeeze/Unsqueeze-11 axes attribute vs the 13 input.
+  auto u11 = one_node(11, {{"x", {2, 3}}}, "Unsqueeze", {"x"}, {"y"});
+  attr_is(u11.n, "axes", {0, -1});
+  auto u13 = one_node(13, {{"x", {2, 3}}}, "Unsqueeze", {"x", "ax"}, {"y"});
+  init_i64(u13.g, "ax", {2}, {0, -1});
+  CHECK(run_model(u11.m, {x}) == run_model(u13.m, {x}));
+  CHECK(run_model(u11.m, {x})[0].shape == std::vector<int64_t>{1, 2, 3, 1});
+  auto q11 = one_node(11, {{"x", {1, 3, 1}}}, "Squeeze", {"x"}, {"y"});
+  attr_is(q11.n, "axes", {-1});
+  auto q13 = one_node(13, {{"x", {1, 3, 1}}}, "Squeeze", {"x", "ax"}, {"y"});
+  init_i64(q13.g, "ax", {1}, {-1});
+  const Tensor x131 = f32({1, 3, 1}, {1, 2, 3});
+  CHECK(run_model(q11.m, {x131}) == run_model(q13.m, {x131}));
+  CHECK(run_model(q11.m, {x131})[0].shape == std::vector<int64_t>{1, 3});
+
+  // Pad-2 attributes (pads, value, mode) vs Pad-13 inputs.
+  for (const char* mode : {"constant", "reflect", "edge"}) {
+    CAPTURE(mode);
+    auto p2 = one_node(9, {{"x", {2, 3}}}, "Pad", {"x"}, {"y"});
+    attr_s(p2.n, "mode", mode);
+    attr_is(p2.n, "pads", {0, 2, 1, 1});
+    attr_f(p2.n, "value", 1.5f);
+    auto p13 = one_node(13, {{"x", {2, 3}}}, "Pad", {"x", "pads", "value"}, {"y"});
+    attr_s(p13.n, "mode", mode);
+    init_i64(p13.g, "pads", {4}, {0, 2, 1, 1});
+    init_f32(p13.g, "value", {}, {1.5f});
+    CHECK(run_model(p2.m, {x}) == run_model(p13.m, {x}));
+  }
+
+  // Split-11 split attribute vs the 13 input.
+  auto sp11 = one_node(11, {{"x", {2, 3}}}, "Split", {"x"}, {"a", "b"});
+  attr_i(sp11.n, "axis", -1);
+  attr_is(sp11.n, "split", {1, 2});
+  auto sp13 = one_node(13, {{"x", {2, 3}}}, "Split", {"x", "sp"}, {"a", "b"});
+  attr_i(sp13.n, "axis", -1);
+  init_i64(sp13.g, "sp", {2}, {1, 2});
+  CHECK(run_model(sp11.m, {x}) == run_model(sp13.m, {x}));
+  CHECK(run_model(sp11.m, {x})[1].v == std::vector<float>{2, 3, 5, 6});
+
+  // ReduceSum-11 (axes attribute) vs 13 (input); ReduceMean-17 vs 18; no axes: all of them.
+  for (auto [op, old_opset, new_opset] : {std::tuple{"ReduceSum", 11, 13}, std::tuple{"ReduceMean", 17, 18},
+                                           std::tuple{"ReduceMax", 12, 18}}) {
+    CAPTURE(op);
+    auto r_old = one_node(old_opset, {{"x", {2, 3}}}, op, {"x"}, {"y"});
+    attr_is(r_old.n, "axes", {-1});
+    attr_i(r_old.n, "keepdims", 0);
+    auto r_new = one_node(new_opset, {{"x", {2, 3}}}, op, {"x", "ax"}, {"y"});
+    init_i64(r_new.g, "ax", {1}, {-1});
+    attr_i(r_new.n, "keepdims", 0);
+    CHECK(run_model(r_old.m, {x}) == run_model(r_new.m, {x}));
+    auto all_old = one_node(old_opset, {{"x", {2, 3}}}, op, {"x"}, {"y"});
+    auto all_new = one_node(new_opset, {{"x", {2, 3}}}, op, {"x"}, {"y"});
+    CHECK(run_model(all_old.m, {x}) == run_model(all_new.m, {x}));
+    CHECK(run_model(all_old.m, {x})[0].shape == std::vector<int64_t>{1, 1});
+  }
+
+  // TopK-1 (k attribute) vs TopK-11 (k input).
+  auto t1 = one_node(9, {{"x", {2, 3}}}, "TopK", {"x"}, {"v", "i"});
+  attr_i(t1.n, "k", 2);
+  auto t11 = one_node(11, {{"x", {2, 3}}}, "TopK", {"x", "k"}, {"v", "i"});
+  init_i64(t11.g, "k", {1}, {2});
+  CHECK(run_model(t1.m, {x}) == run_model(t11.m, {x}));
+  CHECK(run_model(t1.m, {x})[1].v == std::vector<float>{2, 1, 2, 1});
+
+  // Clip-6 (min/max attributes) vs Clip-11 (inputs); either bound alone.
+  auto c6 = one_node(9, {{"x", {2, 3}}}, "Clip", {"x"}, {"y"});
+  attr_f(c6.n, "min", 2);
+  attr_f(c6.n, "max", 4.5f);
+  auto c11 = one_node(11, {{"x", {2, 3}}}, "Clip", {"x", "lo", "hi"}, {"y"});
+  init_f32(c11.g, "lo", {}, {2});
+  init_f32(c11.g, "hi", {}, {4.5f});
+  CHECK(run_model(c6.m, {x}) == run_model(c11.m, {x}));
+  CHECK(run_model(c6.m, {x})[0].v == std::vector<float>{2, 2, 3, 4, 4.5f, 4.5f});
+  auto c6max = one_node(9, {{"x", {2, 3}}}, "Clip", {"x"}, {"y"});
+  attr_f(c6max.n, "max", 3);
+  CHECK(run_model(c6max.m, {x})[0].v == std::vector<float>{1, 2, 3, 3, 3, 3});
+
+  // Dropout-7 ratio attribute and a mask in the input's type; Dropout-10's mask is bool.
+  auto d7 = one_node(7, {{"x", {2, 3}}}, "Dropout", {"x"}, {"y", "mask"});
+  attr_f(d7.n, "ratio", 0.25f);
+  auto d7_out = run_model(d7.m, {x});
+  CHECK(d7_out[0].v == xs);
+  CHECK(d7_out[1].dtype == DType::F32);
+  CHECK(d7_out[1].v == std::vector<float>(6, 1.0f));
+  auto d10 = one_node(10, {{"x", {2, 3}}}, "Dropout", {"x"}, {"y", "mask"});
+  attr_f(d10.n, "ratio", 0.25f);
+  auto d10_out = run_model(d10.m, {x});
+  CHECK(d10_out[0] == d7_out[0]);
+  CHECK(d10_out[1].dtype == DType::BOOL);
 }
 
 }  // namespace
