@@ -400,4 +400,23 @@ int64_t dtype_to_onnx(DType t) {
   return 0;
 }
 
+bool attr_matches(const AttrValue& v, AttrType t) {
+  switch (t) {
+    case AttrType::int_: return std::holds_alternative<int64_t>(v);
+    // An integer literal where a float is expected is accepted (ONNX exporters do this).
+    case AttrType::float_:
+      return std::holds_alternative<float>(v) || std::holds_alternative<int64_t>(v);
+    case AttrType::string: return std::holds_alternative<std::string>(v);
+    case AttrType::ints: return std::holds_alternative<std::vector<int64_t>>(v);
+    case AttrType::floats: return std::holds_alternative<std::vector<float>>(v);
+    case AttrType::strings: return std::holds_alternative<std::vector<std::string>>(v);
+    case AttrType::tensor: return std::holds_alternative<Tensor>(v);
+    case AttrType::graph: {
+      const GraphAttr* g = std::get_if<GraphAttr>(&v);
+      return g && *g;
+    }
+  }
+  return false;
+}
+
 }  // namespace hpf::ir

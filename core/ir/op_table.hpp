@@ -32,6 +32,8 @@ const char* op_class_name(OpClass c);
 
 enum class AttrType { int_, float_, string, ints, floats, strings, tensor, graph };
 const char* attr_type_name(AttrType t);
+// Whether `v` has type `t` (an integer where a float is expected counts, as exporters write them).
+bool attr_matches(const AttrValue& v, AttrType t);
 
 struct AttrDef {
   std::string name;

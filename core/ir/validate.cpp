@@ -7,25 +7,6 @@
 namespace hpf {
 namespace {
 
-bool attr_matches(const AttrValue& v, ir::AttrType t) {
-  switch (t) {
-    case ir::AttrType::int_: return std::holds_alternative<int64_t>(v);
-    // An integer literal where a float is expected is accepted (ONNX exporters do this).
-    case ir::AttrType::float_:
-      return std::holds_alternative<float>(v) || std::holds_alternative<int64_t>(v);
-    case ir::AttrType::string: return std::holds_alternative<std::string>(v);
-    case ir::AttrType::ints: return std::holds_alternative<std::vector<int64_t>>(v);
-    case ir::AttrType::floats: return std::holds_alternative<std::vector<float>>(v);
-    case ir::AttrType::strings: return std::holds_alternative<std::vector<std::string>>(v);
-    case ir::AttrType::tensor: return std::holds_alternative<Tensor>(v);
-    case ir::AttrType::graph: {
-      const GraphAttr* g = std::get_if<GraphAttr>(&v);
-      return g && *g;
-    }
-  }
-  return false;
-}
-
 std::string where(const Node& n) { return "node '" + n.name + "' (" + n.op + ")"; }
 
 // A node's subgraphs are valid graphs themselves, and its trailing captured inputs exist.
@@ -86,7 +67,7 @@ Status Graph::validate() const {
     for (const auto& [name, value] : n.attrs) {
       const ir::AttrDef* ad = def->attr(name);
       if (!ad) return Status::invalid(where(n) + ": unknown attribute '" + name + "'");
-      if (!attr_matches(value, ad->type))
+      if (!ir::attr_matches(value, ad->type))
         return Status::invalid(where(n) + ": attribute '" + name + "' is " +
                                attr_type_name(value) + ", expected " + ir::attr_type_name(ad->type));
     }

@@ -165,6 +165,14 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
   return out;
 }
 
+// An attribute of the op table's form must have its type before any translation reads it.
+Status check_attr_type(const ir::OpDef* def, const std::string& name, const AttrValue& v, const std::string& where) {
+  const ir::AttrDef* ad = def ? def->attr(name) : nullptr;
+  if (!ad || ir::attr_matches(v, ad->type)) return {};
+  return Status::invalid(where + ": attribute '" + name + "' is " + attr_type_name(v) + ", expected " +
+                         ir::attr_type_name(ad->type));
+}
+
 Expected<AttrValue> attr_from_proto(const onnx::AttributeProto& a, const std::string& base_dir) {
   using A = onnx::AttributeProto;
   switch (a.type()) {
@@ -361,6 +369,8 @@ class Importer {
                                    ") is not supported");
       auto v = attr_from_proto(a, base_dir_);
       if (!v.ok()) return v.status().with_context(where);
+      if (!onnx_forms::is_older_form_attribute(n.op_type(), opset_, a.name()))
+        HPF_RETURN_IF_ERROR(check_attr_type(def, a.name(), *v, where));
       attrs[a.name()] = std::move(v).value();
     }
     bool added = false;
@@ -565,6 +575,7 @@ class Importer {
       }
       auto v = attr_from_proto(a, base_dir_);
       if (!v.ok()) return v.status().with_context(where);
+      HPF_RETURN_IF_ERROR(check_attr_type(&def, a.name(), *v, where));
       attrs[key] = std::move(v).value();
     }
     // Outputs left off at the end still exist in the subgraph: give them names.

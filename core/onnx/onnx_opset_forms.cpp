@@ -302,6 +302,7 @@ bool is_older_form_attribute(const std::string& op_type, int64_t opset, const st
     if ((op_type == "BatchNormalization" || op_type == "Dropout") && attr == "is_test") return true;
     if (op_type == "Reshape" && attr == "shape") return true;
     if (op_type == "Pad" && attr == "paddings") return true;
+    if (op_type == "Cast" && attr == "to") return true;  // a type name before opset 6
   }
   return op_type == "BatchNormalization" && opset < 9 && attr == "spatial";
 }

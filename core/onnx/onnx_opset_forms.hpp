@@ -39,8 +39,9 @@ struct FormContext {
 // The model-level check of the default-domain opset.
 Status check_opset(int64_t opset);
 
-// Whether `attr` is an attribute of `op_type`'s form at `opset` that the op table lacks and a
-// translation below consumes (e.g. BatchNormalization's spatial before opset 9).
+// Whether `attr` of `op_type` at `opset` has an older form that a translation below consumes:
+// an attribute the op table lacks (e.g. BatchNormalization's spatial before opset 9) or one whose
+// type changed (Cast's `to`, a type name before opset 6).
 bool is_older_form_attribute(const std::string& op_type, int64_t opset, const std::string& attr);
 
 // Rewrites `d` into the op table's form, adding helper nodes and initializers to the graph where

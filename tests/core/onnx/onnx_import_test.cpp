@@ -810,3 +810,25 @@ TEST_CASE("onnx: attributes that became inputs give the newest form's results") 
 }
 
 }  // namespace
+
+namespace {
+
+TEST_CASE("onnx: an attribute of the wrong type is an error naming it (found by the fuzzer)") {
+  for (int64_t opset : {11, 13}) {  // pre-13 Softmax is translated, reading axis on the way
+    CAPTURE(opset);
+    auto m = new_model(opset);
+    auto* g = m.mutable_graph();
+    add_io(g->add_input(), "x", {2, 3});
+    auto* n = add_node(g, "Softmax", "sm", {"x"}, {"y"});
+    auto* a = n->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::FLOAT);
+    a->set_f(1.0f);
+    add_io(g->add_output(), "y", {2, 3});
+    auto r = import(m);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message() == "model.onnx: node 'sm' (Softmax): attribute 'axis' is float, expected int");
+  }
+}
+
+}  // namespace
