@@ -73,7 +73,7 @@ Expected<Tensor> Tensor::from_i64(std::vector<int64_t> shape, std::span<const in
   }
   Tensor t(dtype, std::move(shape));
   switch (dtype) {
-    case DType::I64: std::memcpy(t.bytes_.data(), values.data(), n * sizeof(int64_t)); break;
+    case DType::I64: std::copy(values.begin(), values.end(), t.data<int64_t>().begin()); break;
     case DType::I32: {
       auto out = t.data<int32_t>();
       for (int64_t i = 0; i < n; ++i)
@@ -139,7 +139,7 @@ std::vector<int64_t> Tensor::to_i64() const {
   const int64_t n = numel();
   std::vector<int64_t> out(n);
   switch (dtype_) {
-    case DType::I64: std::memcpy(out.data(), bytes_.data(), n * sizeof(int64_t)); break;
+    case DType::I64: if (n) std::memcpy(out.data(), bytes_.data(), n * sizeof(int64_t)); break;
     case DType::I32: {
       auto in = data<int32_t>();
       for (int64_t i = 0; i < n; ++i) out[i] = in[i];

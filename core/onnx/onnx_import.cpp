@@ -97,8 +97,8 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
     have_raw = true;
   } else if (t.has_raw_data()) {
     const std::string& r = t.raw_data();
-    raw.resize(r.size());
-    std::memcpy(raw.data(), r.data(), r.size());
+    const auto* b = reinterpret_cast<const std::byte*>(r.data());
+    raw.assign(b, b + r.size());
     have_raw = true;
   }
 
@@ -111,7 +111,7 @@ Expected<Tensor> tensor_from_proto(const onnx::TensorProto& t, const std::string
     if (have_raw) {
       if (raw.size() != static_cast<size_t>(n) * 8) return count_error(raw.size() / 8);
       d.resize(n);
-      std::memcpy(d.data(), raw.data(), raw.size());
+      if (!raw.empty()) std::memcpy(d.data(), raw.data(), raw.size());
     } else {
       d.assign(t.double_data().begin(), t.double_data().end());
       if (d.size() != static_cast<size_t>(n)) return count_error(d.size());
