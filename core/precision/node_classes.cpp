@@ -78,7 +78,8 @@ void find_score_matmuls(const GraphView& gv, ValueId v, int depth, std::set<int3
   // mask) may carry the scores on either side.
   const size_t inputs = is_one_of(p->op, {"Reshape", "Transpose", "Div"}) ? 1 : p->inputs.size();
   for (size_t k = 0; k < inputs; ++k)
-    if (gv.is_float_activation(p->inputs[k])) find_score_matmuls(gv, p->inputs[k], depth - 1, found);
+    if (gv.is_float_activation(p->inputs[k]))
+      find_score_matmuls(gv, p->inputs[k], depth - 1, found);
 }
 
 void mark_attention(const GraphView& gv, std::vector<NodeClass>& cls) {
@@ -91,7 +92,8 @@ void mark_attention(const GraphView& gv, std::vector<NodeClass>& cls) {
     std::vector<int32_t> pv;
     for (int32_t c : gv.consumers(n.outputs[0])) {
       const Node& m = g.node(c);
-      if (m.op == "MatMul" && gv.is_float_activation(m.inputs[0]) && gv.is_float_activation(m.inputs[1]))
+      if (m.op == "MatMul" && gv.is_float_activation(m.inputs[0]) &&
+          gv.is_float_activation(m.inputs[1]))
         pv.push_back(c);
     }
     if (qk.empty() || pv.empty()) continue;
@@ -124,9 +126,10 @@ bool walk_activation(const GraphView& gv, ValueId v, ActivationRegion& r) {
     return true;
   }
   if (r.nodes.count(pid)) return true;  // x used twice, as in x * sigmoid(x)
-  if (!is_one_of(p.op, {"Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "Erf", "Tanh", "Sigmoid", "Relu",
-                        "Gelu", "LeakyRelu", "Elu", "Selu", "Celu", "HardSigmoid", "HardSwish", "Softplus",
-                        "Mish", "PRelu", "Clip"}))
+  if (!is_one_of(p.op, {"Add",       "Sub",  "Mul",   "Div",     "Pow",         "Sqrt",
+                        "Neg",       "Erf",  "Tanh",  "Sigmoid", "Relu",        "Gelu",
+                        "LeakyRelu", "Elu",  "Selu",  "Celu",    "HardSigmoid", "HardSwish",
+                        "Softplus",  "Mish", "PRelu", "Clip"}))
     return false;
   if (--r.budget < 0) return false;
   r.nodes.insert(pid);
@@ -143,8 +146,9 @@ void mark_ffn(const GraphView& gv, std::vector<NodeClass>& cls) {
     ActivationRegion r;
     if (!walk_activation(gv, n.inputs[0], r) || r.projections.empty()) continue;
     const bool has_activation = std::any_of(r.nodes.begin(), r.nodes.end(), [&](int32_t k) {
-      return is_one_of(g.node(k).op, {"Erf", "Tanh", "Sigmoid", "Relu", "Gelu", "LeakyRelu", "Elu", "Selu",
-                                      "Celu", "HardSigmoid", "HardSwish", "Softplus", "Mish", "PRelu", "Clip"});
+      return is_one_of(g.node(k).op,
+                       {"Erf", "Tanh", "Sigmoid", "Relu", "Gelu", "LeakyRelu", "Elu", "Selu",
+                        "Celu", "HardSigmoid", "HardSwish", "Softplus", "Mish", "PRelu", "Clip"});
     });
     if (!has_activation) continue;
     cls[m] = NodeClass::ffn;
@@ -188,7 +192,8 @@ void mark_decomposed_layer_norm(const GraphView& gv, std::vector<NodeClass>& cls
     const Node* pow_n = rm2_n ? input_from(gv, *rm2_n, 0, "Pow", &pw) : nullptr;
     const Node* sub_n = pow_n ? input_from(gv, *pow_n, 0, "Sub", &sub) : nullptr;
     const Node* rm1_n = sub_n ? input_from(gv, *sub_n, 1, "ReduceMean", &rm1) : nullptr;
-    if (!rm1_n || rm1_n->inputs[0] != sub_n->inputs[0] || div.inputs[0] != sub_n->outputs[0]) continue;
+    if (!rm1_n || rm1_n->inputs[0] != sub_n->inputs[0] || div.inputs[0] != sub_n->outputs[0])
+      continue;
     for (int32_t k : {rm1, sub, pw, rm2, add, sq, d}) cls[k] = NodeClass::norm;
     const int32_t scale = affine_consumer(gv, div, "Mul");
     if (scale < 0) continue;
@@ -204,16 +209,23 @@ NodeClass class_from_table(const GraphView& gv, const Node& n) {
   const ir::OpDef* def = ir::find_op(n.op);
   if (!def) return NodeClass::other;
   switch (def->op_class) {
-    case ir::OpClass::conv: return NodeClass::conv;
-    case ir::OpClass::attention: return NodeClass::attention;
-    case ir::OpClass::normalization: return NodeClass::norm;
-    case ir::OpClass::softmax: return NodeClass::softmax;
-    case ir::OpClass::elementwise: return NodeClass::elementwise;
+    case ir::OpClass::conv:
+      return NodeClass::conv;
+    case ir::OpClass::attention:
+      return NodeClass::attention;
+    case ir::OpClass::normalization:
+      return NodeClass::norm;
+    case ir::OpClass::softmax:
+      return NodeClass::softmax;
+    case ir::OpClass::elementwise:
+      return NodeClass::elementwise;
     case ir::OpClass::embedding:
-      return !n.inputs.empty() && gv.is_constant(n.inputs[0]) ? NodeClass::embedding : NodeClass::other;
+      return !n.inputs.empty() && gv.is_constant(n.inputs[0]) ? NodeClass::embedding
+                                                              : NodeClass::other;
     case ir::OpClass::matmul:
     case ir::OpClass::data_movement:
-    case ir::OpClass::quantization: return NodeClass::other;
+    case ir::OpClass::quantization:
+      return NodeClass::other;
   }
   return NodeClass::other;
 }
@@ -223,7 +235,8 @@ NodeClass class_from_table(const GraphView& gv, const Node& n) {
 std::vector<NodeClass> classify_nodes(const Graph& g) {
   const GraphView gv(g);
   std::vector<NodeClass> cls(g.nodes().size());
-  for (size_t k = 0; k < cls.size(); ++k) cls[k] = class_from_table(gv, g.node(static_cast<int32_t>(k)));
+  for (size_t k = 0; k < cls.size(); ++k)
+    cls[k] = class_from_table(gv, g.node(static_cast<int32_t>(k)));
   mark_decomposed_layer_norm(gv, cls);
   mark_ffn(gv, cls);
   mark_attention(gv, cls);

@@ -2,8 +2,11 @@
 // the graph it is applied to.
 #include <unistd.h>
 
+#include <bit>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -27,6 +30,19 @@ json number(double x) {
   if (std::isnan(x)) return "nan";
   if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
   return x;
+}
+
+// A float as the shortest decimal that reads back (through double, as JSON readers do) to the
+// same float: 0.0021 rather than 0.0020999999251... When a decimal that short would round twice
+// onto another float, the float's exact value is written instead.
+json number(float x) {
+  if (!std::isfinite(x)) return number(double(x));
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;
+  const double shortest = std::strtod(std::string(buf, end).c_str(), nullptr);
+  const bool same =
+      std::bit_cast<uint32_t>(static_cast<float>(shortest)) == std::bit_cast<uint32_t>(x);
+  return same ? shortest : double(x);
 }
 
 json quant_json(const QuantParams& q) {
@@ -107,10 +123,14 @@ class Reader {
     }
     if (v.is_string()) {
       const std::string s = v.get<std::string>();
-      if (s == "nan") out = std::numeric_limits<double>::quiet_NaN();
-      else if (s == "inf") out = std::numeric_limits<double>::infinity();
-      else if (s == "-inf") out = -std::numeric_limits<double>::infinity();
-      else return error(key, "expected a number, got " + v.dump());
+      if (s == "nan")
+        out = std::numeric_limits<double>::quiet_NaN();
+      else if (s == "inf")
+        out = std::numeric_limits<double>::infinity();
+      else if (s == "-inf")
+        out = -std::numeric_limits<double>::infinity();
+      else
+        return error(key, "expected a number, got " + v.dump());
       return {};
     }
     return error(key, "expected a number, got " + v.dump());
@@ -130,13 +150,15 @@ class Reader {
 };
 
 Expected<QuantParams> read_quant(const json& j, const std::string& where) {
-  if (!j.is_object()) return Status::invalid("plan: " + where + ": expected an object, got " + j.dump());
+  if (!j.is_object())
+    return Status::invalid("plan: " + where + ": expected an object, got " + j.dump());
   Reader r(j, where + ".");
   HPF_RETURN_IF_ERROR(r.only_keys({"type", "scales", "zero_points", "axis", "group_size"}));
   QuantParams q;
   HPF_RETURN_IF_ERROR(r.named("type", q.type, parse_dtype));
   if (r.has("scales")) {
-    if (!r.at("scales").is_array()) return r.error("scales", "expected a list, got " + r.at("scales").dump());
+    if (!r.at("scales").is_array())
+      return r.error("scales", "expected a list, got " + r.at("scales").dump());
     for (const json& s : r.at("scales")) {
       double x = 0;
       HPF_RETURN_IF_ERROR(r.to_double(s, "scales", x));
@@ -147,7 +169,8 @@ Expected<QuantParams> read_quant(const json& j, const std::string& where) {
     const json& z = r.at("zero_points");
     if (!z.is_array()) return r.error("zero_points", "expected a list, got " + z.dump());
     for (const json& e : z) {
-      if (!e.is_number_integer()) return r.error("zero_points", "expected integers, got " + e.dump());
+      if (!e.is_number_integer())
+        return r.error("zero_points", "expected integers, got " + e.dump());
       q.zero_points.push_back(e.get<int32_t>());
     }
   }
@@ -158,12 +181,14 @@ Expected<QuantParams> read_quant(const json& j, const std::string& where) {
 
 Expected<NodePlan> read_node(const json& j, size_t index) {
   std::string where = "nodes[" + std::to_string(index) + "]";
-  if (!j.is_object()) return Status::invalid("plan: " + where + ": expected an object, got " + j.dump());
-  if (j.contains("name") && j["name"].is_string()) where += " ('" + j["name"].get<std::string>() + "')";
+  if (!j.is_object())
+    return Status::invalid("plan: " + where + ": expected an object, got " + j.dump());
+  if (j.contains("name") && j["name"].is_string())
+    where += " ('" + j["name"].get<std::string>() + "')";
   Reader r(j, where + ".");
-  HPF_RETURN_IF_ERROR(r.only_keys({"name", "op", "class", "mode", "storage", "weights", "accumulation",
-                                   "weight_quant", "activation_quant", "predicted_ms", "measured_ms", "bytes",
-                                   "sensitivity"}));
+  HPF_RETURN_IF_ERROR(r.only_keys({"name", "op", "class", "mode", "storage", "weights",
+                                   "accumulation", "weight_quant", "activation_quant",
+                                   "predicted_ms", "measured_ms", "bytes", "sensitivity"}));
   NodePlan n;
   HPF_RETURN_IF_ERROR(r.string("name", n.name));
   HPF_RETURN_IF_ERROR(r.string("op", n.op));
@@ -187,15 +212,18 @@ Expected<NodePlan> read_node(const json& j, size_t index) {
 
 Status read_header(const json& j, Plan& p) {
   Reader r(j, "");
-  HPF_RETURN_IF_ERROR(r.only_keys({"format", "version", "graph", "metric", "budget", "divergence", "nodes"}));
+  HPF_RETURN_IF_ERROR(
+      r.only_keys({"format", "version", "graph", "metric", "budget", "divergence", "nodes"}));
   std::string format;
   HPF_RETURN_IF_ERROR(r.string("format", format));
-  if (format != kFormat) return r.error("format", "'" + format + "' is not a libhpf plan (expected '" + kFormat + "')");
+  if (format != kFormat)
+    return r.error("format", "'" + format + "' is not a libhpf plan (expected '" + kFormat + "')");
   if (!r.has("version")) return r.error("version", "missing");
   int64_t version = 0;
   HPF_RETURN_IF_ERROR(r.integer("version", version));
   if (version != Plan::kVersion)
-    return r.error("version", std::to_string(version) + " is not supported (this libhpf reads version " +
+    return r.error("version", std::to_string(version) +
+                                  " is not supported (this libhpf reads version " +
                                   std::to_string(Plan::kVersion) + ")");
   HPF_RETURN_IF_ERROR(r.string("graph", p.graph));
   HPF_RETURN_IF_ERROR(r.string("metric", p.metric, false));
@@ -204,7 +232,8 @@ Status read_header(const json& j, Plan& p) {
   HPF_RETURN_IF_ERROR(r.real("budget", p.budget));
   HPF_RETURN_IF_ERROR(r.real("divergence", p.divergence));
   if (!r.has("nodes")) return r.error("nodes", "missing");
-  if (!r.at("nodes").is_array()) return r.error("nodes", "expected a list, got " + r.at("nodes").dump().substr(0, 80));
+  if (!r.at("nodes").is_array())
+    return r.error("nodes", "expected a list, got " + r.at("nodes").dump().substr(0, 80));
   return {};
 }
 
@@ -217,11 +246,17 @@ const NodePlan* Plan::find(const std::string& node) const {
 }
 
 std::string Plan::to_json() const {
-  json j = {{"format", kFormat}, {"version", kVersion}, {"graph", graph},          {"metric", metric},
-            {"budget", number(budget)}, {"divergence", number(divergence)}, {"nodes", json::array()}};
-  for (const NodePlan& n : nodes) j["nodes"].push_back(node_json(n));
-  // Names from a model file may hold bytes that are not UTF-8: replaced rather than thrown on.
-  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+  // One node per line, so two plans of a model diff line by line. Names from a model file may
+  // hold bytes that are not UTF-8: replaced rather than thrown on.
+  auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+  const json header = {{"format", kFormat},        {"version", kVersion},
+                       {"graph", graph},           {"metric", metric},
+                       {"budget", number(budget)}, {"divergence", number(divergence)}};
+  std::string out = dump(header);
+  out.pop_back();  // the closing brace: the nodes follow
+  out += ",\"nodes\":[";
+  for (size_t k = 0; k < nodes.size(); ++k) out += (k ? ",\n " : "\n ") + dump(node_json(nodes[k]));
+  return out + "\n]}\n";
 }
 
 Expected<Plan> Plan::from_json(std::string_view text) {
@@ -234,7 +269,8 @@ Expected<Plan> Plan::from_json(std::string_view text) {
   for (size_t k = 0; k < j["nodes"].size(); ++k) {
     HPF_ASSIGN_OR_RETURN(NodePlan n, read_node(j["nodes"][k], k));
     if (!names.insert(n.name).second)
-      return Status::invalid("plan: nodes[" + std::to_string(k) + "].name: node '" + n.name + "' appears twice");
+      return Status::invalid("plan: nodes[" + std::to_string(k) + "].name: node '" + n.name +
+                             "' appears twice");
     p.nodes.push_back(std::move(n));
   }
   return p;
@@ -272,17 +308,20 @@ Expected<Plan> Plan::load(const std::string& path) {
 
 Status Plan::check_matches(const Graph& g) const {
   const std::string made_for = " (the plan was made for graph '" + graph + "' with " +
-                               std::to_string(nodes.size()) + " nodes; this graph '" + g.name() + "' has " +
-                               std::to_string(g.nodes().size()) + ")";
+                               std::to_string(nodes.size()) + " nodes; this graph '" + g.name() +
+                               "' has " + std::to_string(g.nodes().size()) + ")";
   for (const Node& n : g.nodes()) {
     const NodePlan* p = find(n.name);
-    if (!p) return Status::invalid("node '" + n.name + "' (" + n.op + ") is not in the plan" + made_for);
+    if (!p)
+      return Status::invalid("node '" + n.name + "' (" + n.op + ") is not in the plan" + made_for);
     if (p->op != n.op)
-      return Status::invalid("node '" + n.name + "' is " + n.op + " but " + p->op + " in the plan" + made_for);
+      return Status::invalid("node '" + n.name + "' is " + n.op + " but " + p->op + " in the plan" +
+                             made_for);
   }
   if (nodes.size() != g.nodes().size()) {
     for (const NodePlan& p : nodes)
-      if (!g.find_node(p.name)) return Status::invalid("plan node '" + p.name + "' is not in the graph" + made_for);
+      if (!g.find_node(p.name))
+        return Status::invalid("plan node '" + p.name + "' is not in the graph" + made_for);
   }
   if (graph != g.name())
     return Status::invalid("the plan was made for graph '" + graph + "', not '" + g.name() + "'");

@@ -19,7 +19,9 @@ namespace {
 bool contains(const std::vector<std::string>& v, const std::string& s) {
   return std::find(v.begin(), v.end(), s) != v.end();
 }
-bool contains(const std::vector<DType>& v, DType t) { return std::find(v.begin(), v.end(), t) != v.end(); }
+bool contains(const std::vector<DType>& v, DType t) {
+  return std::find(v.begin(), v.end(), t) != v.end();
+}
 
 bool lowered(Mode m) { return m != Mode::fp32 && m != Mode::auto_; }
 
@@ -44,7 +46,10 @@ int output_channel_axis(const Graph& g, const Node& n, ValueId w) {
   if (n.op == "ConvTranspose") return 1;
   if (n.op == "Gemm") {
     const auto it = n.attrs.find("transB");
-    return it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) && std::get<int64_t>(it->second) ? 0 : 1;
+    return it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) &&
+                   std::get<int64_t>(it->second)
+               ? 0
+               : 1;
   }
   return static_cast<int>(g.value(w).shape.size()) - 1;  // MatMul B [..., K, N]
 }
@@ -52,33 +57,48 @@ int output_channel_axis(const Graph& g, const Node& n, ValueId w) {
 // Modes tried, in order, when `m` is not available.
 std::vector<Mode> fallback_chain(Mode m) {
   switch (m) {
-    case Mode::int8: return {Mode::bf16, Mode::fp16, Mode::fp32};
-    case Mode::fp8: return {Mode::fp16, Mode::bf16, Mode::fp32};
-    case Mode::fp16: return {Mode::bf16, Mode::fp32};
+    case Mode::int8:
+      return {Mode::bf16, Mode::fp16, Mode::fp32};
+    case Mode::fp8:
+      return {Mode::fp16, Mode::bf16, Mode::fp32};
+    case Mode::fp16:
+      return {Mode::bf16, Mode::fp32};
     case Mode::bf16:
     case Mode::tf32:
-    case Mode::int4_weights: return {Mode::fp32};
+    case Mode::int4_weights:
+      return {Mode::fp32};
     case Mode::fp32:
-    case Mode::auto_: return {};
+    case Mode::auto_:
+      return {};
   }
   return {};
 }
 
 DType float_format(Mode m) {
   switch (m) {
-    case Mode::tf32: return DType::TF32;
-    case Mode::bf16: return DType::BF16;
-    case Mode::fp16: return DType::F16;
-    case Mode::fp8: return DType::F8E4M3;
-    case Mode::int8: return DType::I8;
-    default: return DType::F32;
+    case Mode::tf32:
+      return DType::TF32;
+    case Mode::bf16:
+      return DType::BF16;
+    case Mode::fp16:
+      return DType::F16;
+    case Mode::fp8:
+      return DType::F8E4M3;
+    case Mode::int8:
+      return DType::I8;
+    default:
+      return DType::F32;
   }
 }
 
 class PolicyResolver {
  public:
   PolicyResolver(const Graph& g, const Policy& p, const DeviceFormats& d)
-      : g_(g), policy_(p), device_(d), classes_(classify_nodes(g)), modes_(g.nodes().size(), Mode::fp32) {}
+      : g_(g),
+        policy_(p),
+        device_(d),
+        classes_(classify_nodes(g)),
+        modes_(g.nodes().size(), Mode::fp32) {}
 
   Expected<Plan> run(std::vector<Fallback>* fallbacks) {
     HPF_ASSIGN_OR_RETURN(std::vector<int32_t> order, g_.topological_order());
@@ -159,15 +179,19 @@ class PolicyResolver {
     const ir::OpDef* def = ir::find_op(n.op);
     const DType f = float_format(m);
     auto op_lacks = [&](DType t) {
-      return def && !contains(def->precisions, t) ? n.op + " has no " + std::string(dtype_name(t)) + " kernel" : "";
+      return def && !contains(def->precisions, t)
+                 ? n.op + " has no " + std::string(dtype_name(t)) + " kernel"
+                 : "";
     };
     switch (m) {
       case Mode::fp32:
-      case Mode::auto_: return "";
+      case Mode::auto_:
+        return "";
       case Mode::tf32:
       case Mode::bf16:
       case Mode::fp16:
-        if (!contains(device_.storage, f)) return "the device has no " + std::string(dtype_name(f)) + " storage";
+        if (!contains(device_.storage, f))
+          return "the device has no " + std::string(dtype_name(f)) + " storage";
         return op_lacks(f);
       case Mode::fp8:
         if (!device_.fp8_compute) return "the device has no fp8 compute";
@@ -191,7 +215,8 @@ class PolicyResolver {
     const ValueId w = weight_input(g_, n);
     switch (p.mode) {
       case Mode::fp32:
-      case Mode::auto_: return;
+      case Mode::auto_:
+        return;
       case Mode::tf32:
       case Mode::bf16:
       case Mode::fp16:
@@ -206,7 +231,8 @@ class PolicyResolver {
         p.storage = p.weights = DType::I8;
         p.accumulation = DType::I32;
         p.activation_quant = QuantParams{DType::I8, {}, {}, -1, 0};
-        if (w != kNoValue) p.weight_quant = QuantParams{DType::I8, {}, {}, output_channel_axis(g_, n, w), 0};
+        if (w != kNoValue)
+          p.weight_quant = QuantParams{DType::I8, {}, {}, output_channel_axis(g_, n, w), 0};
         return;
       case Mode::int4_weights:
         if (w == kNoValue || (n.op != "MatMul" && n.op != "Gemm" && n.op != "Gather")) {
@@ -226,10 +252,12 @@ class PolicyResolver {
     for (const auto& [key, nodes] : groups) {
       const auto& [wanted, used, reason] = key;
       std::string names;
-      for (size_t k = 0; k < nodes.size() && k < 5; ++k) names += (k ? ", '" : "'") + nodes[k] + "'";
+      for (size_t k = 0; k < nodes.size() && k < 5; ++k)
+        names += (k ? ", '" : "'") + nodes[k] + "'";
       if (nodes.size() > 5) names += " and " + std::to_string(nodes.size() - 5) + " more";
-      log(LogLevel::warn, "precision policy: " + std::to_string(nodes.size()) + " node(s) asked for " +
-                              mode_name(wanted) + " but " + reason + "; they use " + mode_name(used) + ": " + names);
+      log(LogLevel::warn, "precision policy: " + std::to_string(nodes.size()) +
+                              " node(s) asked for " + mode_name(wanted) + " but " + reason +
+                              "; they use " + mode_name(used) + ": " + names);
     }
   }
 

@@ -14,20 +14,23 @@ namespace {
 using json = nlohmann::ordered_json;
 
 Expected<Mode> mode_at(const json& v, const std::string& where) {
-  if (!v.is_string()) return Status::invalid("policy: " + where + ": expected a mode name, got " + v.dump());
+  if (!v.is_string())
+    return Status::invalid("policy: " + where + ": expected a mode name, got " + v.dump());
   auto m = parse_mode(v.get<std::string>());
   if (!m.ok()) return Status::invalid("policy: " + where + ": " + m.status().message());
   return m;
 }
 
 Expected<std::vector<std::string>> op_list(const json& v, const std::string& key) {
-  if (!v.is_array()) return Status::invalid("policy: \"" + key + "\": expected a list of op types, got " + v.dump());
+  if (!v.is_array())
+    return Status::invalid("policy: \"" + key + "\": expected a list of op types, got " + v.dump());
   std::vector<std::string> ops;
   for (const json& e : v) {
     if (!e.is_string())
       return Status::invalid("policy: \"" + key + "\": expected op type names, got " + e.dump());
     const std::string op = e.get<std::string>();
-    if (!ir::find_op(op)) return Status::invalid("policy: \"" + key + "\": unknown op type '" + op + "'");
+    if (!ir::find_op(op))
+      return Status::invalid("policy: \"" + key + "\": unknown op type '" + op + "'");
     ops.push_back(op);
   }
   return ops;
@@ -35,7 +38,8 @@ Expected<std::vector<std::string>> op_list(const json& v, const std::string& key
 
 Status read_node_rules(const json& v, Policy& p) {
   if (!v.is_object())
-    return Status::invalid("policy: \"nodes\": expected an object of \"glob\": \"mode\", got " + v.dump());
+    return Status::invalid("policy: \"nodes\": expected an object of \"glob\": \"mode\", got " +
+                           v.dump());
   for (const auto& [glob, mode] : v.items()) {
     HPF_ASSIGN_OR_RETURN(Mode m, mode_at(mode, "\"nodes\": \"" + glob + "\""));
     p.by_node.emplace_back(glob, m);
@@ -52,8 +56,8 @@ Status check_lists_disjoint(const Policy& p) {
       for (const std::string& op : *lists[a].second)
         for (const std::string& other : *lists[b].second)
           if (op == other)
-            return Status::invalid("policy: op type '" + op + "' is in both \"" + lists[a].first + "\" and \"" +
-                                   lists[b].first + "\"");
+            return Status::invalid("policy: op type '" + op + "' is in both \"" + lists[a].first +
+                                   "\" and \"" + lists[b].first + "\"");
   return {};
 }
 
@@ -67,13 +71,17 @@ Status read_key(const std::string& key, const json& v, Policy& p) {
     HPF_RETURN_IF_ERROR(read_node_rules(v, p));
   } else if (key == "lower" || key == "follow" || key == "never") {
     HPF_ASSIGN_OR_RETURN(auto ops, op_list(v, key));
-    (key == "lower" ? p.always_lower : key == "follow" ? p.follow_inputs : p.never_lower) = std::move(ops);
+    (key == "lower"    ? p.always_lower
+     : key == "follow" ? p.follow_inputs
+                       : p.never_lower) = std::move(ops);
   } else if (auto c = parse_node_class(key); c.ok()) {
     HPF_ASSIGN_OR_RETURN(p.by_class[*c], mode_at(v, "\"" + key + "\""));
   } else {
-    return Status::invalid("policy: unknown key '" + key +
-                           "' (expected a node class, \"default\", \"nodes\", \"lower\", \"lower_to\", "
-                           "\"follow\" or \"never\"; " + c.status().message() + ")");
+    return Status::invalid(
+        "policy: unknown key '" + key +
+        "' (expected a node class, \"default\", \"nodes\", \"lower\", \"lower_to\", "
+        "\"follow\" or \"never\"; " +
+        c.status().message() + ")");
   }
   return {};
 }
@@ -82,7 +90,8 @@ Status read_key(const std::string& key, const json& v, Policy& p) {
 
 Expected<Policy> Policy::from_json(std::string_view text) {
   json j = json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::invalid("policy: not valid JSON: " + std::string(text.substr(0, 80)));
+  if (j.is_discarded())
+    return Status::invalid("policy: not valid JSON: " + std::string(text.substr(0, 80)));
   if (!j.is_object()) return Status::invalid("policy: expected a JSON object, got " + j.dump());
   Policy p;
   for (const auto& [key, v] : j.items()) HPF_RETURN_IF_ERROR(read_key(key, v, p));

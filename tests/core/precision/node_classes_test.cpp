@@ -107,12 +107,14 @@ TEST_CASE("classes: masked attention with Div scaling; a classifier softmax is n
   auto ctx = b.op1("MatMul", {p, v}, {}, "pv");
   // A classifier head: MatMul -> Add -> Softmax, nothing multiplies the probabilities.
   auto w = b.constant("head/w", filled({8, 3}, 0.1f));
-  auto logits = b.op1("Add", {b.op1("MatMul", {ctx, w}, {}, "head"), b.constant("head/b", filled({3}, 0.0f))},
-                      {}, "head/bias");
+  auto logits =
+      b.op1("Add", {b.op1("MatMul", {ctx, w}, {}, "head"), b.constant("head/b", filled({3}, 0.0f))},
+            {}, "head/bias");
   auto probs = b.op1("Softmax", {logits}, {{"axis", int64_t{-1}}}, "head/softmax");
   b.output(b.op1("Relu", {probs}, {}, "out"));
   // A softmax over a middle axis is no attention either.
-  auto side = b.op1("Softmax", {b.op1("MatMul", {q, k}, {}, "qk2")}, {{"axis", int64_t{1}}}, "side_softmax");
+  auto side = b.op1("Softmax", {b.op1("MatMul", {q, k}, {}, "qk2")}, {{"axis", int64_t{1}}},
+                    "side_softmax");
   b.output(b.op1("MatMul", {side, v}, {}, "pv2"));
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
@@ -134,16 +136,22 @@ TEST_CASE("classes: ffn around an exact-GELU subgraph and x*sigmoid(x); not acro
   auto h = b.op1("Add", {up, b.constant("up/b", filled({16}, 0.0f))}, {}, "up/bias");
   // 0.5 * h * (1 + erf(h / sqrt(2))), as PyTorch exports nn.GELU.
   auto e = b.op1("Erf", {b.op1("Div", {h, b.scalar(1.4142135f)}, {}, "gelu/div")}, {}, "gelu/erf");
-  auto a = b.op1("Mul", {b.op1("Mul", {h, b.op1("Add", {e, b.scalar(1.0f)}, {}, "gelu/add")}, {}, "gelu/mul"),
-                         b.scalar(0.5f)},
-                 {}, "gelu/half");
+  auto a =
+      b.op1("Mul",
+            {b.op1("Mul", {h, b.op1("Add", {e, b.scalar(1.0f)}, {}, "gelu/add")}, {}, "gelu/mul"),
+             b.scalar(0.5f)},
+            {}, "gelu/half");
   auto down = b.op1("MatMul", {a, b.constant("down/w", filled({16, 8}, 0.1f))}, {}, "down");
   // SiLU between two Gemms.
-  auto g1 = b.op1("Gemm", {down, b.constant("g1/w", filled({8, 8}, 0.1f)), b.constant("g1/b", filled({8}, 0.f))},
-                  {}, "g1");
+  auto g1 =
+      b.op1("Gemm",
+            {down, b.constant("g1/w", filled({8, 8}, 0.1f)), b.constant("g1/b", filled({8}, 0.f))},
+            {}, "g1");
   auto silu = b.op1("Mul", {g1, b.op1("Sigmoid", {g1}, {}, "silu/sigmoid")}, {}, "silu/mul");
-  auto g2 = b.op1("Gemm", {silu, b.constant("g2/w", filled({8, 8}, 0.1f)), b.constant("g2/b", filled({8}, 0.f))},
-                  {}, "g2");
+  auto g2 =
+      b.op1("Gemm",
+            {silu, b.constant("g2/w", filled({8, 8}, 0.1f)), b.constant("g2/b", filled({8}, 0.f))},
+            {}, "g2");
   // A projection reading a residual sum (which includes a graph input) is no ffn.
   auto r = b.op1("Relu", {b.op1("Add", {g2, x}, {}, "residual")}, {}, "relu");
   auto last = b.op1("MatMul", {r, b.constant("last/w", filled({8, 4}, 0.1f))}, {}, "last");
@@ -165,7 +173,8 @@ TEST_CASE("classes: decomposed LayerNorm; a Gather from activations is not an em
   const Attributes last = {{"axes", std::vector<int64_t>{-1}}};
   auto mean = b.op1("ReduceMean", {x}, last, "ln/mean");
   auto centred = b.op1("Sub", {x, mean}, {}, "ln/sub");
-  auto var = b.op1("ReduceMean", {b.op1("Pow", {centred, b.scalar(2.0f)}, {}, "ln/pow")}, last, "ln/var");
+  auto var =
+      b.op1("ReduceMean", {b.op1("Pow", {centred, b.scalar(2.0f)}, {}, "ln/pow")}, last, "ln/var");
   auto den = b.op1("Sqrt", {b.op1("Add", {var, b.scalar(1e-5f)}, {}, "ln/eps")}, {}, "ln/sqrt");
   auto y = b.op1("Div", {centred, den}, {}, "ln/div");
   y = b.op1("Mul", {y, b.constant("ln/gamma", filled({8}, 1.0f))}, {}, "ln/gamma_mul");
@@ -174,8 +183,8 @@ TEST_CASE("classes: decomposed LayerNorm; a Gather from activations is not an em
   b.output(b.op1("Relu", {picked}, {}, "out"));
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  for (const char* n : {"ln/mean", "ln/sub", "ln/pow", "ln/var", "ln/eps", "ln/sqrt", "ln/div", "ln/gamma_mul",
-                        "ln/beta_add"})
+  for (const char* n : {"ln/mean", "ln/sub", "ln/pow", "ln/var", "ln/eps", "ln/sqrt", "ln/div",
+                        "ln/gamma_mul", "ln/beta_add"})
     CHECK_MESSAGE(class_of(*g, n) == NodeClass::norm, n);
   CHECK(class_of(*g, "pick") == NodeClass::other);
 }

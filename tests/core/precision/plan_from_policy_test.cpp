@@ -17,7 +17,8 @@ Graph model(const char* name) {
   return std::move(g).value();
 }
 
-Plan plan_for(const Graph& g, const char* policy, const DeviceFormats& d, std::vector<Fallback>* fb = nullptr) {
+Plan plan_for(const Graph& g, const char* policy, const DeviceFormats& d,
+              std::vector<Fallback>* fb = nullptr) {
   auto p = Policy::from_json(policy);
   REQUIRE_MESSAGE(p.ok(), p.status().to_string());
   auto plan = plan_from_policy(g, *p, d, fb);
@@ -35,7 +36,8 @@ const NodePlan& node(const Plan& p, const std::string& name) {
 // A GPU-like device: every float format and int8/fp8 compute.
 DeviceFormats full_device() {
   DeviceFormats d;
-  d.storage = {DType::F32, DType::TF32, DType::BF16, DType::F16, DType::F8E4M3, DType::I8, DType::I4};
+  d.storage = {DType::F32,    DType::TF32, DType::BF16, DType::F16,
+               DType::F8E4M3, DType::I8,   DType::I4};
   d.int8_compute = d.fp8_compute = true;
   return d;
 }
@@ -51,7 +53,8 @@ DeviceFormats float_device() {
 TEST_CASE("plan_from_policy: bert-tiny with attention fp16, ffn bf16, embedding fp32") {
   const Graph g = model("bert-tiny");
   std::vector<Fallback> fb;
-  const Plan p = plan_for(g, R"({"attention": "fp16", "ffn": "bf16", "embedding": "fp32"})", float_device(), &fb);
+  const Plan p = plan_for(g, R"({"attention": "fp16", "ffn": "bf16", "embedding": "fp32"})",
+                          float_device(), &fb);
   CHECK(fb.empty());
   CHECK(p.graph == "bert");
   CHECK(p.check_matches(g).ok());
@@ -86,7 +89,8 @@ TEST_CASE("plan_from_policy: bert-tiny with attention fp16, ffn bf16, embedding 
   CHECK(node(p, "embeddings/gather").mode == Mode::fp32);
 }
 
-TEST_CASE("plan_from_policy: node globs beat op-type lists, which beat classes, which beat the default") {
+TEST_CASE(
+    "plan_from_policy: node globs beat op-type lists, which beat classes, which beat the default") {
   const Graph g = model("bert-tiny");
   const Plan p = plan_for(g, R"({"default": "bf16", "output": "fp32", "attention": "fp16",
       "nodes": {"layer0/*": "fp16", "layer0/attention/softmax": "fp32", "layer1/attention/softmax": "bf16"},
@@ -110,17 +114,24 @@ TEST_CASE("plan_from_policy: node globs beat op-type lists, which beat classes, 
   CHECK(node(p, "layer1/attention/merge_heads").storage == DType::F16);
 }
 
-TEST_CASE("plan_from_policy: lower without lower_to takes the class's mode, else the default, else bf16") {
+TEST_CASE(
+    "plan_from_policy: lower without lower_to takes the class's mode, else the default, else "
+    "bf16") {
   const Graph g = model("mlp");
-  CHECK(node(plan_for(g, R"({"lower": ["Relu"], "ffn": "fp16"})", float_device()), "fc1/relu").mode == Mode::bf16);
-  CHECK(node(plan_for(g, R"({"lower": ["Relu"], "elementwise": "fp16"})", float_device()), "fc1/relu").mode ==
-        Mode::fp16);
-  CHECK(node(plan_for(g, R"({"lower": ["Relu"], "default": "fp16", "elementwise": "fp32"})", float_device()),
+  CHECK(
+      node(plan_for(g, R"({"lower": ["Relu"], "ffn": "fp16"})", float_device()), "fc1/relu").mode ==
+      Mode::bf16);
+  CHECK(
+      node(plan_for(g, R"({"lower": ["Relu"], "elementwise": "fp16"})", float_device()), "fc1/relu")
+          .mode == Mode::fp16);
+  CHECK(node(plan_for(g, R"({"lower": ["Relu"], "default": "fp16", "elementwise": "fp32"})",
+                      float_device()),
              "fc1/relu")
             .mode == Mode::fp16);
   // follow from a graph input: fp32.
-  CHECK(node(plan_for(g, R"({"default": "fp16", "follow": ["MatMul"]})", float_device()), "fc1/matmul").mode ==
-        Mode::fp32);
+  CHECK(node(plan_for(g, R"({"default": "fp16", "follow": ["MatMul"]})", float_device()),
+             "fc1/matmul")
+            .mode == Mode::fp32);
 }
 
 TEST_CASE("plan_from_policy: int8 on a device without int8 falls back, naming node and reason") {
@@ -128,13 +139,15 @@ TEST_CASE("plan_from_policy: int8 on a device without int8 falls back, naming no
   std::vector<Fallback> fb;
   DeviceFormats bf16_only;
   bf16_only.storage = {DType::F32, DType::BF16};
-  const Plan p = plan_for(g, R"({"ffn": "int8", "attention": "fp8", "norm": "fp16", "default": "fp32"})", bf16_only, &fb);
+  const Plan p =
+      plan_for(g, R"({"ffn": "int8", "attention": "fp8", "norm": "fp16", "default": "fp32"})",
+               bf16_only, &fb);
   const NodePlan& up = node(p, "layer0/ffn/up/matmul");
   CHECK(up.mode == Mode::bf16);
   CHECK(up.storage == DType::BF16);
   CHECK(up.accumulation == DType::F32);
   CHECK_FALSE(up.weight_quant);
-  CHECK(node(p, "layer0/attention/qk").mode == Mode::bf16);   // fp8 -> fp16 (absent) -> bf16
+  CHECK(node(p, "layer0/attention/qk").mode == Mode::bf16);    // fp8 -> fp16 (absent) -> bf16
   CHECK(node(p, "layer0/attention/norm").mode == Mode::bf16);  // fp16 -> bf16
   std::map<std::string, const Fallback*> by_node;
   for (const Fallback& f : fb) by_node[f.node] = &f;
@@ -174,7 +187,8 @@ TEST_CASE("plan_from_policy: int8 formats and granularity; only matmul and conv 
   CHECK(node(p, "stem/bn").mode == Mode::bf16);
   bool relu_reason = false;
   for (const Fallback& f : fb)
-    relu_reason |= f.node == "stem/relu" && f.reason == "int8 applies to matmul and conv ops only" && f.used == Mode::bf16;
+    relu_reason |= f.node == "stem/relu" &&
+                   f.reason == "int8 applies to matmul and conv ops only" && f.used == Mode::bf16;
   CHECK(relu_reason);
 
   const Graph mlp = model("mlp");
@@ -186,9 +200,10 @@ TEST_CASE("plan_from_policy: int8 formats and granularity; only matmul and conv 
 TEST_CASE("plan_from_policy: fp8 and int4 weights") {
   const Graph g = model("bert-tiny");
   std::vector<Fallback> fb;
-  const Plan p = plan_for(g, R"({"ffn": "int4-weights", "attention": "fp8", "embedding": "int4-weights",
+  const Plan p =
+      plan_for(g, R"({"ffn": "int4-weights", "attention": "fp8", "embedding": "int4-weights",
                                  "elementwise": "int4-weights"})",
-                          full_device(), &fb);
+               full_device(), &fb);
   // int4-weights on nodes without weights is plain fp32, no warning; Softmax has no fp8 kernel.
   REQUIRE(fb.size() == 2);
   for (const Fallback& f : fb) {

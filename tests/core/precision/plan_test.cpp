@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
@@ -33,7 +34,8 @@ Plan sample_plan() {
   a.storage = DType::I8;
   a.weights = DType::I8;
   a.accumulation = DType::I32;
-  a.weight_quant = QuantParams{DType::I8, {0.1f, 1.0f / 3.0f, std::nextafter(1.0f, 2.0f), 1e-40f, -0.0f}, {}, 1, 0};
+  a.weight_quant = QuantParams{
+      DType::I8, {0.1f, 1.0f / 3.0f, std::nextafter(1.0f, 2.0f), 1e-40f, -0.0f}, {}, 1, 0};
   a.activation_quant = QuantParams{DType::U8, {0.0078125f}, {128}, -1, 0};
   a.predicted_ms = 0.123456789012345678;
   a.measured_ms = std::numeric_limits<double>::infinity();
@@ -56,7 +58,9 @@ Plan sample_plan() {
   return p;
 }
 
-bool same_bits(double x, double y) { return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y); }
+bool same_bits(double x, double y) {
+  return std::bit_cast<uint64_t>(x) == std::bit_cast<uint64_t>(y);
+}
 
 void check_quant_equal(const std::optional<QuantParams>& x, const std::optional<QuantParams>& y) {
   REQUIRE(x.has_value() == y.has_value());
@@ -91,7 +95,8 @@ void check_plans_equal(const Plan& x, const Plan& y) {
     CHECK(same_bits(a.predicted_ms, b.predicted_ms));
     CHECK(same_bits(a.measured_ms, b.measured_ms) == true);
     CHECK(a.bytes == b.bytes);
-    CHECK((same_bits(a.sensitivity, b.sensitivity) || (std::isnan(a.sensitivity) && std::isnan(b.sensitivity))));
+    CHECK((same_bits(a.sensitivity, b.sensitivity) ||
+           (std::isnan(a.sensitivity) && std::isnan(b.sensitivity))));
   }
 }
 
@@ -140,46 +145,54 @@ TEST_CASE("plan: save and load give the same plan, field by field and bit for bi
 
 TEST_CASE("plan: the file says what it is and which version") {
   const std::string j = sample_plan().to_json();
-  CHECK(j.find("\"format\": \"libhpf-plan\"") != std::string::npos);
-  CHECK(j.find("\"version\": 1") != std::string::npos);
-  CHECK(j.find("\"measured_ms\": \"inf\"") != std::string::npos);
-  CHECK(error_of(edited("\"version\": 1", "\"version\": 2")) ==
+  CHECK(j.find("{\"format\":\"libhpf-plan\",\"version\":1,\"graph\":\"demo\",") == 0);
+  CHECK(j.find("\"measured_ms\":\"inf\"") != std::string::npos);
+  CHECK(j.find("\"sensitivity\":\"nan\"") != std::string::npos);
+  // Scales in their shortest form that reads back to the same float.
+  CHECK(j.find("\"scales\":[0.1,0.33333334,1.0000001,1e-40,-0.0]") != std::string::npos);
+  // One line per node (and one for the header), so plans diff line by line.
+  CHECK(std::count(j.begin(), j.end(), '\n') == 5);
+  CHECK(error_of(edited("\"version\":1", "\"version\":2")) ==
         "plan: version: 2 is not supported (this libhpf reads version 1)");
-  CHECK(error_of(edited("\"format\": \"libhpf-plan\"", "\"format\": \"onnx\"")) ==
+  CHECK(error_of(edited("\"format\":\"libhpf-plan\"", "\"format\":\"onnx\"")) ==
         "plan: format: 'onnx' is not a libhpf plan (expected 'libhpf-plan')");
-  CHECK(error_of(edited("\"version\": 1,", "")) == "plan: version: missing");
-  CHECK(error_of(edited("\"version\": 1", "\"version\": \"1\"")) == "plan: version: expected an integer, got \"1\"");
+  CHECK(error_of(edited("\"version\":1,", "")) == "plan: version: missing");
+  CHECK(error_of(edited("\"version\":1", "\"version\":\"1\"")) ==
+        "plan: version: expected an integer, got \"1\"");
   CHECK(error_of("[1, 2]") == "plan: expected a JSON object");
-  CHECK(error_of("{\"format\": ") == "plan: not valid JSON");
+  CHECK(error_of("{\"format\":") == "plan: not valid JSON");
 }
 
 TEST_CASE("plan: a bad field value is an error naming the node, the field and the value") {
-  CHECK(error_of(edited("\"mode\": \"int8\"", "\"mode\": \"int3\"")) ==
-        "plan: nodes[0] ('layer0/attention/qk').mode: unknown precision mode 'int3' (modes: fp32, tf32, bf16, "
+  CHECK(error_of(edited("\"mode\":\"int8\"", "\"mode\":\"int3\"")) ==
+        "plan: nodes[0] ('layer0/attention/qk').mode: unknown precision mode 'int3' (modes: fp32, "
+        "tf32, bf16, "
         "fp16, fp8, int8, int4-weights, auto)");
-  CHECK(error_of(edited("\"class\": \"ffn\"", "\"class\": \"mlp\"")).find(
-            "plan: nodes[1] ('ffn/\"up\"').class: unknown node class 'mlp' (classes: attention,") == 0);
-  CHECK(error_of(edited("\"storage\": \"i8\"", "\"storage\": \"f12\"")).find(
-            "plan: nodes[0] ('layer0/attention/qk').storage: unknown dtype 'f12'") == 0);
-  CHECK(error_of(edited("\"group_size\": 32", "\"group_size\": 3.5")) ==
+  CHECK(error_of(edited("\"class\":\"ffn\"", "\"class\":\"mlp\""))
+            .find("plan: nodes[1] ('ffn/\"up\"').class: unknown node class 'mlp' (classes: "
+                  "attention,") == 0);
+  CHECK(error_of(edited("\"storage\":\"i8\"", "\"storage\":\"f12\""))
+            .find("plan: nodes[0] ('layer0/attention/qk').storage: unknown dtype 'f12'") == 0);
+  CHECK(error_of(edited("\"group_size\":32", "\"group_size\":3.5")) ==
         "plan: nodes[1] ('ffn/\"up\"').weight_quant.group_size: expected an integer, got 3.5");
-  CHECK(error_of(edited("\"bytes\": 0", "\"bytes\": 0, \"latency\": 3")) ==
+  CHECK(error_of(edited("\"bytes\":0", "\"bytes\":0, \"latency\":3")) ==
         "plan: nodes[1] ('ffn/\"up\"').latency: unknown field");
-  CHECK(error_of(edited("\"metric\": \"rel-l2\"", "\"metric\": \"mse\"")) ==
+  CHECK(error_of(edited("\"metric\":\"rel-l2\"", "\"metric\":\"mse\"")) ==
         "plan: metric: unknown metric 'mse' (metrics: kl, rel-l2)");
-  CHECK(error_of(edited("\"predicted_ms\": 1e-300", "\"predicted_ms\": \"fast\"")) ==
+  CHECK(error_of(edited("\"predicted_ms\":1e-300", "\"predicted_ms\":\"fast\"")) ==
         "plan: nodes[1] ('ffn/\"up\"').predicted_ms: expected a number, got \"fast\"");
-  CHECK(error_of(edited("\"name\": \"out\"", "\"name\": \"layer0/attention/qk\"")) ==
+  CHECK(error_of(edited("\"name\":\"out\"", "\"name\":\"layer0/attention/qk\"")) ==
         "plan: nodes[2].name: node 'layer0/attention/qk' appears twice");
   auto missing = Plan::load(temp_path("does_not_exist.json"));
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().code() == StatusCode::not_found);
   // Errors while loading carry the path.
   const std::string path = temp_path("bad_version.json");
-  std::ofstream(path) << edited("\"version\": 1", "\"version\": 7");
+  std::ofstream(path) << edited("\"version\":1", "\"version\":7");
   auto bad = Plan::load(path);
   REQUIRE_FALSE(bad.ok());
-  CHECK(bad.status().message() == path + ": plan: version: 7 is not supported (this libhpf reads version 1)");
+  CHECK(bad.status().message() ==
+        path + ": plan: version: 7 is not supported (this libhpf reads version 1)");
   std::filesystem::remove(path);
 }
 
@@ -199,7 +212,8 @@ TEST_CASE("plan: check_matches accepts its own graph and names what differs in a
   auto s = plan->check_matches(*layer);
   REQUIRE_FALSE(s.ok());
   CHECK(s.message() ==
-        "plan node 'layer1/attention/query/matmul' is not in the graph (the plan was made for graph 'bert' with "
+        "plan node 'layer1/attention/query/matmul' is not in the graph (the plan was made for "
+        "graph 'bert' with "
         "68 nodes; this graph 'bert' has 39)");
   auto layer_plan = plan_from_policy(*layer, Policy{}, DeviceFormats{});
   s = layer_plan->check_matches(*tiny);
@@ -207,7 +221,9 @@ TEST_CASE("plan: check_matches accepts its own graph and names what differs in a
   CHECK(s.message().find("node 'layer1/attention/query/matmul' (MatMul) is not in the plan") == 0);
   s = plan->check_matches(*mlp);
   REQUIRE_FALSE(s.ok());
-  CHECK(s.message().find("node 'fc1/matmul' (MatMul) is not in the plan (the plan was made for graph 'bert'") == 0);
+  CHECK(s.message().find(
+            "node 'fc1/matmul' (MatMul) is not in the plan (the plan was made for graph 'bert'") ==
+        0);
 
   Plan wrong_op = *plan;
   wrong_op.nodes[0].op = "Add";

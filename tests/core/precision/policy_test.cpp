@@ -14,16 +14,20 @@ TEST_CASE("policy: modes and classes by name") {
   auto bad = parse_mode("fp12");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message() ==
-        "unknown precision mode 'fp12' (modes: fp32, tf32, bf16, fp16, fp8, int8, int4-weights, auto)");
-  for (const char* c : {"attention", "ffn", "embedding", "conv", "norm", "softmax", "elementwise", "output", "other"})
+        "unknown precision mode 'fp12' (modes: fp32, tf32, bf16, fp16, fp8, int8, int4-weights, "
+        "auto)");
+  for (const char* c : {"attention", "ffn", "embedding", "conv", "norm", "softmax", "elementwise",
+                        "output", "other"})
     CHECK(std::string(node_class_name(parse_node_class(c).value())) == c);
   auto bad_class = parse_node_class("mlp");
   REQUIRE_FALSE(bad_class.ok());
-  CHECK(bad_class.status().message().find("unknown node class 'mlp' (classes: attention, ffn,") == 0);
+  CHECK(bad_class.status().message().find("unknown node class 'mlp' (classes: attention, ffn,") ==
+        0);
 }
 
 TEST_CASE("policy: classes, default, node globs in order, op-type lists") {
-  auto p = Policy::from_json(R"({"attention": "fp16", "ffn": "bf16", "embedding": "fp32", "default": "tf32",
+  auto p = Policy::from_json(
+      R"({"attention": "fp16", "ffn": "bf16", "embedding": "fp32", "default": "tf32",
       "nodes": {"layer0/*": "fp16", "layer0/attention/softmax": "fp32", "*/ffn/[ud]*": "int8"},
       "lower": ["MatMul", "Gemm"], "lower_to": "fp8", "follow": ["Reshape"], "never": ["Softmax", "LayerNormalization"]})");
   REQUIRE_MESSAGE(p.ok(), p.status().to_string());
@@ -66,13 +70,17 @@ TEST_CASE("policy: errors name the key or value") {
   };
   CHECK(msg(R"({"attn": "fp16"})").find("policy: unknown key 'attn' (expected a node class") == 0);
   CHECK(msg(R"({"attention": "fp12"})") ==
-        "policy: \"attention\": unknown precision mode 'fp12' (modes: fp32, tf32, bf16, fp16, fp8, int8, "
+        "policy: \"attention\": unknown precision mode 'fp12' (modes: fp32, tf32, bf16, fp16, fp8, "
+        "int8, "
         "int4-weights, auto)");
   CHECK(msg(R"({"default": 16})") == "policy: \"default\": expected a mode name, got 16");
-  CHECK(msg(R"({"nodes": {"a/*": "half"}})").find("policy: \"nodes\": \"a/*\": unknown precision mode 'half'") == 0);
-  CHECK(msg(R"({"nodes": ["a/*"]})") == "policy: \"nodes\": expected an object of \"glob\": \"mode\", got [\"a/*\"]");
+  CHECK(msg(R"({"nodes": {"a/*": "half"}})")
+            .find("policy: \"nodes\": \"a/*\": unknown precision mode 'half'") == 0);
+  CHECK(msg(R"({"nodes": ["a/*"]})") ==
+        "policy: \"nodes\": expected an object of \"glob\": \"mode\", got [\"a/*\"]");
   CHECK(msg(R"({"never": ["Softmaxx"]})") == "policy: \"never\": unknown op type 'Softmaxx'");
-  CHECK(msg(R"({"lower": "MatMul"})") == "policy: \"lower\": expected a list of op types, got \"MatMul\"");
+  CHECK(msg(R"({"lower": "MatMul"})") ==
+        "policy: \"lower\": expected a list of op types, got \"MatMul\"");
   CHECK(msg(R"({"lower": ["MatMul"], "never": ["Softmax", "MatMul"]})") ==
         "policy: op type 'MatMul' is in both \"lower\" and \"never\"");
   CHECK(msg(R"({"attention": "fp16",)").find("policy: not valid JSON") == 0);
