@@ -44,6 +44,9 @@ const char* kUsage =
     "                test_data_set_*/, or a folder of them, e.g. /usr/share/libonnx-testdata/data/node)\n"
     "                through the plugin's kernels (default cpu; ops without a generator run on the\n"
     "                reference, counted) or the interpreter alone: passed / failed / unsupported\n"
+    "  plan show PLAN.json [--json]\n"
+    "                a saved precision plan: per node class, mode, formats, predicted and measured\n"
+    "                time, bytes and sensitivity, with totals (--json: the plan file's JSON)\n"
     "  --version     print the version\n"
     "  --help        print this help\n"
     "\n"
@@ -74,5 +77,6 @@ int main(int argc, char** argv) {
   if (cmd == "info") return cmd_info(rest);
   if (cmd == "cache") return cmd_cache(rest);
   if (cmd == "onnx-test") return cmd_onnx_test(rest);
+  if (cmd == "plan") return cmd_plan(rest);
   return fail("unknown command '" + cmd + "'\n" + kUsage, 2);
 }

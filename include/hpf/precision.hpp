@@ -8,7 +8,7 @@
 // Classes: every node gets one op class (NodeClass below) from the op table and from graph
 // patterns: the MatMuls and Softmax of an attention block are `attention`, the two projections
 // around an activation are `ffn`, a Gather from a weight table is `embedding`, the node producing
-// a graph output is `output`.
+// a graph output is `output`. See classify_nodes for the exact patterns.
 //
 // Ownership: plain values. Thread-safety: no shared state; functions only read their arguments.
 #pragma once
@@ -38,39 +38,65 @@ enum class Mode {
   auto_,         // the planner decides
 };
 const char* mode_name(Mode m);  // "fp32", ..., "int4-weights", "auto"
+// The names above ("int4_weights" is accepted too); an unknown name is invalid_argument naming it
+// and listing the modes.
 Expected<Mode> parse_mode(std::string_view name);
 
 enum class NodeClass { attention, ffn, embedding, conv, norm, softmax, elementwise, output, other };
 const char* node_class_name(NodeClass c);  // "attention", ...
 Expected<NodeClass> parse_node_class(std::string_view name);
 
-// One class per node id of `g` (graph patterns first, then the op table's class).
+// One class per node id of `g`. In order of precedence:
+//   output      a node producing a graph output: it wins over every other class, so a policy
+//               such as {"output": "fp32"} keeps what the caller reads in FP32;
+//   attention   Q.K^T: a MatMul of two non-constant operands whose output reaches a Softmax over
+//               the last axis through at most 4 Div/Mul/Add(mask)/Reshape/Transpose nodes; that
+//               Softmax; and P.V: a MatMul reading the Softmax's output. All three, or none (a
+//               classifier's MatMul -> Add -> Softmax is not attention). The Q/K/V and output
+//               projections are ordinary MatMuls (`other`); the scale Mul is `elementwise`;
+//   ffn         MatMul/Gemm with a weight operand -> activation -> MatMul/Gemm with a weight
+//               operand: both projections. The activation is a region of at most 12 elementwise
+//               nodes (bias Adds included) containing an activation function (Relu, Gelu, Erf,
+//               Tanh, Sigmoid, ...), which covers exact and tanh-approximated GELU subgraphs and
+//               x*sigmoid(x); the region's nodes stay `elementwise`;
+//   norm        LayerNormalization/BatchNormalization/InstanceNormalization/LRN/MVN (the op
+//               table's class), and the decomposed LayerNorm ReduceMean-Sub-Pow-ReduceMean-Add-
+//               Sqrt-Div with a following Mul(constant)/Add(constant) pair;
+//   embedding   a Gather whose data input is an initializer (other Gathers are `other`);
+//   then the op table's class: conv -> conv, softmax -> softmax, elementwise -> elementwise,
+//   matmul / data movement / quantization -> other.
 std::vector<NodeClass> classify_nodes(const Graph& g);
 
 // A policy as users write it: JSON object with class names, "default", and optional
-//   "nodes": {"glob": "mode", ...}            per node name (shell globs: * ? [..]), later wins
-//   "lower": ["MatMul", ...]                  op types always lowered to the class's mode
-//   "follow": ["Reshape", ...]                op types that take their input's precision
+//   "nodes": {"glob": "mode", ...}            per node name (fnmatch globs: * ? [..], `*` also
+//                                             matches '/'), in order: the last match wins
+//   "lower": ["MatMul", ...]                  op types always lowered (to "lower_to", else to the
+//                                             class's mode, else the default, when those are
+//                                             lower than fp32, else bf16)
+//   "lower_to": "fp16"                        the mode "lower" lowers to
+//   "follow": ["Reshape", ...]                op types that take their input's precision (the
+//                                             mode of their first float input's producer; fp32
+//                                             when that is a graph input or a weight)
 //   "never": ["Softmax", ...]                 op types kept in FP32
-// Unknown keys, classes and modes are errors naming them.
+// Which rule decides a node: a matching "nodes" glob, else the op-type lists, else its class's
+// mode, else "default". Unknown keys, classes, modes and op types (not in the op table) are
+// errors naming them, and so is an op type in two lists.
 struct Policy {
   Mode default_mode = Mode::fp32;
   std::map<NodeClass, Mode> by_class;
   std::vector<std::pair<std::string, Mode>> by_node;  // glob -> mode, in order
   std::vector<std::string> always_lower, follow_inputs, never_lower;
+  std::optional<Mode> lower_to;
 
   static Expected<Policy> from_json(std::string_view json);
   static Policy uniform(Mode m);  // "fp32", "bf16", ... as a --plan argument
   std::string to_json() const;
 };
 
-// Quantisation parameters of one tensor.
-struct QuantParams {
-  std::vector<float> scales;       // one (per tensor), one per channel, or one per group
-  std::vector<int32_t> zero_points;  // empty: symmetric
-  int64_t axis = -1;                 // channel axis of per-channel scales, else -1
-  int64_t group_size = 0;            // INT4 group size along the reduction axis, else 0
-};
+// Quantisation parameters of a tensor are hpf::QuantParams (dtype.hpp): type (I8, I4; F8E4M3
+// for FP8's per-tensor scale), scales, zero_points (empty: symmetric), axis (per channel, else
+// -1), group_size (INT4 groups, else 0). A plan made from a policy carries the granularity with
+// empty scales; calibration fills the scales.
 
 // The plan of one node.
 struct NodePlan {
@@ -110,16 +136,36 @@ struct Plan {
 };
 
 // What a device can compute in, for turning modes into formats (from the plugin's description
-// and the hwdb). A mode the device lacks falls back (int8 -> bf16/fp16 -> fp32, fp8 -> fp16,
-// ...) with a warning naming the node and the fallback.
+// and the hwdb): tf32/bf16/fp16 need TF32/BF16/F16 in `storage`, int8 needs int8_compute, fp8
+// needs fp8_compute, int4-weights needs I4 in `storage`.
 struct DeviceFormats {
   std::vector<DType> storage = {DType::F32};  // formats its kernels read and write
   bool int8_compute = false;
   bool fp8_compute = false;
 };
 
-// The plan a policy asks for on a device (no measurement: costs left at -1; `auto` nodes get
-// FP32 here, the planner replaces them).
-Expected<Plan> plan_from_policy(const Graph& g, const Policy& policy, const DeviceFormats& device);
+// A node that did not get the mode its policy asked for, and why.
+struct Fallback {
+  std::string node;
+  Mode wanted = Mode::fp32;
+  Mode used = Mode::fp32;
+  std::string reason;  // e.g. "the device has no int8 compute", "Add has no i8 kernel"
+};
+
+// The plan a policy asks for on a device (no measurement: costs left at -1, bytes 0; `auto`
+// nodes keep mode auto with FP32 formats, the planner replaces them).
+// Modes to formats (storage / weights / accumulation):
+//   fp32 f32/f32/f32; tf32 tf32/tf32/f32; bf16 bf16/bf16/f32; fp16 f16/f16/f32;
+//   fp8 f8e4m3/f8e4m3/f32 (per-tensor scales); int8 i8/i8/i32, only on matmul- and conv-class
+//   ops (weights per output channel, activations per tensor); int4-weights f32/i4/f32, group 32,
+//   only on MatMul/Gemm/Gather reading a weight initializer (elsewhere it means fp32, silently).
+// A mode the device or the node's op lacks (the op table's formats) falls back along
+//   int8 -> bf16 -> fp16 -> fp32,  fp8 -> fp16 -> bf16 -> fp32,  fp16 -> bf16 -> fp32,
+//   bf16 -> fp32,  tf32 -> fp32,  int4-weights -> fp32
+// with one warning per (wanted, used) pair naming the nodes; `fallbacks`, when given, receives
+// every one. Nodes without float outputs (shape arithmetic, indices, masks) are fp32 / F32 and
+// never fall back.
+Expected<Plan> plan_from_policy(const Graph& g, const Policy& policy, const DeviceFormats& device,
+                                std::vector<Fallback>* fallbacks = nullptr);
 
 }  // namespace hpf
