@@ -64,13 +64,8 @@ struct Policy {
   std::string to_json() const;
 };
 
-// Quantisation parameters of one tensor.
-struct QuantParams {
-  std::vector<float> scales;       // one (per tensor), one per channel, or one per group
-  std::vector<int32_t> zero_points;  // empty: symmetric
-  int64_t axis = -1;                 // channel axis of per-channel scales, else -1
-  int64_t group_size = 0;            // INT4 group size along the reduction axis, else 0
-};
+// Quantisation parameters of one tensor: hpf::QuantParams of dtype.hpp (type, scales, zero
+// points, per-channel axis, group size and group axis), chosen by calibration.hpp.
 
 // The plan of one node.
 struct NodePlan {
