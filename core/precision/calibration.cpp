@@ -100,8 +100,8 @@ Expected<CalibrationMethod> parse_calibration_method(std::string_view name) {
   for (auto m : {CalibrationMethod::max, CalibrationMethod::percentile, CalibrationMethod::entropy})
     if (name == calibration_method_name(m)) return m;
   if (name == "kl") return CalibrationMethod::entropy;
-  return Status::invalid(fmt::format(
-      "unknown calibration method '{}' (expected max, percentile or entropy)", name));
+  return Status::invalid(
+      fmt::format("unknown calibration method '{}' (expected max, percentile or entropy)", name));
 }
 
 // ---- Observer ---------------------------------------------------------------------------------
@@ -184,11 +184,13 @@ Expected<float> Observer::threshold(const CalibrationOptions& o) const {
 
 // ---- thresholds and parameters ----------------------------------------------------------------
 
-Expected<float> entropy_threshold(std::span<const int64_t> h, float bin_width, int levels, int first_bin) {
+Expected<float> entropy_threshold(std::span<const int64_t> h, float bin_width, int levels,
+                                  int first_bin) {
   const char* fn = "entropy_threshold";
   if (levels < 2) return Status::invalid(fmt::format("{}: levels {} is below 2", fn, levels));
   if (first_bin < levels)
-    return Status::invalid(fmt::format("{}: first_bin {} is below levels {}", fn, first_bin, levels));
+    return Status::invalid(
+        fmt::format("{}: first_bin {} is below levels {}", fn, first_bin, levels));
   size_t n = h.size();
   while (n > 0 && h[n - 1] == 0) --n;
   if (n == 0) return Status::invalid(fmt::format("{}: the histogram is empty", fn));
@@ -216,7 +218,8 @@ Expected<float> percentile_abs(std::span<const float> x, double pct) {
   std::transform(x.begin(), x.end(), a.begin(), [](float v) { return std::fabs(v); });
   // Nearest rank: the smallest value with at least pct% of the values at or below it.
   // The epsilon keeps 99.99% of 10000 at rank 9999 whatever the last bit of pct / 100.
-  const auto rank = static_cast<size_t>(std::ceil(pct / 100.0 * static_cast<double>(a.size()) - 1e-9));
+  const auto rank =
+      static_cast<size_t>(std::ceil(pct / 100.0 * static_cast<double>(a.size()) - 1e-9));
   const size_t k = std::clamp<size_t>(rank, 1, a.size()) - 1;
   std::nth_element(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(k), a.end());
   return a[k];
@@ -230,7 +233,8 @@ QuantParams int8_symmetric(float threshold) {
   return p;
 }
 
-Expected<QuantParams> int8_activation_params(const Observer& obs, const CalibrationOptions& options) {
+Expected<QuantParams> int8_activation_params(const Observer& obs,
+                                             const CalibrationOptions& options) {
   HPF_ASSIGN_OR_RETURN(const float t, obs.threshold(options));
   return int8_symmetric(t);
 }
@@ -244,8 +248,9 @@ Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank
   if (op == "Gemm" && input == 1 && rank == 2) return trans_b ? WeightAxes{0, 1} : WeightAxes{1, 0};
   if (op == "Conv" && input == 1 && rank >= 3) return WeightAxes{0, 1};
   if (op == "ConvTranspose" && input == 1 && rank >= 3) return WeightAxes{1, 0};
-  return Status::invalid(fmt::format(
-      "weight_axes: input {} of rank {} of {} is not a weight with known channel axes", input, rank, op));
+  return Status::invalid(
+      fmt::format("weight_axes: input {} of rank {} of {} is not a weight with known channel axes",
+                  input, rank, op));
 }
 
 Expected<QuantParams> int8_weight_params(const Tensor& w, int axis) {
@@ -256,7 +261,8 @@ Expected<QuantParams> int8_weight_params(const Tensor& w, int axis) {
 Expected<QuantParams> int4_weight_params(const Tensor& w, int axis, int group_size) {
   HPF_ASSIGN_OR_RETURN(auto v, float_values("int4_weight_params", w));
   if (group_size <= 0)
-    return Status::invalid(fmt::format("int4_weight_params: group_size {} is not positive", group_size));
+    return Status::invalid(
+        fmt::format("int4_weight_params: group_size {} is not positive", group_size));
   return choose_quant_params(v, w.shape(), DType::I4, true, axis, group_size);
 }
 
@@ -273,26 +279,30 @@ Expected<QuantParams> fp8_params(float amax, DType format) {
 }
 
 Status observe_values(const Graph& graph, const std::vector<std::vector<Tensor>>& batches,
-                      const std::vector<std::string>& values, std::map<std::string, Observer>& observers) {
+                      const std::vector<std::string>& values,
+                      std::map<std::string, Observer>& observers) {
   Graph g = graph;  // the same graph with every observed value as an extra output
   const size_t first_extra = g.outputs().size();
   for (const std::string& name : values) {
     auto id = g.find_value(name);
     if (!id)
-      return Status::invalid(fmt::format("observe_values: graph '{}' has no value '{}'", g.name(), name));
+      return Status::invalid(
+          fmt::format("observe_values: graph '{}' has no value '{}'", g.name(), name));
     if (!is_float(g.value(*id).dtype))
-      return Status::invalid(fmt::format("observe_values: value '{}' is {}, not a float value", name,
-                                         dtype_name(g.value(*id).dtype)));
+      return Status::invalid(fmt::format("observe_values: value '{}' is {}, not a float value",
+                                         name, dtype_name(g.value(*id).dtype)));
     HPF_RETURN_IF_ERROR(g.add_output(*id));
   }
   for (size_t b = 0; b < batches.size(); ++b) {
     auto outs = ref::run(g, batches[b]);
     if (!outs.ok())
-      return Status(outs.status().code(), fmt::format("observe_values: batch {}: {}", b, outs.status().message()));
+      return Status(outs.status().code(),
+                    fmt::format("observe_values: batch {}: {}", b, outs.status().message()));
     for (size_t k = 0; k < values.size(); ++k) {
       Status s = observers[values[k]].observe((*outs)[first_extra + k]);
       if (!s.ok())
-        return Status::invalid(fmt::format("observe_values: batch {}, value '{}': {}", b, values[k], s.message()));
+        return Status::invalid(
+            fmt::format("observe_values: batch {}, value '{}': {}", b, values[k], s.message()));
     }
   }
   return {};

@@ -56,12 +56,13 @@ struct CalibrationOptions {
 // histogram of `bins` equal bins over [0, range()).
 //
 // Bins are right-closed, (j w, (j + 1) w] with 0 in bin 0, so |x| == range lands in the last
-// bin. The range is set by the first batch with a non-zero value (its amax). When a later batch exceeds the range, the range doubles (as often as needed) and each pair
-// of adjacent bins merges into one. Old bins nest exactly in the new ones, so no count is
-// smeared or approximated: the histogram always equals the one that would have been built
-// over the final range from the start. The cost: the final range can be up to twice the final
-// amax, so between bins/2 and bins of the bins hold data (at least 1024 of 2048). Zeros seen
-// before the range exists are kept aside and land in bin 0.
+// bin. The range is set by the first batch with a non-zero value (its amax). When a later batch
+// exceeds the range, the range doubles (as often as needed) and each pair of adjacent bins merges
+// into one. Old bins nest exactly in the new ones, so no count is smeared or approximated: the
+// histogram always equals the one that would have been built over the final range from the start.
+// The cost: the final range can be up to twice the final amax, so between bins/2 and bins of the
+// bins hold data (at least 1024 of 2048). Zeros seen before the range exists are kept aside and
+// land in bin 0.
 class Observer {
  public:
   static constexpr int kDefaultBins = 2048;
@@ -113,7 +114,8 @@ Expected<float> percentile_abs(std::span<const float> x, double pct);
 // INT8 per-tensor symmetric parameters for threshold t: scale t / 127 (1 when t is 0).
 QuantParams int8_symmetric(float threshold);
 // INT8 activation parameters from an observer with the chosen method.
-Expected<QuantParams> int8_activation_params(const Observer& obs, const CalibrationOptions& options = {});
+Expected<QuantParams> int8_activation_params(const Observer& obs,
+                                             const CalibrationOptions& options = {});
 
 // Where a weight's output channels and reduction run, for a node input that is a weight.
 struct WeightAxes {
@@ -123,7 +125,8 @@ struct WeightAxes {
 // MatMul B [.., K, N]: output N (last), reduction K; Gemm B: [K, N], or [N, K] with transB;
 // Conv / ConvTranspose W: [M, C/g, k..]: output 0, reduction 1 (ConvTranspose [C, M/g, k..]:
 // output 1, reduction 0). Errors: another op or input, or a rank that does not fit.
-Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank, bool trans_b = false);
+Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank,
+                                 bool trans_b = false);
 
 // Per-channel INT8 weight scales: amax over everything but `axis`, / 127, symmetric.
 Expected<QuantParams> int8_weight_params(const Tensor& w, int axis);
@@ -138,6 +141,7 @@ Expected<QuantParams> fp8_params(float amax, DType format = DType::F8E4M3);
 // every value named in `values` (float values anywhere in the graph) into its observer, created
 // on first use. Errors: a name the graph lacks or that is not float, a failing run.
 Status observe_values(const Graph& graph, const std::vector<std::vector<Tensor>>& batches,
-                      const std::vector<std::string>& values, std::map<std::string, Observer>& observers);
+                      const std::vector<std::string>& values,
+                      std::map<std::string, Observer>& observers);
 
 }  // namespace hpf

@@ -1,5 +1,7 @@
 // Calibration (max, percentile, KL entropy, weight scales) and the reference interpreter's
 // emulation of quantised plans (fake quantisation, exact integer accumulation).
+#include "hpf/calibration.hpp"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -7,7 +9,6 @@
 #include <random>
 #include <vector>
 
-#include "hpf/calibration.hpp"
 #include "hpf/divergence.hpp"
 #include "hpf/models.hpp"
 #include "hpf/reference.hpp"
@@ -34,7 +35,8 @@ struct Rng {
 
 std::vector<float> pm_ramp(int n) {  // +-1, +-2, ..., +-n with alternating signs
   std::vector<float> x(static_cast<size_t>(n));
-  for (int k = 0; k < n; ++k) x[static_cast<size_t>(k)] = static_cast<float>(k % 2 ? -(k + 1) : k + 1);
+  for (int k = 0; k < n; ++k)
+    x[static_cast<size_t>(k)] = static_cast<float>(k % 2 ? -(k + 1) : k + 1);
   return x;
 }
 
@@ -54,7 +56,8 @@ TEST_CASE("calibration: max and percentile on known data") {
   CHECK(*percentile_abs(x, 99.99) == 9999.0f);
   CHECK(*percentile_abs(x, 50) == 5000.0f);
   CHECK(*percentile_abs(x, 0.01) == 1.0f);
-  CHECK(percentile_abs(x, 0).status().message() == "percentile_abs: percentile 0 is outside (0, 100]");
+  CHECK(percentile_abs(x, 0).status().message() ==
+        "percentile_abs: percentile 0 is outside (0, 100]");
   CHECK(percentile_abs({}, 50).status().message() == "percentile_abs: no values");
 
   Observer obs;
@@ -76,7 +79,8 @@ TEST_CASE("calibration: max and percentile on known data") {
   Observer empty;
   CHECK(empty.threshold({}).status().message() == "Observer: nothing observed");
   const float inf = INFINITY;
-  CHECK(obs.observe(std::vector<float>{1, inf}).message() == "Observer: value 1 of the batch is inf");
+  CHECK(obs.observe(std::vector<float>{1, inf}).message() ==
+        "Observer: value 1 of the batch is inf");
   CHECK(obs.count() == 10000);  // the bad batch left nothing behind
 }
 
@@ -109,7 +113,8 @@ TEST_CASE("calibration: KL entropy clips a heavy tail and keeps a uniform range"
   SUBCASE("Laplacian with outliers: threshold well below the max") {
     std::vector<float> x(200000);
     for (float& v : x) v = rng.laplace(1.0);
-    for (int k = 0; k < 20; ++k) x[static_cast<size_t>(k) * 1000] = (k % 2 ? -1.0f : 1.0f) * (60.0f + 2.0f * k);
+    for (int k = 0; k < 20; ++k)
+      x[static_cast<size_t>(k) * 1000] = (k % 2 ? -1.0f : 1.0f) * (60.0f + 2.0f * k);
     Observer obs;
     // Several batches, so the range grows on the way.
     for (size_t b = 0; b < 4; ++b)
@@ -145,12 +150,14 @@ TEST_CASE("calibration: KL entropy clips a heavy tail and keeps a uniform range"
     // The same histogram with the zeros left in (the method as published) clips far lower.
     auto with_zeros = entropy_threshold(obs.histogram(), obs.bin_width());
     REQUIRE(with_zeros.ok());
-    MESSAGE("relu-like: amax " << obs.amax() << ", entropy " << t << ", with zeros " << *with_zeros);
+    MESSAGE("relu-like: amax " << obs.amax() << ", entropy " << t << ", with zeros "
+                               << *with_zeros);
     CHECK(*with_zeros < 0.5f * t);
   }
   SUBCASE("errors") {
     const std::vector<int64_t> h(256, 1);
-    CHECK(entropy_threshold(h, 1.0f, 1).status().message() == "entropy_threshold: levels 1 is below 2");
+    CHECK(entropy_threshold(h, 1.0f, 1).status().message() ==
+          "entropy_threshold: levels 1 is below 2");
     CHECK(entropy_threshold(h, 1.0f, 128, 64).status().message() ==
           "entropy_threshold: first_bin 64 is below levels 128");
     CHECK(entropy_threshold(std::vector<int64_t>(256, 0), 1.0f).status().message() ==
@@ -184,7 +191,8 @@ TEST_CASE("calibration: per-channel INT8, group-wise INT4 and FP8 weight scales"
   // column n holds amax 7 * (g * 2 + n + 1) at row g * 32 + n.
   std::vector<float> v(128, 0.25f);
   for (int g = 0; g < 2; ++g)
-    for (int n = 0; n < 2; ++n) v[static_cast<size_t>((g * 32 + n) * 2 + n)] = -7.0f * static_cast<float>(g * 2 + n + 1);
+    for (int n = 0; n < 2; ++n)
+      v[static_cast<size_t>((g * 32 + n) * 2 + n)] = -7.0f * static_cast<float>(g * 2 + n + 1);
   auto p4 = int4_weight_params(f32({64, 2}, v), 0, 32);
   REQUIRE(p4.ok());
   CHECK(p4->type == DType::I4);
@@ -259,8 +267,8 @@ TEST_CASE("emulation: an int8 MatMul equals the hand-computed quantised result")
   e.value_quant["w"] = params(DType::I8, {1.0f / 127, 0.125f / 127}, 1);
   auto r2 = ref::run(g, {x}, o);
   REQUIRE(r2.ok());
-  // q_x = round(x * 127 / 2.5) = [[25, -51, 13], [127, 5, -38]]; q_w = [[64, 31], [-32, 61], [127, -127]]
-  // (w00 = 0.5 -> 63.5 -> 64, w01 = 0.0302734375 -> 30.76 -> 31, w11 = 0.06 -> 60.96 -> 61).
+  // q_x = round(x * 127 / 2.5) = [[25, -51, 13], [127, 5, -38]]; q_w = [[64, 31], [-32, 61], [127,
+  // -127]] (w00 = 0.5 -> 63.5 -> 64, w01 = 0.0302734375 -> 30.76 -> 31, w11 = 0.06 -> 60.96 -> 61).
   const int qx[2][3] = {{25, -51, 13}, {127, 5, -38}};
   const int qw[3][2] = {{64, 31}, {-32, 61}, {127, -127}};
   const double sx = 2.5f / 127, sw[2] = {1.0f / 127, 0.125f / 127};
@@ -282,7 +290,8 @@ TEST_CASE("emulation: an int8 MatMul equals the hand-computed quantised result")
   e.value_quant.erase("nope");
   e.value_quant["w"] = params(DType::I8, {1, 1, 1}, 1);
   CHECK(ref::run(g, {x}, o).status().message() ==
-        "emulation: value 'w': fake_quantize: per-channel axis 1 of shape [3,2] needs 2 scales, got 3");
+        "emulation: value 'w': fake_quantize: per-channel axis 1 of shape [3,2] needs 2 scales, "
+        "got 3");
 }
 
 TEST_CASE("emulation: an int8 Conv with per-output-channel weight scales") {
@@ -296,7 +305,8 @@ TEST_CASE("emulation: an int8 Conv with per-output-channel weight scales") {
   Graph g = std::move(b.build()).value();
   ref::Emulation e;
   e.value_quant["x"] = params(DType::I8, {1.0f / 64});
-  e.value_quant["w"] = params(DType::I8, {1.0f / 64, 1.0f / 512}, weight_axes("Conv", 1, 4)->output);
+  e.value_quant["w"] =
+      params(DType::I8, {1.0f / 64, 1.0f / 512}, weight_axes("Conv", 1, 4)->output);
   e.accumulation["conv"] = DType::I32;
   ref::RunOptions o;
   o.emulation = &e;
@@ -353,15 +363,18 @@ TEST_CASE("emulation: int8 weights and activations of builtin:mlp stay close to 
   std::map<std::string, Observer> obs;
   REQUIRE(observe_values(g, calib, mv.activations, obs).ok());
   REQUIRE(obs.size() == 2);
-  for (const auto& [name, o] : obs) CHECK(o.count() == (name == "x" ? 4 * 256 * 64 : 4 * 256 * 128));
   for (const auto& [name, o] : obs)
-    MESSAGE(name << ": amax " << o.amax() << ", p99.99 " << *o.threshold({CalibrationMethod::percentile})
-                 << ", entropy " << *o.threshold({CalibrationMethod::entropy}));
+    CHECK(o.count() == (name == "x" ? 4 * 256 * 64 : 4 * 256 * 128));
+  for (const auto& [name, o] : obs)
+    MESSAGE(name << ": amax " << o.amax() << ", p99.99 "
+                 << *o.threshold({CalibrationMethod::percentile}) << ", entropy "
+                 << *o.threshold({CalibrationMethod::entropy}));
   const std::vector<Tensor> eval = *models::example_inputs(g, 7, 64);
 
   auto int8_plan = [&](CalibrationMethod m) {
     ref::Emulation e;
-    for (const std::string& a : mv.activations) e.value_quant[a] = *int8_activation_params(obs.at(a), {m});
+    for (const std::string& a : mv.activations)
+      e.value_quant[a] = *int8_activation_params(obs.at(a), {m});
     for (const std::string& w : mv.weights) {
       const Tensor& t = *g.value(*g.find_value(w)).constant;
       e.value_quant[w] = *int8_weight_params(t, weight_axes("MatMul", 1, t.rank())->output);
@@ -370,7 +383,8 @@ TEST_CASE("emulation: int8 weights and activations of builtin:mlp stay close to 
     return e;
   };
   double kl_max = 0;
-  for (auto m : {CalibrationMethod::max, CalibrationMethod::percentile, CalibrationMethod::entropy}) {
+  for (auto m :
+       {CalibrationMethod::max, CalibrationMethod::percentile, CalibrationMethod::entropy}) {
     CAPTURE(calibration_method_name(m));
     const double kl = mlp_kl(g, eval, int8_plan(m));
     CHECK(kl > 0);  // the emulation really quantised something
