@@ -14,8 +14,8 @@ struct Layout {
   enum class Kind { tensor, channel, group };
   Kind kind = Kind::tensor;
   int64_t numel = 0;
-  int64_t inner = 1;     // channel: elements after the axis
-  int64_t channels = 1;  // channel: shape[axis]
+  int64_t inner = 1;     // channel, group: elements after the axis
+  int64_t channels = 1;  // channel, group: shape[axis]
   int64_t group = 1;     // group: group_size
 
   int64_t slots() const {
@@ -35,10 +35,13 @@ struct Layout {
         return 0;
       case Kind::channel:
         return static_cast<size_t>((i / inner) % channels);
-      // The last axis is a multiple of the group, so groups never straddle rows and the
-      // row-major group number is simply i / group.
-      case Kind::group:
-        return static_cast<size_t>(i / group);
+      // The group axis is a multiple of the group, so groups never straddle rows: the slot is
+      // the row-major index over the shape with the group axis divided by the group (i / group
+      // for the last axis, where inner is 1).
+      case Kind::group: {
+        const int64_t outer = i / (channels * inner), a = (i / inner) % channels, in = i % inner;
+        return static_cast<size_t>((outer * (channels / group) + a / group) * inner + in);
+      }
     }
     return 0;
   }
@@ -49,6 +52,7 @@ std::string shape_str(std::span<const int64_t> shape) {
 }
 
 bool is_quant_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::I4; }
+bool is_scaled_fp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
 
 // Same rule as the FP32 encoders: independent of the FPU rounding mode.
 float round_half_even(float v) {
@@ -79,15 +83,25 @@ Expected<int64_t> checked_numel(const char* fn, std::span<const int64_t> shape, 
   return numel;
 }
 
-Status check_group(const char* fn, std::span<const int64_t> shape, int group_size) {
+// The group axis: `axis`, or the last one when axis is -1.
+Expected<int> check_group(const char* fn, std::span<const int64_t> shape, int group_size,
+                          int axis) {
+  const int rank = static_cast<int>(shape.size());
   if (shape.empty())
     return Status::invalid(
         fmt::format("{}: group_size {} needs a tensor with at least one axis", fn, group_size));
-  if (shape.back() % group_size != 0)
+  if (axis < -1 || axis >= rank)
+    return Status::invalid(fmt::format("{}: group axis {} is out of range for shape {}", fn, axis,
+                                       shape_str(shape)));
+  const int g = axis < 0 ? rank - 1 : axis;
+  const int64_t dim = shape[static_cast<size_t>(g)];
+  if (dim % group_size == 0) return g;
+  if (g == rank - 1)
     return Status::invalid(
         fmt::format("{}: group_size {} does not divide the last dimension {} of shape {}", fn,
-                    group_size, shape.back(), shape_str(shape)));
-  return {};
+                    group_size, dim, shape_str(shape)));
+  return Status::invalid(fmt::format("{}: group_size {} does not divide dimension {} (axis {}) of shape {}",
+                                     fn, group_size, dim, g, shape_str(shape)));
 }
 
 Layout channel_layout(std::span<const int64_t> shape, int axis, int64_t numel) {
@@ -99,10 +113,28 @@ Layout channel_layout(std::span<const int64_t> shape, int axis, int64_t numel) {
   return l;
 }
 
+Layout group_layout(std::span<const int64_t> shape, int axis, int group_size, int64_t numel) {
+  Layout l = channel_layout(shape, axis, numel);
+  l.kind = Layout::Kind::group;
+  l.group = group_size;
+  return l;
+}
+
 // Checks everything quantize and dequantize share and works out which scale each element uses.
+// `scaled_fp8`: also accept F8E4M3/F8E5M2 (fake_quantize), symmetric only.
 Expected<Layout> check_params(const char* fn, std::span<const int64_t> shape, size_t count,
-                              const QuantParams& p, size_t bytes) {
-  HPF_RETURN_IF_ERROR(check_type(fn, p.type));
+                              const QuantParams& p, size_t bytes, bool scaled_fp8 = false) {
+  if (scaled_fp8 && is_scaled_fp8(p.type)) {
+    if (!p.zero_points.empty())
+      return Status::invalid(fmt::format("{}: scaled {} is symmetric; got {} zero points", fn,
+                                         dtype_name(p.type), p.zero_points.size()));
+  } else if (scaled_fp8 && !is_quant_type(p.type)) {
+    return Status::invalid(fmt::format(
+        "{}: type {} is not a quantised type (expected i8, u8, i4, f8e4m3 or f8e5m2)", fn,
+        dtype_name(p.type)));
+  } else {
+    HPF_RETURN_IF_ERROR(check_type(fn, p.type));
+  }
   HPF_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(fn, shape, count));
   const size_t need = storage_bytes(p.type, static_cast<size_t>(numel));
   if (bytes != need)
@@ -114,9 +146,8 @@ Expected<Layout> check_params(const char* fn, std::span<const int64_t> shape, si
   if (p.group_size < 0)
     return Status::invalid(fmt::format("{}: group_size {} is negative", fn, p.group_size));
   if (p.group_size > 0) {
-    HPF_RETURN_IF_ERROR(check_group(fn, shape, p.group_size));
-    l.kind = Layout::Kind::group;
-    l.group = p.group_size;
+    HPF_ASSIGN_OR_RETURN(const int g, check_group(fn, shape, p.group_size, p.axis));
+    l = group_layout(shape, g, p.group_size, numel);
     if (n_scales != static_cast<size_t>(l.slots()))
       return Status::invalid(fmt::format("{}: group_size {} over shape {} needs {} scales, got {}",
                                          fn, p.group_size, shape_str(shape), l.slots(), n_scales));
@@ -196,17 +227,12 @@ Expected<QuantParams> choose_quant_params(std::span<const float> x, std::span<co
                                        axis, shape_str(shape)));
   if (group_size < 0)
     return Status::invalid(fmt::format("{}: group_size {} is negative", fn, group_size));
-  if (axis >= 0 && group_size > 0)
-    return Status::invalid(fmt::format(
-        "{}: axis {} and group_size {} both given; per channel and group-wise exclude each other",
-        fn, axis, group_size));
 
   Layout l;
   l.numel = numel;
   if (group_size > 0) {
-    HPF_RETURN_IF_ERROR(check_group(fn, shape, group_size));
-    l.kind = Layout::Kind::group;
-    l.group = group_size;
+    HPF_ASSIGN_OR_RETURN(const int g, check_group(fn, shape, group_size, axis));
+    l = group_layout(shape, g, group_size, numel);
   } else if (axis >= 0) {
     l = channel_layout(shape, axis, numel);
   }
@@ -224,7 +250,7 @@ Expected<QuantParams> choose_quant_params(std::span<const float> x, std::span<co
 
   QuantParams p;
   p.type = type;
-  p.axis = l.kind == Layout::Kind::channel ? axis : -1;
+  p.axis = l.kind == Layout::Kind::tensor ? -1 : axis;
   p.group_size = group_size;
   p.scales.resize(slots);
   if (!symmetric) p.zero_points.resize(slots);
@@ -289,6 +315,26 @@ Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
     const auto v = static_cast<int32_t>(decode(p.type, bits));
     const int32_t zp = p.zero_points.empty() ? 0 : p.zero_points[s];
     x[idx] = static_cast<float>(v - zp) * p.scales[s];
+  }
+  return {};
+}
+
+Status fake_quantize(std::span<float> x, std::span<const int64_t> shape, const QuantParams& p,
+                     Overflow mode) {
+  const char* fn = "fake_quantize";
+  const size_t count = x.size();
+  HPF_ASSIGN_OR_RETURN(const Layout l,
+                       check_params(fn, shape, count, p, storage_bytes(p.type, count), true));
+  if (is_quant_type(p.type)) {
+    // Through real packed storage, so emulation and quantize/dequantize cannot drift apart.
+    std::vector<std::byte> q(storage_bytes(p.type, count));
+    HPF_RETURN_IF_ERROR(quantize(x, shape, p, q));
+    return dequantize(q, shape, p, x);
+  }
+  for (int64_t i = 0; i < l.numel; ++i) {
+    float& v = x[static_cast<size_t>(i)];
+    const float s = p.scales[l.slot(i)];
+    v = round_to(p.type, v / s, mode) * s;
   }
   return {};
 }

@@ -14,6 +14,21 @@ void round_floats(Buf& b, DType fmt, Overflow mode) {
   for (float& x : b.f) x = round_to(fmt, x, mode);
 }
 
+// Every value_quant entry must name a float value of the graph: a misspelt name would silently
+// leave a value in FP32 and make a quantised plan look better than it is.
+Status check_value_quant(const Graph& g, const Emulation& emu) {
+  for (const auto& [name, p] : emu.value_quant) {
+    auto id = g.find_value(name);
+    if (!id)
+      return Status::invalid("emulation: value_quant names '" + name + "', which graph '" + g.name() +
+                             "' does not have");
+    if (!is_float(g.value(*id).dtype))
+      return Status::invalid("emulation: value_quant names '" + name + "', a " +
+                             std::string(dtype_name(g.value(*id).dtype)) + " value (only float values are quantised)");
+  }
+  return {};
+}
+
 Status check_input(const Graph& g, ValueId id, const Buf& t,
                    std::map<std::string, int64_t>& symbols) {
   const Value& v = g.value(id);
@@ -83,12 +98,27 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
                            " inputs (" + names + "), got " + std::to_string(inputs.size()));
   }
   const Emulation* emu = options.emulation;
+  if (emu) HPF_RETURN_IF_ERROR(check_value_quant(g, *emu));
   auto format_of = [&](const Value& v) {
     if (!emu || !is_float(v.dtype)) return DType::F32;
     auto it = emu->value_format.find(v.name);
     return it != emu->value_format.end() ? it->second : emu->default_format;
   };
   const Overflow mode = emu ? emu->overflow : Overflow::saturate;
+  // A value's emulated storage: its quantised form when the emulation quantises it, else its
+  // float format.
+  auto store = [&](Buf& b, const Value& v) -> Status {
+    if (emu && b.is_float()) {
+      auto q = emu->value_quant.find(v.name);
+      if (q != emu->value_quant.end()) {
+        Status s = fake_quantize(b.f, b.shape, q->second, mode);
+        if (!s.ok()) return Status::invalid("emulation: value '" + v.name + "': " + s.message());
+        return {};
+      }
+    }
+    round_floats(b, format_of(v), mode);
+    return {};
+  };
 
   HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
   const auto& values = g.values();
@@ -107,16 +137,17 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
     const ValueId id = g.inputs()[k];
     HPF_RETURN_IF_ERROR(check_input(g, id, inputs[k], symbols));
     env[id] = std::move(inputs[k]);
-    round_floats(env[id], format_of(values[id]), mode);
+    HPF_RETURN_IF_ERROR(store(env[id], values[id]));
     ready[id] = true;
   }
-  auto materialise = [&](ValueId id) {
-    if (ready[id] || !values[id].constant) return;
+  auto materialise = [&](ValueId id) -> Status {
+    if (ready[id] || !values[id].constant) return {};
     env[id] = to_buf(*values[id].constant);
-    round_floats(env[id], format_of(values[id]), mode);
+    HPF_RETURN_IF_ERROR(store(env[id], values[id]));
     ready[id] = true;
+    return {};
   };
-  for (ValueId id : g.outputs()) materialise(id);
+  for (ValueId id : g.outputs()) HPF_RETURN_IF_ERROR(materialise(id));
 
   const KernelTable& table = kernels();
   const bool trace = log_level() <= LogLevel::trace;
@@ -133,7 +164,7 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
         in.push_back(nullptr);
         continue;
       }
-      materialise(v);
+      HPF_RETURN_IF_ERROR(materialise(v));
       if (!ready[v])
         return Status::internal("node '" + n.name + "': input '" + values[v].name + "' was not computed");
       in.push_back(&env[v]);
@@ -153,7 +184,7 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
       // them (IEEE); E4M3 saturates like the hardware's satfinite conversion.
       round_floats(b, b.dtype,
                    is_float(b.dtype) && float_format(b.dtype).has_inf ? Overflow::propagate : Overflow::saturate);
-      round_floats(b, format_of(values[o]), mode);
+      HPF_RETURN_IF_ERROR(store(b, values[o]));
       if (trace)
         log(LogLevel::trace, "ref: node '" + n.name + "' (" + n.op + ") -> '" + values[o].name + "' " +
                                  std::string(dtype_name(b.dtype)) + shape_string(b.shape));
@@ -169,7 +200,7 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
 
   std::vector<Buf> out;
   for (ValueId id : g.outputs()) {
-    materialise(id);
+    HPF_RETURN_IF_ERROR(materialise(id));
     if (!ready[id]) return Status::internal("output '" + values[id].name + "' was not computed");
     out.push_back(env[id]);  // a copy: one value may be several outputs
   }

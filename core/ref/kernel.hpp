@@ -156,9 +156,11 @@ class BroadcastIndexer {
 // Calls f(zero, round) with the accumulator type for `acc`: zero is a double for FP64 and a
 // float otherwise; round is the identity for FP64/FP32 and round_to(format) for narrower
 // formats, applied to every partial sum. Write a kernel's inner loop once as a generic lambda.
+// An integer accumulation format (I32 for int8 plans) means exact accumulation: FP64, which
+// sums products of fake-quantised INT8 values without error (see reference.hpp).
 template <typename F>
 auto with_accumulation(Accumulation acc, F&& f) {
-  if (!acc) return f(0.0, [](double x) { return x; });
+  if (!acc || is_integer(*acc)) return f(0.0, [](double x) { return x; });
   if (*acc == DType::F32) return f(0.0f, [](float x) { return x; });
   const DType t = *acc;
   return f(0.0f, [t](float x) { return round_to(t, x); });

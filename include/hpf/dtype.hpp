@@ -110,16 +110,20 @@ Status decode_span(DType t, std::span<const std::byte> bytes, std::span<float> v
 // Granularity:
 //   per tensor:   scales.size() == 1, axis ignored;
 //   per channel:  scales.size() == shape[axis] (INT8, e.g. one scale per output channel);
-//   group-wise:   group_size > 0: the last axis is cut into groups of group_size consecutive
-//                 elements (32, 64 or 128 for INT4), one scale per group per row, so
-//                 scales.size() == numel / group_size.
+//   group-wise:   group_size > 0: the group axis (`axis`, or the last axis when axis is -1) is
+//                 cut into groups of group_size consecutive elements (32, 64 or 128 for INT4,
+//                 along a weight's reduction axis), one scale per group per position of the
+//                 other axes, so scales.size() == numel / group_size. The scales are laid out
+//                 row-major over the shape with the group axis divided by group_size: for the
+//                 last axis, element i uses scales[i / group_size].
 // Zero points: empty means all zero (symmetric); otherwise the same count as scales.
 struct QuantParams {
-  DType type = DType::I8;               // I8, U8 or I4
+  DType type = DType::I8;               // I8, U8 or I4 (fake_quantize also F8E4M3, F8E5M2)
   std::vector<float> scales;            // > 0 and finite
   std::vector<int32_t> zero_points;     // empty: symmetric
-  int axis = -1;                        // per channel: the axis the scales run along
-  int group_size = 0;                   // group-wise along the last axis when > 0
+  int axis = -1;                        // per channel: the axis the scales run along;
+                                        // group-wise: the group axis (-1: the last)
+  int group_size = 0;                   // group-wise when > 0
 };
 
 // Range of the quantised type: I8 [-128,127], U8 [0,255], I4 [-8,7].
@@ -129,7 +133,8 @@ int32_t qmax(DType t);
 // Chooses parameters from the data. Symmetric: zero point 0, scale = max|x| / qmax
 // (I8 127, I4 7). Asymmetric (I8/U8): scale = (max - min) / (qmax - qmin) over the range
 // widened to include 0, zero point rounded so that 0 is exact. All-zero data gets scale 1.
-// `axis` >= 0 gives one set of parameters per index of that axis; `group_size` > 0 one per group.
+// `axis` >= 0 gives one set of parameters per index of that axis; `group_size` > 0 one per group
+// along `axis` (the last axis when axis is -1).
 Expected<QuantParams> choose_quant_params(std::span<const float> x, std::span<const int64_t> shape,
                                           DType type, bool symmetric, int axis = -1,
                                           int group_size = 0);
@@ -140,5 +145,14 @@ Status quantize(std::span<const float> x, std::span<const int64_t> shape, const 
 // Dequantises packed storage back to FP32.
 Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
                   const QuantParams& p, std::span<float> x);
+
+// Fake quantisation in place: x = dequantize(quantize(x)), the values a quantised tensor holds,
+// in FP32, without packed storage (what the reference interpreter's emulation stores).
+// Integer types (I8, U8, I4) round half to even and saturate exactly as quantize does. Scaled
+// FP8 (F8E4M3, F8E5M2; symmetric only, any granularity): x = round_to(type, x / scale, mode) *
+// scale, so `scale` maps the data's amax onto the format's max (448 for E4M3). The product is
+// rounded to FP32 (|q| * scale needs up to 31 significant bits; the error is 2^-24 relative).
+Status fake_quantize(std::span<float> x, std::span<const int64_t> shape, const QuantParams& p,
+                     Overflow mode = Overflow::saturate);
 
 }  // namespace hpf

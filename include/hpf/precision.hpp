@@ -95,8 +95,8 @@ struct Policy {
 
 // Quantisation parameters of a tensor are hpf::QuantParams (dtype.hpp): type (I8, I4; F8E4M3
 // for FP8's per-tensor scale), scales, zero_points (empty: symmetric), axis (per channel, else
-// -1), group_size (INT4 groups, else 0). A plan made from a policy carries the granularity with
-// empty scales; calibration fills the scales.
+// -1), group_size and group axis (INT4 groups, else 0). A plan made from a policy carries the
+// granularity with empty scales; calibration (calibration.hpp) fills the scales.
 
 // The plan of one node.
 struct NodePlan {

@@ -6,8 +6,22 @@
 // format (say, the output of a Cast to F16) holds exactly the values that format can represent.
 //
 // Emulated mode: an Emulation says, per value, which format its data is rounded to after it is
-// computed, and per node, which format its accumulators are rounded to after every addition.
-// This measures the accuracy of a precision plan without a device.
+// computed (or which quantised format it is stored in), and per node, which format its
+// accumulators are rounded to after every addition. This measures the accuracy of a precision
+// plan without a device.
+//
+// Quantised plans (INT8, INT4 weights, scaled FP8) are emulated by fake quantisation: a value in
+// Emulation::value_quant holds, in FP32, exactly what its quantised storage dequantises to
+// (hpf::fake_quantize: x / scale rounded half to even and saturated to the type's range, then
+// times scale). Weights (initializers) take per-channel or group-wise parameters, activations
+// per-tensor ones. Kernels then compute on these values as usual. With accumulation I32 (or
+// any integer format) a node accumulates in FP64, which is what an INT32 accumulator computes:
+// each product of two dequantised INT8 values q_a*s_a * q_w*s_w is exact in FP64 (24 + 24
+// significant bits), and sums of |q_a*q_w| <= 2^14 stay exact in FP64's 53 bits up to 2^39
+// terms, far beyond any real reduction (an INT32 accumulator itself overflows after 2^17 worst-
+// case terms). So an emulated int8 MatMul/Gemm/Conv equals s_a*s_w*sum(q_a*q_w), rounded once
+// to FP32, with the only approximation the FP32 rounding of each dequantised value (2^-24
+// relative: a scale is not a power of two in general).
 //
 // Control flow (If, Loop, Scan) runs its subgraphs with this interpreter in ground-truth mode,
 // whatever the enclosing run's emulation.
@@ -16,9 +30,11 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "hpf/dtype.hpp"
 #include "hpf/graph.hpp"
 #include "hpf/tensor.hpp"
 
@@ -34,6 +50,14 @@ struct Emulation {
   std::map<std::string, DType> accumulation;
   std::optional<DType> default_accumulation;
   Overflow overflow = Overflow::saturate;  // for FP8 storage
+  // Quantised storage of float values, by value name: QuantParams::type is the stored format
+  // (I8, U8 or I4 with scales and zero points; F8E4M3 / F8E5M2 with scales, symmetric), its
+  // scales per tensor, per channel (axis) or per group (group_size along axis) as dtype.hpp
+  // describes. A value listed here is fake-quantised instead of rounded to its value_format or
+  // default_format (scaled FP8 uses `overflow`). Graph inputs, initializers and node outputs
+  // all follow it. Errors: a name that is not a float value of the graph, parameters that do
+  // not fit the value's shape (reported naming the value).
+  std::map<std::string, QuantParams> value_quant;
 };
 
 struct RunOptions {

@@ -355,8 +355,7 @@ TEST_CASE("choose_quant_params: bad arguments are invalid_argument with a messag
   CHECK(choose_error(x12, {3, 4}, DType::I8, true, -2) ==
         "choose_quant_params: axis -2 is out of range for shape [3,4] (-1 for none)");
   CHECK(choose_error(x12, {3, 4}, DType::I4, true, 0, 2) ==
-        "choose_quant_params: axis 0 and group_size 2 both given; per channel and group-wise "
-        "exclude each other");
+        "choose_quant_params: group_size 2 does not divide dimension 3 (axis 0) of shape [3,4]");
   CHECK(choose_error(std::vector<float>(96), {2, 48}, DType::I4, true, -1, 32) ==
         "choose_quant_params: group_size 32 does not divide the last dimension 48 of shape [2,48]");
   CHECK(choose_error(x12, {3, 5}, DType::I8, true) ==
@@ -365,4 +364,43 @@ TEST_CASE("choose_quant_params: bad arguments are invalid_argument with a messag
   bad[1] = std::numeric_limits<float>::infinity();
   CHECK(choose_error(bad, {3, 4}, DType::I8, false) ==
         "choose_quant_params: x[1] = inf is not finite");
+}
+
+TEST_CASE("quantize: I4 group-wise along a non-last axis (a [K, N] MatMul weight)") {
+  // Shape [4, 3], groups of 2 along axis 0: scales laid out as [2, 3], element (k, n) uses
+  // scales[(k / 2) * 3 + n].
+  const std::vector<float> x = {7, -14, 1,   //
+                                -3, 2, 0.6f,  //
+                                21, 1, -3.5f,  //
+                                0, -7, 7};
+  auto p = hpf::choose_quant_params(x, Shape{4, 3}, DType::I4, true, 0, 2);
+  REQUIRE(p.ok());
+  CHECK(p->axis == 0);
+  CHECK(p->group_size == 2);
+  CHECK(p->scales == std::vector<float>{1, 2, 1.0f / 7, 3, 1, 1});
+  // 0.6 / (1/7) = 4.2 -> 4; -3.5 / 1 -> -4 (tie to even).
+  CHECK(quantize_ints(x, {4, 3}, *p) == std::vector<int>{7, -7, 7, -3, 1, 4, 7, 1, -4, 0, -7, 7});
+  std::vector<float> fq = x;
+  REQUIRE(hpf::fake_quantize(fq, Shape{4, 3}, *p).ok());
+  CHECK(fq[4] == 2.0f);
+  CHECK(fq[5] == 4.0f * (1.0f / 7));
+}
+
+TEST_CASE("fake_quantize: integer and scaled FP8 types") {
+  // I8 per tensor, scale 0.5: 0.75 -> 1.5 -> 2 (tie to even) -> 1.0; 100 saturates at 127 -> 63.5.
+  std::vector<float> x = {0.75f, 0.25f, -0.3f, 100, -100};
+  REQUIRE(hpf::fake_quantize(x, Shape{5}, params(DType::I8, {0.5f})).ok());
+  CHECK(x == std::vector<float>{1.0f, 0.0f, -0.5f, 63.5f, -64.0f});
+  // E4M3 with scale 2: 1000 / 2 = 500 saturates at 448 -> 896; 3 / 2 = 1.5 exact -> 3;
+  // 2.3 / 2 = 1.15 -> 1.125 (3 mantissa bits) -> 2.25.
+  std::vector<float> y = {1000, 3, 2.3f};
+  REQUIRE(hpf::fake_quantize(y, Shape{3}, params(DType::F8E4M3, {2.0f})).ok());
+  CHECK(y == std::vector<float>{896, 3, 2.25f});
+  std::vector<float> z = {1000};
+  REQUIRE(hpf::fake_quantize(z, Shape{1}, params(DType::F8E4M3, {2.0f}), hpf::Overflow::propagate).ok());
+  CHECK(std::isnan(z[0]));
+  CHECK(hpf::fake_quantize(y, Shape{3}, params(DType::F8E4M3, {1.0f}, {0})).message() ==
+        "fake_quantize: scaled f8e4m3 is symmetric; got 1 zero points");
+  CHECK(hpf::fake_quantize(y, Shape{3}, params(DType::BF16, {1.0f})).message() ==
+        "fake_quantize: type bf16 is not a quantised type (expected i8, u8, i4, f8e4m3 or f8e5m2)");
 }
