@@ -89,13 +89,15 @@ struct RunArgs {
   int threads = 0;  // 0: the plugin's default (all cores)
   bool profile = false, json = false, reference_only = false;
   DType precision = DType::F32;
+  std::string plan;       // --plan: a mode (fp32, bf16, ...) or a plan file
+  std::string save_plan;  // --save-plan FILE
   std::vector<DType> formats = {DType::F32, DType::TF32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2};
 };
 
 hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only"},
                                           {"--batch", "--seed", "--random-inputs", "--repeat", "--threads", "--formats",
-                                           "--precision", "--input", "--dim", "--output-dir"}));
+                                           "--precision", "--input", "--dim", "--output-dir", "--plan", "--save-plan"}));
   RunArgs r;
   if (a.positional.size() > 1) return hpf::Status::invalid("unexpected argument '" + a.positional[1] + "'");
   if (!a.positional.empty()) r.model = a.positional[0];
@@ -138,6 +140,10 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   r.profile = a.flag("--profile");
   r.json = a.flag("--json");
   r.reference_only = a.flag("--reference-only");
+  r.plan = a.option("--plan");
+  r.save_plan = a.option("--save-plan");
+  if (!r.plan.empty() && a.options.count("--precision"))
+    return hpf::Status::invalid("--plan and --precision both set the formats; give one");
   if (a.options.count("--precision")) {
     HPF_ASSIGN_OR_RETURN(r.precision, hpf::parse_dtype(a.option("--precision")));
     if (!hpf::is_float(r.precision)) return hpf::Status::invalid("--precision: " + a.option("--precision") + " is not a float format");
@@ -342,6 +348,28 @@ int cmd_run(const std::vector<std::string>& argv) {
       };
     auto session = hpf::Session::create(so);
     if (!session.ok()) return fail(session.status().message());
+    // --plan: a plan file, or a mode every node gets (where the device has it).
+    std::string plan_label = std::string(hpf::dtype_name(args->precision)) + " storage";
+    if (!args->plan.empty()) {
+      auto plan = std::make_shared<hpf::Plan>();
+      if (std::filesystem::exists(args->plan)) {
+        auto loaded = hpf::Plan::load(args->plan);
+        if (!loaded.ok()) return fail(loaded.status().message());
+        *plan = std::move(loaded).value();
+        plan_label = "plan " + args->plan;
+      } else {
+        auto mode = hpf::parse_mode(args->plan);
+        if (!mode.ok())
+          return fail("--plan " + args->plan + ": neither a plan file nor a mode (" + mode.status().message() + ")", 2);
+        auto made = hpf::plan_from_policy(g, hpf::Policy::uniform(*mode), session->device_formats());
+        if (!made.ok()) return fail(made.status().to_string());
+        *plan = std::move(made).value();
+        plan_label = std::string("plan ") + hpf::mode_name(*mode);
+      }
+      so.plan = plan;
+      session = hpf::Session::create(so);
+      if (!session.ok()) return fail(session.status().message());
+    }
     std::vector<std::vector<int64_t>> shapes;
     for (const auto& t : *inputs) shapes.push_back(t.shape());
     auto exe = session->compile(g, shapes);
@@ -357,7 +385,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     const auto& st = exe->compile_stats();
     results = *out;
     auto d = hpf::compare((*ref)[watched], (*out)[watched]);
-    say("\ndevice   %s, %s storage\n", st.device.c_str(), std::string(hpf::dtype_name(args->precision)).c_str());
+    say("\ndevice   %s, %s\n", st.device.c_str(), plan_label.c_str());
     say("compile  %lld kernels, %lld cache hits, %lld misses, %lld reference fallbacks, %.0f ms\n",
         static_cast<long long>(st.kernels), static_cast<long long>(st.cache_hits), static_cast<long long>(st.cache_misses),
         static_cast<long long>(st.fallbacks), st.ms);
@@ -370,7 +398,9 @@ int cmd_run(const std::vector<std::string>& argv) {
     say("latency  median %.3f ms, min %.3f, max %.3f over %lld runs\n", median(times),
         *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()),
         static_cast<long long>(args->repeat));
-    say("memory   %s (weights and a reused activation arena)\n", human_bytes(double(exe->peak_memory_bytes())).c_str());
+    say("memory   %s (weights %s and a reused activation arena); %lld standalone cast kernels\n",
+        human_bytes(double(exe->peak_memory_bytes())).c_str(), human_bytes(double(st.weight_bytes)).c_str(),
+        static_cast<long long>(st.standalone_casts));
     if (d.ok())
       say("vs ref   '%s': rel-L2 %.3e, max|err| %.3e, KL %.3e, top-1 %.0f%%%s\n", g.value(g.outputs()[watched]).name.c_str(),
           d->rel_l2, d->max_abs_error, d->kl, 100 * d->top1_agreement,
@@ -397,6 +427,29 @@ int cmd_run(const std::vector<std::string>& argv) {
     j["compile"] = {{"kernels", st.kernels}, {"cache_hits", st.cache_hits}, {"cache_misses", st.cache_misses},
                     {"fallbacks", st.fallbacks}, {"fallback_nodes", st.fallback_nodes}, {"ms", st.ms}};
     j["peak_memory_bytes"] = exe->peak_memory_bytes();
+    j["weight_bytes"] = st.weight_bytes;
+    j["standalone_casts"] = st.standalone_casts;
+    j["recompiles"] = nlohmann::json::array();
+    if (d.ok()) j["kl_vs_fp32"] = d->kl;
+    if (so.plan) {
+      nlohmann::json nodes = nlohmann::json::array();
+      for (const hpf::NodePlan& n : so.plan->nodes)
+        nodes.push_back({{"name", n.name}, {"op", n.op}, {"class", hpf::node_class_name(n.node_class)},
+                         {"precision", hpf::mode_name(n.mode)}, {"storage", std::string(hpf::dtype_name(n.storage))}});
+      j["plan"] = {{"source", plan_label}, {"nodes", nodes}};
+    }
+    if (!args->save_plan.empty()) {
+      hpf::Plan plan = so.plan ? *so.plan : hpf::Plan{};
+      if (!so.plan) {
+        auto made = hpf::plan_from_policy(g, hpf::Policy::uniform(hpf::Mode::fp32), session->device_formats());
+        if (!made.ok()) return fail(made.status().to_string());
+        plan = std::move(made).value();
+      }
+      if (d.ok()) plan.divergence = d->kl;
+      hpf::Status saved = plan.save(args->save_plan);
+      if (!saved.ok()) return fail(saved.message());
+      say("plan     saved to %s\n", args->save_plan.c_str());
+    }
     j["outputs"] = nlohmann::json::array();
     for (size_t k = 0; k < out->size(); ++k)
       j["outputs"].push_back({{"name", exe->output_names()[k]},

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "hpf/graph.hpp"
+#include "hpf/precision.hpp"
 #include "hpf/status.hpp"
 #include "hpf/tensor.hpp"
 
@@ -23,6 +24,10 @@ namespace hpf {
 struct SessionOptions {
   std::string plugin;                 // plugin name ("cpu"); empty: the best-scoring device
   DType precision = DType::F32;       // storage format of weights and intermediate values
+  // A precision plan (precision.hpp), which then decides each node's storage and weight formats
+  // instead of `precision`. Formats the device's kernels do not read or write fall back to F32
+  // (logged). The plan must match the graph given to compile (Plan::check_matches).
+  std::shared_ptr<const Plan> plan;
   bool use_cache = true;              // HPF_CACHE=0 also turns the cache off
   std::string cache_dir;              // empty: HPF_CACHE_DIR, else the XDG cache
   // Called after each kernel is ready (done, total), for progress displays. May be empty.
@@ -33,6 +38,8 @@ struct CompileStats {
   int64_t kernels = 0;       // distinct kernels the executable launches
   int64_t cache_hits = 0;
   int64_t cache_misses = 0;  // compiled by the plugin (and stored)
+  int64_t standalone_casts = 0;  // kernels that only convert formats (casts not fused away)
+  int64_t weight_bytes = 0;      // device bytes of the weights in their storage formats
   int64_t fallbacks = 0;     // nodes run by the reference interpreter (no generator, or
                              // value-dependent shapes)
   std::vector<std::string> fallback_nodes;  // "name (Op)" of each
@@ -85,6 +92,8 @@ class Session {
   Expected<Executable> compile(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes = {});
 
   const std::string& device() const;
+  // The formats the device's kernels take, for making plans (plan_from_policy, the planner).
+  DeviceFormats device_formats() const;
 
   struct Impl;
 

@@ -102,7 +102,15 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       produced_by(steps.size() - 1);
       continue;
     }
-    if (is_view_op(n.op)) {
+    // A Cast between float formats whose input is already stored in the target format (the
+    // session has its producer write that format) only relabels bytes.
+    auto stored = [&](ValueId v) {
+      const DType t = g.value(v).dtype;
+      return is_float(t) && static_cast<size_t>(v) < storage.size() ? storage[v] : t;
+    };
+    const bool noop_cast = n.op == "Cast" && n.inputs.size() == 1 && is_float(g.value(n.inputs[0]).dtype) &&
+                           is_float(g.value(n.outputs[0]).dtype) && stored(n.inputs[0]) == stored(n.outputs[0]);
+    if (is_view_op(n.op) || noop_cast) {
       st.kind = LoweredStep::Kind::alias;
       st.inputs = {n.inputs[0]};
       st.outputs = n.outputs;

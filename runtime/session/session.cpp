@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 #include "hpf/fingerprint.hpp"
 #include "hpf/kernel_cache.hpp"
@@ -46,6 +47,78 @@ struct DynamicRegion {
 };
 
 bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape).has_value(); }
+
+DeviceFormats formats_of(const DeviceRecord& d) {
+  DeviceFormats f;
+  f.storage.clear();
+  for (const PrecisionSupport& p : d.precisions)
+    for (const std::string& name : p.formats) {
+      auto t = parse_dtype(name);
+      if (!t.ok()) continue;
+      if (is_float(*t) && std::find(f.storage.begin(), f.storage.end(), *t) == f.storage.end()) f.storage.push_back(*t);
+      if (*t == DType::I8) f.int8_compute = true;
+      if (*t == DType::F8E4M3) f.fp8_compute = true;
+    }
+  if (std::find(f.storage.begin(), f.storage.end(), DType::F32) == f.storage.end()) f.storage.push_back(DType::F32);
+  return f;
+}
+
+// Storage formats of the values of `g` (graph inputs and outputs keep their dtype): from the
+// plan per node (outputs: the node's storage; weights: the widest weight format its consumers
+// ask for), else `precision` for every float value. Formats the device lacks become F32.
+void assign_storage(const Graph& g, const SessionOptions& o, const DeviceFormats& device, std::vector<DType>& storage) {
+  const size_t nv = g.values().size();
+  std::vector<bool> boundary(nv, false);
+  for (ValueId v : g.inputs()) boundary[v] = true;
+  for (ValueId v : g.outputs()) boundary[v] = true;
+  std::set<DType> refused;
+  auto usable = [&](DType t) {
+    if (std::find(device.storage.begin(), device.storage.end(), t) != device.storage.end()) return t;
+    if (is_float(t) && t != DType::F32) refused.insert(t);
+    return DType::F32;
+  };
+  auto lowerable = [&](ValueId v) { return !boundary[v] && g.value(v).dtype == DType::F32; };
+  if (!o.plan) {
+    for (size_t v = 0; v < nv; ++v)
+      if (lowerable(static_cast<ValueId>(v))) storage[v] = usable(o.precision);
+  } else {
+    std::vector<int> weight_bits(nv, 0);  // widest weight format asked for, by value
+    for (const Node& n : g.nodes()) {
+      const NodePlan* p = o.plan->find(n.name);
+      if (!p) continue;
+      for (ValueId v : n.outputs)
+        if (lowerable(v)) storage[v] = usable(p->storage);
+      for (ValueId v : n.inputs)
+        if (v != kNoValue && g.constant(v) && lowerable(v) && is_float(p->weights)) {
+          const DType w = usable(p->weights);
+          if (bit_width(w) > weight_bits[v]) weight_bits[v] = bit_width(w), storage[v] = w;
+        }
+    }
+  }
+  for (DType t : refused)
+    log(LogLevel::warn, "session: the device's kernels do not take " + std::string(dtype_name(t)) +
+                            " storage; those values stay f32");
+}
+
+// A float-to-float Cast whose input has no other reader: its producer stores in the Cast's
+// target format directly (rounding once, as the Cast would), so the Cast only relabels bytes
+// and needs no kernel.
+void fuse_casts(const Graph& g, const std::vector<bool>& in_region, std::vector<DType>& storage) {
+  std::vector<int> readers(g.values().size(), 0);
+  for (const Node& n : g.nodes())
+    for (ValueId v : n.inputs)
+      if (v != kNoValue) ++readers[v];
+  for (ValueId v : g.outputs()) ++readers[v];
+  for (size_t id = 0; id < g.nodes().size(); ++id) {
+    const Node& c = g.node(static_cast<int32_t>(id));
+    if (c.op != "Cast" || in_region[id] || c.inputs.size() != 1) continue;
+    const ValueId x = c.inputs[0], y = c.outputs[0];
+    const Value& xv = g.value(x);
+    if (!is_float(xv.dtype) || !is_float(g.value(y).dtype) || readers[x] != 1 || xv.producer < 0) continue;
+    if (jit::is_view_op(g.node(xv.producer).op)) continue;  // a view's storage is its input's
+    storage[x] = storage[y];
+  }
+}
 
 // Marks the dynamic region's nodes (by id) and values; empty when every shape is concrete.
 Expected<DynamicRegion> find_dynamic_region(const Graph& g, std::vector<bool>& node_in_region) {
@@ -206,8 +279,11 @@ Expected<Session> Session::create(SessionOptions options) {
   return Session(std::move(impl));
 }
 
+DeviceFormats Session::device_formats() const { return formats_of(impl_->plugin->devices()[impl_->device]); }
+
 Expected<Executable> Session::compile(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes) {
   const auto t0 = Clock::now();
+  if (impl_->options.plan) HPF_RETURN_IF_ERROR(impl_->options.plan->check_matches(graph).with_context("compile"));
   // Concrete shapes: rewrite the graph inputs' shapes and infer everything again.
   auto g = std::make_shared<Graph>(graph);
   if (!input_shapes.empty()) {
@@ -259,12 +335,9 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     impl->shapes[v] = *dims;
   }
   // The plan's format for weights and intermediates; graph inputs and outputs keep theirs.
-  const DType precision = impl_->options.precision;
-  std::vector<bool> boundary(nv, false);
-  for (ValueId v : g->inputs()) boundary[v] = true;
-  for (ValueId v : g->outputs()) boundary[v] = true;
-  for (size_t v = 0; v < nv; ++v)
-    if (is_float(impl->storage[v]) && !boundary[v] && impl->storage[v] == DType::F32) impl->storage[v] = precision;
+  const DeviceRecord& dev = impl_->plugin->devices()[impl_->device];
+  assign_storage(*g, impl_->options, formats_of(dev), impl->storage);
+  fuse_casts(*g, node_in_region, impl->storage);
 
   // A view shares its input's bytes, so it shares its storage format too.
   HPF_ASSIGN_OR_RETURN(auto order, g->topological_order());
@@ -273,7 +346,6 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
   }
   HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region));
-  const DeviceRecord& dev = impl_->plugin->devices()[impl_->device];
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
   size_t done = 0;
   for (auto& ls : lowered) {
@@ -358,6 +430,10 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (impl_->options.progress) impl_->options.progress(done, lowered.size());
   }
   impl->stats.kernels = static_cast<int64_t>(kernel_index.size());
+  for (const auto& ls : lowered)
+    if (ls.kind == jit::LoweredStep::Kind::kernel &&
+        std::all_of(ls.fused.begin(), ls.fused.end(), [&](int32_t id) { return g->node(id).op == "Cast"; }))
+      ++impl->stats.standalone_casts;
 
   // Memory: weights get their own buffers; everything else shares an arena by lifetime.
   std::vector<std::vector<ValueId>> step_inputs, step_outputs;
@@ -382,8 +458,10 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     impl->buffers.push_back(std::move(b).value());
   }
   for (size_t v = 0; v < nv; ++v)
-    if (const Tensor* c = g->constant(static_cast<ValueId>(v)); c && impl->plan.slot_of[v] >= 0)
+    if (const Tensor* c = g->constant(static_cast<ValueId>(v)); c && impl->plan.slot_of[v] >= 0) {
       HPF_RETURN_IF_ERROR(impl->upload(static_cast<ValueId>(v), *c));
+      impl->stats.weight_bytes += static_cast<int64_t>(bytes[v]);
+    }
   for (ValueId v : g->inputs()) impl->input_shapes.push_back(impl->shapes[v]);
   for (ValueId v : g->outputs()) impl->output_names.push_back(g->value(v).name);
   impl->graph = std::move(g);

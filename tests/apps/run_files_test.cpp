@@ -116,3 +116,26 @@ TEST_CASE("hpf run: --dim binds a symbolic dimension; bad inputs are clear error
   CHECK(pair.out.find("option --dim: 'batch' is not NAME=VALUE") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("hpf run: a plan saved by one process reproduces the outputs bit for bit in another") {
+  const fs::path dir = temp_dir("plan");
+  const std::string plan = (dir / "bert-tiny.plan.json").string();
+  auto hash_of = [](const std::string& out) {
+    const size_t at = out.find("\"hash\": \"");
+    return at == std::string::npos ? std::string() : out.substr(at + 9, 32);
+  };
+  Run made = hpf_run("builtin:bert-tiny --plan bf16 --save-plan " + plan + " --json --repeat 1");
+  REQUIRE_MESSAGE(made.status == 0, made.out);
+  CHECK(made.out.find("\"standalone_casts\": 0") != std::string::npos);
+  Run again = hpf_run("builtin:bert-tiny --plan " + plan + " --json --repeat 1");
+  REQUIRE_MESSAGE(again.status == 0, again.out);
+  CHECK(!hash_of(made.out).empty());
+  CHECK(hash_of(again.out) == hash_of(made.out));
+  Run fp32 = hpf_run("builtin:bert-tiny --plan fp32 --json --repeat 1");
+  REQUIRE(fp32.status == 0);
+  CHECK(hash_of(fp32.out) != hash_of(made.out));  // BF16 storage changed the bits
+  Run bad = hpf_run("builtin:bert-tiny --plan int3");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--plan int3: neither a plan file nor a mode") != std::string::npos);
+  fs::remove_all(dir);
+}

@@ -7,6 +7,7 @@
 
 #include "hpf/divergence.hpp"
 #include "hpf/models.hpp"
+#include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
 
@@ -241,4 +242,90 @@ TEST_CASE("session: an elementwise chain does not absorb a node whose other oper
     REQUIRE(want.ok());
     CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
   }
+}
+
+TEST_CASE("session: a Cast after a kernel is fused into it; a Cast of a graph input stays a kernel") {
+  GraphBuilder b("casts");
+  auto x = b.input("x", DType::F32, {3, 5});
+  auto w = b.constant(*Tensor::from_f32({5, 4}, std::vector<float>(20, 0.3f)));
+  auto y = b.op1("MatMul", {x, w});
+  b.output(b.op1("Cast", {y}, {{"to", int64_t{10}}}), "y16");                      // F16
+  b.output(b.op1("Cast", {x}, {{"to", int64_t{16}}}), "x_bf16");                   // BF16
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->compile_stats().kernels == 2);           // the MatMul (writing F16) and x's Cast
+  CHECK(exe->compile_stats().standalone_casts == 1);  // x's Cast has no neighbour kernel
+  std::vector<float> xv(15);
+  for (int k = 0; k < 15; ++k) xv[k] = 0.37f * k - 2.0f;
+  const Tensor xt = *Tensor::from_f32({3, 5}, xv);
+  auto got = exe->run({xt});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  auto want = ref::run(*g, {xt});
+  REQUIRE(want.ok());
+  CHECK((*got)[0].dtype() == DType::F16);
+  CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
+  CHECK((*got)[1].to_f32() == (*want)[1].to_f32());
+}
+
+TEST_CASE("session: a precision plan sets storage per node; a saved plan reproduces outputs bit for bit") {
+  auto g = models::builtin("bert-tiny");
+  REQUIRE(g.ok());
+  auto inputs = models::example_inputs(*g, 5, 2);
+  REQUIRE(inputs.ok());
+  std::vector<std::vector<int64_t>> shapes;
+  for (const auto& t : *inputs) shapes.push_back(t.shape());
+  SessionOptions o;
+  o.cache_dir = temp_cache_dir("plan");
+  auto s32 = Session::create(o);
+  REQUIRE(s32.ok());
+  auto fp32 = s32->compile(*g, shapes);
+  REQUIRE(fp32.ok());
+  auto want = fp32->run(*inputs);
+  REQUIRE(want.ok());
+
+  auto policy = Policy::from_json(R"({"default": "bf16", "embedding": "fp32", "output": "fp32"})");
+  REQUIRE(policy.ok());
+  auto plan = plan_from_policy(*g, *policy, s32->device_formats());
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  const auto path = std::filesystem::path(o.cache_dir) / "plan.json";
+  REQUIRE(plan->save(path.string()).ok());
+
+  std::vector<std::vector<std::byte>> first;
+  for (int round = 0; round < 2; ++round) {  // the plan object, then the plan read back from disk
+    SessionOptions po = o;
+    if (round == 0) po.plan = std::make_shared<Plan>(*plan);
+    else po.plan = std::make_shared<Plan>(Plan::load(path.string()).value());
+    auto s = Session::create(po);
+    REQUIRE(s.ok());
+    auto exe = s->compile(*g, shapes);
+    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+    // BF16 weights: half the bytes of FP32 ones, except the embedding tables kept in FP32.
+    CHECK(exe->compile_stats().weight_bytes < fp32->compile_stats().weight_bytes);
+    CHECK(exe->compile_stats().weight_bytes > fp32->compile_stats().weight_bytes / 2);
+    auto got = exe->run(*inputs);
+    REQUIRE(got.ok());
+    auto d = compare((*want)[0], (*got)[0]);
+    REQUIRE(d.ok());
+    CHECK(d->max_abs_error > 0);     // BF16 storage changed something
+    CHECK(d->rel_l2 < 5e-2);         // and not much
+    std::vector<std::vector<std::byte>> bytes;
+    for (const Tensor& t : *got) bytes.emplace_back(t.bytes().begin(), t.bytes().end());
+    if (round == 0) first = bytes;
+    else CHECK(bytes == first);
+  }
+  // A plan made for another graph is refused.
+  auto mlp = models::builtin("mlp");
+  REQUIRE(mlp.ok());
+  SessionOptions bad = o;
+  bad.plan = std::make_shared<Plan>(*plan);
+  auto s = Session::create(bad);
+  REQUIRE(s.ok());
+  CHECK_FALSE(s->compile(*mlp).ok());
+  std::filesystem::remove_all(o.cache_dir);
 }
