@@ -60,15 +60,7 @@ Expected<GeneratedKernel> generate_c_conv_transpose(const KernelSpec& in_spec, c
   const char* wt = c_storage_type(Wt.dtype);
   const char* yt = c_storage_type(Y.dtype);
   std::ostringstream s;
-  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
-    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
-    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
-  if (has_b) {
-    const char* bt = c_storage_type(spec.inputs[2].dtype);
-    s << "  const " << bt << "* restrict B = (const " << bt << "*)args[2];\n";
-  }
-  s << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
-    << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
+  s << kernel_begin(name, spec, {"X", "Wt", "B"}, "Y") << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
     << "  for (i64 r = begin; r < end; ++r) {\n"
     << "    const i64 oh = r % " << L(OH) << ", m = (r / " << L(OH) << ") % " << L(M) << ", n = r / " << L(OH * M) << ";\n"
     << "    const i64 c0 = (m / " << L(MG) << ") * " << L(CG) << ", ml = m % " << L(MG) << ";\n"

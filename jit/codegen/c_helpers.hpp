@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hpf/graph.hpp"
+#include "jit/codegen/c_prelude.hpp"
 #include "jit/codegen/kernel_spec.hpp"
 
 namespace hpf::jit {
@@ -41,6 +42,21 @@ inline std::string attr_s(const Attributes& a, const char* n) {
 
 inline int64_t floor_div(int64_t a, int64_t b) { return a / b - ((a % b != 0) && ((a < 0) != (b < 0))); }
 inline int64_t ceil_div(int64_t a, int64_t b) { return -floor_div(-a, b); }
+
+// The start of a kernel `name`: the prelude, the signature, one `const T* restrict` per input of
+// `spec` named `inputs[k]`, and the output pointer `output` (args after the inputs).
+inline std::string kernel_begin(const std::string& name, const KernelSpec& spec, const std::vector<std::string>& inputs,
+                                const std::string& output) {
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n";
+  for (size_t k = 0; k < inputs.size() && k < spec.inputs.size(); ++k) {
+    const char* t = c_storage_type(spec.inputs[k].dtype);
+    s << "  const " << t << "* restrict " << inputs[k] << " = (const " << t << "*)args[" << k << "];\n";
+  }
+  const char* yt = c_storage_type(spec.outputs[0].dtype);
+  s << "  " << yt << "* restrict " << output << " = (" << yt << "*)args[" << spec.inputs.size() << "];\n";
+  return s.str();
+}
 
 // An i64 literal: "42LL".
 inline std::string L(int64_t v) { return std::to_string(v) + "LL"; }

@@ -21,6 +21,15 @@ std::string temp_cache_dir(const char* tag) {
   return d.string();
 }
 
+// A session without the kernel cache, and `g` compiled for its own shapes.
+Expected<Executable> compile_uncached(const Graph& g) {
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  if (!s.ok()) return s.status();
+  return s->compile(g);
+}
+
 }  // namespace
 
 TEST_CASE("session: built-in models run on the CPU plugin and match the reference") {
@@ -111,11 +120,7 @@ TEST_CASE("session: forms without a generator run on the reference and are count
   b.output(b.op1("Clip", {y, kNoValue, b.scalar(0.6f)}), "out");
   auto g = b.build();
   REQUIRE(g.ok());
-  SessionOptions o;
-  o.use_cache = false;
-  auto s = Session::create(o);
-  REQUIRE(s.ok());
-  auto exe = s->compile(*g);
+  auto exe = compile_uncached(*g);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   CHECK(exe->compile_stats().fallbacks == 1);
   CHECK(exe->compile_stats().kernels == 2);
@@ -142,11 +147,7 @@ TEST_CASE("session: a Reshape to a shape read from an input runs as the dynamic 
   b.output(b.op1("Mul", {x, b.scalar(2.0f)}), "z");
   auto g = b.build();
   REQUIRE(g.ok());
-  SessionOptions o;
-  o.use_cache = false;
-  auto s = Session::create(o);
-  REQUIRE(s.ok());
-  auto exe = s->compile(*g);
+  auto exe = compile_uncached(*g);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   CHECK(exe->compile_stats().fallbacks == 2);  // Reshape and the Relu after it
   CHECK(exe->compile_stats().kernels == 1);    // the Mul
@@ -200,11 +201,7 @@ TEST_CASE("session: 64-bit integer arithmetic in generated kernels is exact beyo
   b.output(b.op1("Max", {b.op1("Add", {x, y}), b.op1("Mul", {x, y})}), "out");
   auto g = b.build();
   REQUIRE(g.ok());
-  SessionOptions o;
-  o.use_cache = false;
-  auto s = Session::create(o);
-  REQUIRE(s.ok());
-  auto exe = s->compile(*g);
+  auto exe = compile_uncached(*g);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   CHECK(exe->compile_stats().fallbacks == 0);
   const int64_t big = (int64_t{1} << 40) + 1;
@@ -226,11 +223,7 @@ TEST_CASE("session: an elementwise chain does not absorb a node whose other oper
   b.output(b.op1("Add", {a, t}), "y");
   auto g = b.build();
   REQUIRE(g.ok());
-  SessionOptions o;
-  o.use_cache = false;
-  auto s = Session::create(o);
-  REQUIRE(s.ok());
-  auto exe = s->compile(*g);
+  auto exe = compile_uncached(*g);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   std::vector<float> xv(12), zv(12);
   for (int k = 0; k < 12; ++k) xv[k] = 0.5f * k, zv[k] = 1.0f - k;
@@ -253,11 +246,7 @@ TEST_CASE("session: a Cast after a kernel is fused into it; a Cast of a graph in
   b.output(b.op1("Cast", {x}, {{"to", int64_t{16}}}), "x_bf16");                   // BF16
   auto g = b.build();
   REQUIRE(g.ok());
-  SessionOptions o;
-  o.use_cache = false;
-  auto s = Session::create(o);
-  REQUIRE(s.ok());
-  auto exe = s->compile(*g);
+  auto exe = compile_uncached(*g);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   CHECK(exe->compile_stats().kernels == 2);           // the MatMul (writing F16) and x's Cast
   CHECK(exe->compile_stats().standalone_casts == 1);  // x's Cast has no neighbour kernel
