@@ -205,7 +205,7 @@ struct PlannerOptions {
   int max_evaluations = 200;             // divergence evaluations in all
   int max_sensitivity_evaluations = 64;  // of those, for the sensitivity pass
   int max_sweeps = 4;                    // annealing sweeps over the proposals
-  double initial_temperature = 0.05;     // in objective units (fractions of the FP32 plan)
+  double initial_temperature = 0.01;     // in objective units (fractions of the FP32 plan)
   double cooling = 0.5;                  // temperature factor per sweep
   CalibrationMethod int8_method = CalibrationMethod::entropy;
   int int4_group = 32;  // INT4 weight group (the largest of 32/64/128... dividing K)
