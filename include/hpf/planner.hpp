@@ -1,0 +1,261 @@
+// The precision planner: a cost model per node and mode, evaluators that measure a plan's
+// divergence from FP32, and `plan_auto`, which picks a mode for every `auto` node under a
+// divergence budget by progressive precision annealing.
+//
+//   Graph g = models::builtin("bert-tiny").value();
+//   auto batches = random_calibration_inputs(g, 2, /*seed=*/7).value();  // or load_calibration_dir
+//   RefEvaluator ev = RefEvaluator::create(g, batches).value();          // reference interpreter
+//   PlannerOptions o;                                                     // kl_budget 1e-3, ...
+//   o.device = {{DType::F32, DType::BF16, DType::F16, DType::I4}, true, true};
+//   Plan plan = plan_auto(g, o, ev.evaluators(), &batches).value();
+//
+// Ownership: plain values; RefEvaluator shares its state between copies (and with the
+// std::functions evaluators() returns), which keeps it alive as long as any of them.
+// Thread-safety: a CostModel is not synchronised (set_measured writes); a RefEvaluator may be
+// used from several threads (it only reads its state); plan_auto calls its evaluators from the
+// calling thread only.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpf/calibration.hpp"
+#include "hpf/graph.hpp"
+#include "hpf/hwdb.hpp"
+#include "hpf/precision.hpp"
+#include "hpf/reference.hpp"
+#include "hpf/status.hpp"
+#include "hpf/tensor.hpp"
+
+namespace hpf {
+
+// ---------------------------------------------------------------------------------------------
+// Roofline figures of a device.
+
+// Defaults where the hwdb has no figure (stated in DeviceModel::notes when used):
+inline constexpr double kDefaultPeakTflops = 0.1;     // FP32, 2 cores of AVX2 FMA at ~3 GHz
+inline constexpr double kDefaultBandwidthGbs = 20.0;  // one DDR4 channel, as measured by STREAM
+
+struct DeviceModel {
+  std::string name;
+  // Dense peaks in TFLOPS (TOPS for int8) by hwdb format name ("fp32", "bf16", "int8", ...),
+  // for matrix units (MatMul, Gemm, Conv, ConvTranspose) and vector units (everything else).
+  std::map<std::string, double> matrix_tflops, vector_tflops;
+  double bandwidth_gbs = kDefaultBandwidthGbs;
+  std::vector<std::string> notes;  // which defaults were used, and why
+
+  // The peak a node of mode `m` reaches: the format's peak on those units; a format without
+  // one computes at the FP32 peak (converted on load: no faster than FP32); no FP32 peak:
+  // kDefaultPeakTflops. int4-weights computes in FP32.
+  double peak_tflops(Mode m, bool matrix) const;
+
+  // From a hwdb product: a format's peak counts for matrix nodes, and for vector nodes too
+  // when the hwdb says the vector units reach it (else vector nodes use the FP32 peak).
+  static DeviceModel from_product(const hwdb::Product& p);
+  // The host CPU as the hwdb matches it (Database::open(), match_cpu(detect_cpu())); when the
+  // database cannot be opened, the defaults, with a note saying why.
+  static DeviceModel host();
+};
+
+// ---------------------------------------------------------------------------------------------
+// Cost model.
+
+struct NodeCost {
+  double flops = 0;          // 2*M*N*K for matrix products, elements otherwise
+  int64_t weight_bytes = 0;  // initializer inputs in the mode's formats (scales included)
+  int64_t output_bytes = 0;  // outputs in the mode's storage format (scales included)
+  int64_t input_bytes = 0;   // non-weight inputs read, in the mode's compute format
+  double predicted_ms = 0;   // roofline
+  double measured_ms = -1;   // set_measured's figure, -1 when none
+  bool matrix = false;       // runs on matrix units
+  int64_t bytes() const { return weight_bytes + output_bytes; }  // memory held
+  double ms() const { return measured_ms >= 0 ? measured_ms : predicted_ms; }
+};
+
+// Per node and mode, from the graph's concrete shapes (symbolic dimensions count as 1):
+//   FLOPs   MatMul 2*numel(Y)*K; Gemm 2*M*N*K (+ M*N with C); Conv 2*numel(Y)*C/g*prod(k);
+//           ConvTranspose 2*numel(X)*M/g*prod(k); every other op the larger of its input and
+//           output element counts;
+//   bytes   weights (initializer inputs) and outputs exactly as stored: F32/TF32 4, BF16/F16 2,
+//           FP8/I8 1 byte per element, I4 half a byte (rounded up); quantised tensors add 4
+//           bytes per scale (per channel, per group, per tensor); inputs the op table keeps wide
+//           (norm scales, BN statistics) and integer inputs stay in their own format;
+//   latency max(flops / peak(mode, units), traffic / bandwidth) with traffic = weights + inputs
+//           + outputs, the inputs counted in the node's own storage format (casts where
+//           precisions meet are assumed fused into the producer's epilogue);
+// and the measured time replaces the prediction once set_measured gave one.
+class CostModel {
+ public:
+  CostModel(const Graph& g, DeviceModel device);
+
+  // The cost of node `node` (an id of the graph) computing as `p` says (mode, formats, quant).
+  NodeCost cost(int32_t node, const NodePlan& p) const;
+  // Sum over the nodes of a plan (one NodePlan per node, in graph order).
+  double plan_ms(const Plan& plan) const;
+  int64_t plan_bytes(const Plan& plan) const;
+
+  void set_measured(const std::string& node, Mode mode, double ms);
+  std::optional<double> measured(const std::string& node, Mode mode) const;
+
+  const DeviceModel& device() const { return device_; }
+  const Graph& graph() const { return g_; }
+
+ private:
+  Graph g_;
+  DeviceModel device_;
+  std::map<std::pair<std::string, Mode>, double> measured_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Evaluators: the planner never runs a model itself.
+
+struct Evaluators {
+  // End-to-end divergence of the model outputs from FP32 on the calibration inputs (required).
+  std::function<Expected<double>(const Plan&)> divergence;
+  // Measured milliseconds per node name for a plan (optional).
+  std::function<Expected<std::map<std::string, double>>(const Plan&)> measure_ms;
+};
+
+// The reference interpreter's emulation of a plan. For every node whose mode is not fp32 (or
+// auto): its float outputs are stored in `storage`, or fake-quantised with `activation_quant`
+// when that has scales; its weight input (MatMul/Gemm B, Conv W, Gather's table) takes
+// `weight_quant` when that has scales, else every float initializer input except the op
+// table's wide inputs is rounded to `weights` (a float format); its accumulation is
+// `accumulation`. FP32 nodes keep the ground truth (FP64 accumulation), so the all-FP32 plan
+// diverges by exactly 0. An initializer shared by nodes of different plans takes the first
+// lowering node's format, in graph order. Known optimism: the inputs of a lowered node are
+// not rounded where its producer is FP32 (a device casts them; the emulation rounds values, not
+// edges). Errors: a plan for another graph; an I8/I4/FP8 node without calibrated scales.
+Expected<ref::Emulation> emulation_for_plan(const Graph& g, const Plan& plan);
+
+// How an output is compared, per output (chosen from its FP32 values on the calibration
+// inputs unless the metric is rel-l2):
+//   kl_logits         KL(softmax(ref) || softmax(test)) over the last axis, mean over rows;
+//   kl_probabilities  values in [0, 1] whose rows sum to 1 (within 1e-3): KL(ref || test) as-is
+//                     (test clamped to >= 1e-12), mean over rows;
+//   kl_bernoulli      values in [0, 1] otherwise (a sigmoid): per-element Bernoulli KL, mean
+//                     over elements (test clamped to [1e-12, 1 - 1e-12]);
+//   rel_l2            ||test - ref|| / ||ref||.
+// NaN or Inf in the test output where the reference is finite is an infinite divergence.
+enum class OutputMetric { kl_logits, kl_probabilities, kl_bernoulli, rel_l2 };
+const char* output_metric_name(OutputMetric m);  // "kl-softmax", "kl-probabilities", ...
+Expected<double> output_divergence(OutputMetric m, const Tensor& reference, const Tensor& test);
+
+class RefEvaluator {
+ public:
+  // Runs the FP32 ground truth once per batch (inputs in graph order). `metric`: "kl" or
+  // "rel-l2". Errors: no batches, a failing run, an unknown metric, a non-float output.
+  static Expected<RefEvaluator> create(const Graph& g, std::vector<std::vector<Tensor>> batches,
+                                       const std::string& metric = "kl");
+
+  // The divergence of `plan`: per output the mean over batches of its metric, then the largest
+  // over the outputs (every output must stay within the budget).
+  Expected<double> divergence(const Plan& plan) const;
+  // Per output, the metric used, and a line naming them ("logits: kl-softmax, ...").
+  const std::vector<OutputMetric>& output_metrics() const;
+  std::string describe() const;
+  const std::string& metric() const;  // "kl" or "rel-l2"
+  int evaluations() const;            // divergence() calls so far
+  Evaluators evaluators() const;      // divergence only
+
+ private:
+  struct State;
+  explicit RefEvaluator(std::shared_ptr<State> s) : s_(std::move(s)) {}
+  std::shared_ptr<State> s_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Calibration inputs.
+
+// `count` batches of seeded random inputs of the graph's shapes (models::example_inputs with
+// seeds seed, seed+1, ...; symbolic batch dimension `batch`).
+Expected<std::vector<std::vector<Tensor>>> random_calibration_inputs(const Graph& g, int count,
+                                                                     uint64_t seed = 7,
+                                                                     int64_t batch = 1);
+// .npy files named after the graph inputs: DIR/NAME.npy (one batch), or DIR/<sub>/NAME.npy for
+// several batches (sub-directories in name order; each must hold every input). Characters of
+// a name that cannot be in a file name ('/', ':') are read as '_'. Errors name the directory
+// and the missing input, or the file that does not load or whose dtype differs from the input.
+Expected<std::vector<std::vector<Tensor>>> load_calibration_dir(const Graph& g,
+                                                                const std::string& dir);
+
+// ---------------------------------------------------------------------------------------------
+// The planner.
+
+struct PlannerOptions {
+  double kl_budget = 1e-3;    // divergence budget (in the evaluator's metric)
+  std::string metric = "kl";  // the evaluator's metric, recorded in the plan ("kl", "rel-l2")
+  // Objective, minimised among plans within the budget:
+  //   alpha * latency / latency(FP32 plan) + beta * bytes / bytes(FP32 plan)
+  //     + gamma * divergence / budget
+  // so each term is normalised: alpha = 1 weighs a plan twice as fast as FP32 at 0.5, beta the
+  // same for memory, gamma = 0.1 charges a plan using its whole budget one tenth of the FP32
+  // latency. Only the ratios matter.
+  double alpha = 1.0, beta = 0.5, gamma = 0.1;
+  DeviceFormats device;  // candidate modes: bf16, fp16, tf32, fp8, int8, int4-weights
+                         // as the device has them (plan_from_policy's availability)
+  Policy policy = Policy::uniform(Mode::auto_);  // `auto` nodes are planned, others fixed
+  std::optional<DeviceModel> device_model;       // roofline figures; DeviceModel::host() if unset
+  uint64_t seed = 1;
+  int max_evaluations = 200;             // divergence evaluations in all
+  int max_sensitivity_evaluations = 64;  // of those, for the sensitivity pass
+  int max_sweeps = 4;                    // annealing sweeps over the proposals
+  double initial_temperature = 0.01;     // in objective units (fractions of the FP32 plan)
+  double cooling = 0.5;                  // temperature factor per sweep
+  CalibrationMethod int8_method = CalibrationMethod::entropy;
+  int int4_group = 32;  // INT4 weight group (the largest of 32/64/128... dividing K)
+};
+
+struct PlannerReport {
+  std::string metric;   // the evaluator's metric ("kl" / "rel-l2")
+  int evaluations = 0;  // divergence evaluations made
+  int sensitivity_evaluations = 0;
+  int groups = 0;     // lowering groups (nodes of one class in one block, or single nodes)
+  int proposals = 0;  // (group, mode) pairs within budget alone
+  int accepted = 0, rejected_budget = 0, rejected_metropolis = 0, backed_off = 0;
+  double fp32_ms = 0, plan_ms = 0;  // cost model totals
+  int64_t fp32_bytes = 0, plan_bytes = 0;
+  double objective = 0;
+  std::map<std::string, int> modes;  // nodes per mode in the result
+};
+
+// Plans every node whose policy mode is `auto` (options.policy; other nodes keep what the
+// policy gives them). `calibration` (inputs in graph order, one vector per batch) gives the
+// INT8 activation scales (observe_values) and FP8 amax scales; without it the candidate modes
+// int8 and fp8 are left out. Algorithm (progressive precision annealing):
+//   1. start from FP32 for the auto nodes; measure per node and mode with measure_ms when given;
+//   2. group the auto nodes: single nodes when (nodes x modes) fits
+//      max_sensitivity_evaluations, else nodes of one class within one block (a block is the
+//      name prefix up to the first '/'-separated component holding a digit, "layer3"), else
+//      one class; measure each (group, mode) lowered alone: its sensitivity;
+//   3. order the proposals by gain (alpha dlatency + beta dmemory, normalised) per unit of
+//      sensitivity; sweep over them: a proposal is evaluated end to end, rejected when the whole
+//      plan leaves the budget, else accepted when it lowers the objective, or with probability
+//      exp(-delta / T) when it raises it (Metropolis; moves back to higher precision are
+//      proposals too, so the search can leave a local minimum); T falls geometrically per sweep;
+//      sweeps end when one accepts nothing or the evaluations run out; the best plan wins;
+//   4. final end-to-end check; if over the budget, the last accepted moves are undone until
+//      it fits.
+// The plan records per node predicted_ms, measured_ms, bytes and sensitivity (of its group
+// lowered alone to the node's final mode; for FP32 nodes, to their least aggressive
+// candidate), and Plan::divergence. Errors: no divergence evaluator, an evaluator's error, a
+// policy the graph does not satisfy.
+Expected<Plan> plan_auto(const Graph& g, const PlannerOptions& options, const Evaluators& ev,
+                         const std::vector<std::vector<Tensor>>* calibration = nullptr,
+                         PlannerReport* report = nullptr);
+
+// Fills the scales of a plan's quantised nodes: INT8 activations from observers of the node
+// outputs (options.int8_method), INT8 weights per output channel, INT4 weights group-wise
+// along the reduction axis, FP8 per-tensor from amax (activations: observed amax; weights:
+// their own). Nodes whose scales are already set are left alone. Errors: a quantised
+// activation without an observer, a weight shape the axes do not fit.
+Status calibrate_plan(const Graph& g, Plan& plan,
+                      const std::map<std::string, Observer>& activation_observers,
+                      const PlannerOptions& options = {});
+
+}  // namespace hpf

@@ -1,0 +1,98 @@
+// Scales for a plan's quantised nodes: INT8 activations from calibration observers, INT8
+// weights per output channel, INT4 weights group-wise, FP8 per tensor from amax.
+#include <algorithm>
+#include <cmath>
+#include <variant>
+
+#include "hpf/planner.hpp"
+#include "runtime/planner/plan_util.hpp"
+
+namespace hpf {
+namespace {
+
+bool trans_b(const Node& n) {
+  const auto it = n.attrs.find("transB");
+  return it != n.attrs.end() && std::holds_alternative<int64_t>(it->second) &&
+         std::get<int64_t>(it->second) != 0;
+}
+
+float amax_of(const Tensor& t) {
+  float a = 0;
+  for (float v : t.to_f32()) a = std::max(a, std::fabs(v));
+  return a;
+}
+
+// The INT4 group: the configured size halved until it divides the axis; the whole axis when
+// that leaves fewer than 8 elements per group.
+int int4_group(int64_t axis_size, int wanted) {
+  int g = std::max(wanted, 1);
+  while (g > 1 && axis_size % g != 0) g /= 2;
+  return g < 8 ? static_cast<int>(axis_size) : g;
+}
+
+Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantParams& q,
+                                    const PlannerOptions& o) {
+  const size_t input = n.op == "Gather" ? 0 : 1;
+  if (q.type == DType::F8E4M3 || q.type == DType::F8E5M2) return fp8_params(amax_of(w), q.type);
+  if (n.op == "Gather") {  // a table [rows, width]: per row for INT8, groups along the width
+    const int last = static_cast<int>(w.rank()) - 1;
+    if (q.type == DType::I8) return int8_weight_params(w, 0);
+    return int4_weight_params(w, last, int4_group(w.shape()[last], o.int4_group));
+  }
+  HPF_ASSIGN_OR_RETURN(WeightAxes axes, weight_axes(n.op, input, w.rank(), trans_b(n)));
+  if (q.type == DType::I8) return int8_weight_params(w, axes.output);
+  if (q.type == DType::I4) {
+    if (axes.reduction < 0)
+      return Status::invalid("node '" + n.name + "': no reduction axis for INT4 groups");
+    return int4_weight_params(w, axes.reduction,
+                              int4_group(w.shape()[axes.reduction], o.int4_group));
+  }
+  return Status::invalid("node '" + n.name + "': weight format " + std::string(dtype_name(q.type)) +
+                         " has no calibration");
+}
+
+Expected<QuantParams> activation_params(const NodePlan& p, const std::string& value,
+                                        const std::map<std::string, Observer>& observers,
+                                        const PlannerOptions& o) {
+  const auto it = observers.find(value);
+  if (it == observers.end())
+    return Status::invalid("calibrate_plan: node '" + p.name + "' (" + mode_name(p.mode) +
+                           ") needs an observer of its output '" + value + "'");
+  const DType t = p.activation_quant->type;
+  if (t == DType::F8E4M3 || t == DType::F8E5M2) return fp8_params(it->second.amax(), t);
+  CalibrationOptions co;
+  co.method = o.int8_method;
+  return int8_activation_params(it->second, co);
+}
+
+}  // namespace
+
+Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Observer>& observers,
+                      const PlannerOptions& options) {
+  HPF_RETURN_IF_ERROR(plan.check_matches(g));
+  for (size_t id = 0; id < g.nodes().size(); ++id) {
+    const Node& n = g.node(static_cast<int32_t>(id));
+    NodePlan& p = plan.nodes[id];
+    if (p.weight_quant && p.weight_quant->scales.empty()) {
+      const ValueId w = planner_detail::weight_input(g, n);
+      if (w == kNoValue)
+        return Status::invalid("calibrate_plan: node '" + n.name +
+                               "' has weight_quant but no weight");
+      HPF_ASSIGN_OR_RETURN(QuantParams q,
+                           weight_params(n, *g.constant(w), *p.weight_quant, options));
+      p.weight_quant = std::move(q);
+    }
+    if (p.activation_quant && p.activation_quant->scales.empty()) {
+      for (ValueId v : n.outputs) {
+        if (v == kNoValue || !is_float(g.value(v).dtype)) continue;
+        HPF_ASSIGN_OR_RETURN(QuantParams q,
+                             activation_params(p, g.value(v).name, observers, options));
+        p.activation_quant = std::move(q);
+        break;  // one set of parameters per node: its first float output
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace hpf

@@ -1,0 +1,28 @@
+// Small facts about nodes shared by the planner's files (not installed).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpf/graph.hpp"
+#include "hpf/precision.hpp"
+
+namespace hpf::planner_detail {
+
+// The input index holding a node's weights (MatMul/Gemm B, Conv/ConvTranspose W, Gather's
+// table) when it is a float initializer, else kNoValue.
+ValueId weight_input(const Graph& g, const Node& n);
+// Runs on matrix units: MatMul, Gemm, Conv, ConvTranspose (and the op table's other matmul /
+// conv class ops).
+bool is_matrix(const Node& n);
+bool has_float_output(const Graph& g, const Node& n);
+// Element count of a value with every unknown or symbolic dimension taken as 1.
+int64_t elements(const Value& v);
+// The input indices the op table keeps wide (FP32 whatever the plan).
+bool is_wide_input(const Node& n, size_t input);
+// The block of a node name: the prefix up to and including the first '/'-separated component
+// holding a digit ("layer3/attn/q" -> "layer3"); "" when none does.
+std::string block_of(const std::string& name);
+
+}  // namespace hpf::planner_detail

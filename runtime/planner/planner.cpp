@@ -1,0 +1,481 @@
+// plan_auto: progressive precision annealing under a divergence budget.
+//
+// The state is one mode per node. Every candidate (node, mode) has its NodePlan precomputed
+// (plan_from_policy's formats, calibrated scales), so a state becomes a Plan by lookup, and the
+// cost model prices a state without running anything; only the divergence needs the evaluator,
+// and each distinct state is evaluated at most once.
+#include "hpf/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+
+#include "core/ir/op_table.hpp"
+#include "hpf/log.hpp"
+#include "runtime/planner/plan_util.hpp"
+
+namespace hpf {
+namespace {
+
+using planner_detail::has_float_output;
+
+// Candidate modes, least aggressive first.
+constexpr Mode kCandidates[] = {Mode::tf32, Mode::bf16, Mode::fp16,
+                                Mode::fp8,  Mode::int8, Mode::int4_weights};
+
+bool device_has(const DeviceFormats& d, Mode m) {
+  auto storage = [&](DType t) {
+    return std::find(d.storage.begin(), d.storage.end(), t) != d.storage.end();
+  };
+  switch (m) {
+    case Mode::tf32:
+      return storage(DType::TF32);
+    case Mode::bf16:
+      return storage(DType::BF16);
+    case Mode::fp16:
+      return storage(DType::F16);
+    case Mode::fp8:
+      return d.fp8_compute;
+    case Mode::int8:
+      return d.int8_compute;
+    case Mode::int4_weights:
+      return storage(DType::I4);
+    default:
+      return true;
+  }
+}
+
+// Whether op `op` has kernels for mode `m` (the op table's formats), so a uniform policy of `m`
+// can put it into `never` instead of letting plan_from_policy warn about its fallback.
+bool op_has(const std::string& op, Mode m) {
+  const ir::OpDef* def = ir::find_op(op);
+  if (!def) return false;
+  auto has = [&](DType t) {
+    return std::find(def->precisions.begin(), def->precisions.end(), t) != def->precisions.end();
+  };
+  switch (m) {
+    case Mode::tf32:
+      return has(DType::TF32);
+    case Mode::bf16:
+      return has(DType::BF16);
+    case Mode::fp16:
+      return has(DType::F16);
+    case Mode::fp8:
+      return has(DType::F8E4M3);
+    case Mode::int8:
+      return (def->op_class == ir::OpClass::matmul || def->op_class == ir::OpClass::conv) &&
+             has(DType::I8);
+    case Mode::int4_weights:
+      return (op != "MatMul" && op != "Gemm" && op != "Gather") || has(DType::I4);
+    default:
+      return true;
+  }
+}
+
+bool needs_calibration(Mode m) { return m == Mode::int8 || m == Mode::fp8; }
+
+struct Group {
+  std::string name;
+  std::vector<int32_t> members;
+};
+
+struct Proposal {
+  size_t group = 0;
+  Mode mode = Mode::fp32;
+  double sensitivity = 0;  // divergence with only this group lowered
+  double score = 0;
+};
+
+using State = std::vector<Mode>;  // per node id
+
+class Planner {
+ public:
+  Planner(const Graph& g, const PlannerOptions& o, const Evaluators& ev,
+          const std::vector<std::vector<Tensor>>* calib, PlannerReport& r)
+      : g_(g),
+        o_(o),
+        ev_(ev),
+        calib_(calib),
+        report_(r),
+        cost_(g, o.device_model ? *o.device_model : DeviceModel::host()),
+        rng_(o.seed) {}
+
+  Expected<Plan> run() {
+    if (!ev_.divergence) return Status::invalid("plan_auto: no divergence evaluator");
+    if (!(o_.kl_budget > 0)) return Status::invalid("plan_auto: the budget must be > 0");
+    HPF_RETURN_IF_ERROR(prepare_plans());
+    HPF_RETURN_IF_ERROR(measure_times());
+    start_.assign(g_.nodes().size(), Mode::fp32);
+    for (size_t id = 0; id < start_.size(); ++id)
+      if (!is_auto(id)) start_[id] = base_.nodes[id].mode;
+    l0_ = std::max(cost_.plan_ms(to_plan(start_)), 1e-12);
+    b0_ = std::max<double>(double(cost_.plan_bytes(to_plan(start_))), 1.0);
+    HPF_ASSIGN_OR_RETURN(double d0, divergence(start_));
+    d0_ = d0;
+    if (d0 > o_.kl_budget)
+      log(LogLevel::warn, "plan_auto: the policy's fixed nodes alone diverge by " +
+                              std::to_string(d0) + ", over the budget " +
+                              std::to_string(o_.kl_budget) + "; auto nodes stay fp32");
+    make_groups();
+    if (d0 <= o_.kl_budget) {
+      HPF_RETURN_IF_ERROR(measure_sensitivity());
+      HPF_RETURN_IF_ERROR(anneal());
+    }
+    return finish();
+  }
+
+ private:
+  bool is_auto(size_t id) const { return base_.nodes[id].mode == Mode::auto_; }
+
+  // The policy's plan, and for every candidate mode the plan of every node in that mode.
+  Status prepare_plans() {
+    HPF_ASSIGN_OR_RETURN(base_, plan_from_policy(g_, o_.policy, o_.device));
+    candidates_.assign(g_.nodes().size(), {});
+    for (Mode m : kCandidates) {
+      if (!device_has(o_.device, m)) continue;
+      if (needs_calibration(m) && !calib_) continue;  // no data to calibrate scales on
+      Policy p = Policy::uniform(m);
+      std::set<std::string> never;
+      for (const Node& n : g_.nodes())
+        if (!op_has(n.op, m)) never.insert(n.op);
+      p.never_lower.assign(never.begin(), never.end());
+      HPF_ASSIGN_OR_RETURN(Plan pm, plan_from_policy(g_, p, o_.device));
+      bool any = false;
+      for (size_t id = 0; id < g_.nodes().size(); ++id) {
+        if (!is_auto(id) || pm.nodes[id].mode != m || !has_float_output(g_, g_.node(id))) continue;
+        candidates_[id].push_back(m);
+        any = true;
+      }
+      if (any) mode_plans_[m] = std::move(pm);
+    }
+    HPF_RETURN_IF_ERROR(calibrate());
+    for (size_t id = 0; id < g_.nodes().size(); ++id) {
+      NodePlan f = base_.nodes[id];
+      if (is_auto(id)) f.mode = Mode::fp32;  // auto nodes keep F32 formats in the policy's plan
+      fp32_nodes_.push_back(std::move(f));
+    }
+    return Status();
+  }
+
+  // Observers of every output a quantised plan stores with activation scales, then the scales.
+  Status calibrate() {
+    std::vector<std::string> values;
+    std::set<std::string> seen;
+    auto want = [&](const Plan& p) {
+      for (size_t id = 0; id < p.nodes.size(); ++id) {
+        if (!p.nodes[id].activation_quant || !p.nodes[id].activation_quant->scales.empty())
+          continue;
+        for (ValueId v : g_.node(id).outputs)
+          if (v != kNoValue && is_float(g_.value(v).dtype) &&
+              seen.insert(g_.value(v).name).second) {
+            values.push_back(g_.value(v).name);
+            break;
+          }
+      }
+    };
+    want(base_);
+    for (const auto& [m, p] : mode_plans_) want(p);
+    std::map<std::string, Observer> observers;
+    if (!values.empty() && calib_)
+      HPF_RETURN_IF_ERROR(observe_values(g_, *calib_, values, observers));
+    HPF_RETURN_IF_ERROR(calibrate_plan(g_, base_, observers, o_));
+    for (auto& [m, p] : mode_plans_) HPF_RETURN_IF_ERROR(calibrate_plan(g_, p, observers, o_));
+    return Status();
+  }
+
+  const NodePlan& node_plan(size_t id, Mode m) const {
+    if (!is_auto(id)) return base_.nodes[id];
+    if (m == Mode::fp32) return fp32_nodes_[id];
+    return mode_plans_.at(m).nodes[id];
+  }
+
+  Plan to_plan(const State& s) const {
+    Plan p;
+    p.graph = g_.name();
+    p.metric = o_.metric;
+    p.budget = o_.kl_budget;
+    p.nodes.reserve(s.size());
+    for (size_t id = 0; id < s.size(); ++id) p.nodes.push_back(node_plan(id, s[id]));
+    return p;
+  }
+
+  // Measured times, when an evaluator measures: the FP32 plan and one plan per candidate mode.
+  Status measure_times() {
+    if (!ev_.measure_ms) return Status();
+    std::vector<Mode> modes = {Mode::fp32};
+    for (const auto& [m, p] : mode_plans_) modes.push_back(m);
+    for (Mode m : modes) {
+      State s(g_.nodes().size(), Mode::fp32);
+      for (size_t id = 0; id < s.size(); ++id) {
+        if (!is_auto(id))
+          s[id] = base_.nodes[id].mode;
+        else if (std::count(candidates_[id].begin(), candidates_[id].end(), m))
+          s[id] = m;
+      }
+      HPF_ASSIGN_OR_RETURN(auto times, ev_.measure_ms(to_plan(s)));
+      for (size_t id = 0; id < s.size(); ++id) {
+        const auto it = times.find(g_.node(id).name);
+        if (it != times.end() && (s[id] == m || m == Mode::fp32))
+          cost_.set_measured(it->first, s[id], it->second);
+      }
+    }
+    return Status();
+  }
+
+  Expected<double> divergence(const State& s) {
+    const auto it = seen_.find(s);
+    if (it != seen_.end()) return it->second;
+    HPF_ASSIGN_OR_RETURN(double d, ev_.divergence(to_plan(s)));
+    ++report_.evaluations;
+    if (std::isnan(d)) d = std::numeric_limits<double>::infinity();
+    seen_[s] = d;
+    return d;
+  }
+
+  // alpha * latency + beta * bytes (normalised by the FP32 plan) of node `id` in mode `m`.
+  double node_cost(size_t id, Mode m) const {
+    const NodeCost c = cost_.cost(static_cast<int32_t>(id), node_plan(id, m));
+    return o_.alpha * c.ms() / l0_ + o_.beta * double(c.bytes()) / b0_;
+  }
+  double objective(const State& s, double d) const {
+    double j = 0;
+    for (size_t id = 0; id < s.size(); ++id) j += node_cost(id, s[id]);
+    return j + o_.gamma * d / o_.kl_budget;
+  }
+
+  // Groups of auto nodes with candidates: single nodes when their (node, mode) pairs fit the
+  // sensitivity budget, else one class within one block, else one class.
+  void make_groups() {
+    std::vector<int32_t> nodes;
+    size_t pairs = 0;
+    for (size_t id = 0; id < g_.nodes().size(); ++id)
+      if (!candidates_[id].empty()) {
+        nodes.push_back(static_cast<int32_t>(id));
+        pairs += candidates_[id].size();
+      }
+    const std::vector<NodeClass> classes = classify_nodes(g_);
+    auto grouped = [&](bool by_block) {
+      std::map<std::string, Group> m;
+      for (int32_t id : nodes) {
+        std::string key = node_class_name(classes[id]);
+        if (by_block) key = planner_detail::block_of(g_.node(id).name) + ":" + key;
+        m[key].name = key;
+        m[key].members.push_back(id);
+      }
+      std::vector<Group> v;
+      for (auto& [k, gr] : m) v.push_back(std::move(gr));
+      return v;
+    };
+    auto pair_count = [&](const std::vector<Group>& gs) {
+      size_t n = 0;
+      for (const Group& gr : gs) {
+        std::set<Mode> modes;
+        for (int32_t id : gr.members) modes.insert(candidates_[id].begin(), candidates_[id].end());
+        n += modes.size();
+      }
+      return n;
+    };
+    const size_t limit = static_cast<size_t>(std::max(o_.max_sensitivity_evaluations, 1));
+    if (pairs <= limit) {
+      for (int32_t id : nodes) groups_.push_back({g_.node(id).name, {id}});
+    } else {
+      groups_ = grouped(true);
+      if (pair_count(groups_) > limit) groups_ = grouped(false);
+    }
+    report_.groups = static_cast<int>(groups_.size());
+  }
+
+  // `s` with the members of group `gi` that have mode `m` as a candidate set to it (all members
+  // for fp32).
+  State with(const State& s, size_t gi, Mode m) const {
+    State t = s;
+    for (int32_t id : groups_[gi].members)
+      if (m == Mode::fp32 || std::count(candidates_[id].begin(), candidates_[id].end(), m))
+        t[id] = m;
+    return t;
+  }
+
+  Status measure_sensitivity() {
+    const double j0 = objective(start_, 0);
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      std::vector<Mode> modes;
+      for (Mode m : kCandidates)
+        for (int32_t id : groups_[gi].members)
+          if (std::count(candidates_[id].begin(), candidates_[id].end(), m)) {
+            modes.push_back(m);
+            break;
+          }
+      for (Mode m : modes) {
+        if (report_.sensitivity_evaluations >= o_.max_sensitivity_evaluations) break;
+        const State s = with(start_, gi, m);
+        HPF_ASSIGN_OR_RETURN(double d, divergence(s));
+        ++report_.sensitivity_evaluations;
+        sensitivity_[{gi, m}] = d;
+        const double gain = j0 - objective(s, 0);
+        if (!(d <= o_.kl_budget) || gain <= 0) continue;
+        // Gain per unit of sensitivity; a floor keeps harmless lowerings ordered by gain.
+        const double sens = std::max(d - d0_, 0.0) + 1e-6 * o_.kl_budget;
+        proposals_.push_back({gi, m, d, gain / sens});
+      }
+    }
+    std::stable_sort(proposals_.begin(), proposals_.end(),
+                     [](const Proposal& a, const Proposal& b) { return a.score > b.score; });
+    report_.proposals = static_cast<int>(proposals_.size());
+    // Moves back to FP32 close the list: the way out of a local minimum.
+    std::set<size_t> lowered;
+    for (const Proposal& p : proposals_) lowered.insert(p.group);
+    for (size_t gi : lowered) moves_.push_back({gi, Mode::fp32, 0, 0});
+    moves_.insert(moves_.begin(), proposals_.begin(), proposals_.end());
+    return Status();
+  }
+
+  double uniform() { return double(rng_() >> 11) * 0x1.0p-53; }
+
+  Status anneal() {
+    State cur = start_;
+    double d_cur = d0_, j_cur = objective(cur, d_cur);
+    history_ = {cur};
+    best_ = cur;
+    double j_best = j_cur;
+    double t = o_.initial_temperature;
+    for (int sweep = 0; sweep < o_.max_sweeps; ++sweep) {
+      int accepted = 0;
+      for (const Proposal& mv : moves_) {
+        if (report_.evaluations >= o_.max_evaluations) break;
+        const State next = with(cur, mv.group, mv.mode);
+        if (next == cur) continue;
+        const double cost_delta = objective(next, 0) - objective(cur, 0);
+        // A move that costs: its divergence can at best fall to 0, so this bounds its delta
+        // from below, and Metropolis may refuse it without an evaluation.
+        const double best_case = cost_delta - o_.gamma * d_cur / o_.kl_budget;
+        if (best_case > 0 && !(t > 0 && uniform() < std::exp(-best_case / t))) {
+          ++report_.rejected_metropolis;
+          continue;
+        }
+        HPF_ASSIGN_OR_RETURN(double d, divergence(next));
+        if (!(d <= o_.kl_budget)) {
+          ++report_.rejected_budget;
+          continue;
+        }
+        const double j = objective(next, d), delta = j - j_cur;
+        if (delta > 0 && !(t > 0 && uniform() < std::exp(-delta / t))) {
+          ++report_.rejected_metropolis;
+          continue;
+        }
+        cur = next;
+        d_cur = d;
+        j_cur = j;
+        history_.push_back(cur);
+        ++accepted;
+        ++report_.accepted;
+        if (j < j_best) {
+          j_best = j;
+          best_ = cur;
+        }
+      }
+      t *= o_.cooling;
+      if (accepted == 0 || report_.evaluations >= o_.max_evaluations) break;
+    }
+    return Status();
+  }
+
+  // The final end-to-end check (a fresh evaluation, not the cache), backing off while over.
+  Expected<Plan> finish() {
+    State s = best_.empty() ? start_ : best_;
+    auto pos = std::find(history_.rbegin(), history_.rend(), s);
+    Plan plan = to_plan(s);
+    HPF_ASSIGN_OR_RETURN(double d, ev_.divergence(plan));
+    ++report_.evaluations;
+    while (!(d <= o_.kl_budget) && pos != history_.rend() && std::next(pos) != history_.rend()) {
+      ++pos;
+      ++report_.backed_off;
+      s = *pos;
+      plan = to_plan(s);
+      HPF_ASSIGN_OR_RETURN(d, ev_.divergence(plan));
+      ++report_.evaluations;
+    }
+    if (!(d <= o_.kl_budget) && s != start_) {
+      s = start_;
+      plan = to_plan(s);
+      HPF_ASSIGN_OR_RETURN(d, ev_.divergence(plan));
+      ++report_.evaluations;
+    }
+    plan.divergence = d;
+    record(s, plan);
+    return plan;
+  }
+
+  void record(const State& s, Plan& plan) {
+    for (size_t id = 0; id < s.size(); ++id) {
+      NodePlan& p = plan.nodes[id];
+      const NodeCost c = cost_.cost(static_cast<int32_t>(id), p);
+      p.predicted_ms = c.predicted_ms;
+      p.measured_ms = c.measured_ms;
+      p.bytes = c.bytes();
+      p.sensitivity = node_sensitivity(id, s[id]);
+      ++report_.modes[mode_name(p.mode)];
+    }
+    report_.metric = o_.metric;
+    report_.fp32_ms = l0_;
+    report_.fp32_bytes = static_cast<int64_t>(b0_);
+    report_.plan_ms = cost_.plan_ms(plan);
+    report_.plan_bytes = cost_.plan_bytes(plan);
+    report_.objective = objective(s, plan.divergence);
+  }
+
+  double node_sensitivity(size_t id, Mode m) const {
+    for (size_t gi = 0; gi < groups_.size(); ++gi) {
+      const auto& mem = groups_[gi].members;
+      if (std::find(mem.begin(), mem.end(), static_cast<int32_t>(id)) == mem.end()) continue;
+      if (m == Mode::fp32 && !candidates_[id].empty()) m = candidates_[id].front();
+      const auto it = sensitivity_.find({gi, m});
+      return it == sensitivity_.end() ? -1 : it->second;
+    }
+    return -1;
+  }
+
+  const Graph& g_;
+  const PlannerOptions& o_;
+  const Evaluators& ev_;
+  const std::vector<std::vector<Tensor>>* calib_;
+  PlannerReport& report_;
+  CostModel cost_;
+  std::mt19937_64 rng_;
+
+  Plan base_;
+  std::map<Mode, Plan> mode_plans_;
+  std::vector<NodePlan> fp32_nodes_;
+  std::vector<std::vector<Mode>> candidates_;
+  State start_, best_;
+  double l0_ = 1, b0_ = 1, d0_ = 0;
+  std::vector<Group> groups_;
+  std::map<std::pair<size_t, Mode>, double> sensitivity_;
+  std::vector<Proposal> proposals_, moves_;
+  std::vector<State> history_;
+  std::map<State, double> seen_;
+};
+
+}  // namespace
+
+Expected<Plan> plan_auto(const Graph& g, const PlannerOptions& options, const Evaluators& ev,
+                         const std::vector<std::vector<Tensor>>* calibration,
+                         PlannerReport* report) {
+  PlannerReport local;
+  Planner p(g, options, ev, calibration, report ? *report : local);
+  if (report) *report = PlannerReport{};
+  auto plan = p.run();
+  if (!plan.ok()) return plan;
+  const PlannerReport& r = report ? *report : local;
+  std::string modes;
+  for (const auto& [m, n] : r.modes) modes += " " + m + "=" + std::to_string(n);
+  log(LogLevel::info, "plan_auto '" + g.name() + "': divergence " +
+                          std::to_string(plan->divergence) + " (" + r.metric + ", budget " +
+                          std::to_string(options.kl_budget) + ") after " +
+                          std::to_string(r.evaluations) + " evaluations; modes" + modes);
+  return plan;
+}
+
+}  // namespace hpf

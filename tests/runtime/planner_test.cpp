@@ -1,0 +1,370 @@
+// The precision planner: cost model, reference evaluator, calibration inputs, plan_auto.
+#include "hpf/planner.hpp"
+
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "hpf/models.hpp"
+#include "hpf/npy.hpp"
+
+using namespace hpf;
+
+namespace {
+
+Tensor filled(std::vector<int64_t> shape, float step) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) v[k] = step * float((k * 7) % 13 - 6);
+  return *Tensor::from_f32(std::move(shape), v);
+}
+
+// x[4,8] . W[8,16]
+Graph small_matmul() {
+  GraphBuilder b("mm");
+  auto x = b.input("x", DType::F32, {4, 8});
+  auto w = b.constant("w", filled({8, 16}, 0.1f));
+  b.output(b.op1("MatMul", {x, w}, {}, "mm"));
+  return *b.build();
+}
+
+DeviceModel test_device() {
+  DeviceModel d;
+  d.name = "test";
+  d.matrix_tflops = {{"fp32", 1.0}, {"bf16", 2.0}, {"int8", 4.0}};
+  d.vector_tflops = {{"fp32", 0.5}};
+  d.bandwidth_gbs = 10;
+  return d;
+}
+
+DeviceFormats all_formats() {
+  DeviceFormats d;
+  d.storage = {DType::F32, DType::BF16, DType::F16, DType::I4};
+  d.int8_compute = true;
+  d.fp8_compute = true;
+  return d;
+}
+
+NodePlan plan_of(const Graph& g, Mode m) {
+  Plan p = *plan_from_policy(g, Policy::uniform(m), all_formats());
+  return p.nodes[0];
+}
+
+int lowered_nodes(const Plan& p) {
+  int n = 0;
+  for (const NodePlan& np : p.nodes) n += np.mode != Mode::fp32;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("cost model: FLOPs and bytes of a MatMul per mode") {
+  const Graph g = small_matmul();
+  CostModel cm(g, test_device());
+  const NodeCost f = cm.cost(0, plan_of(g, Mode::fp32));
+  CHECK(f.matrix);
+  CHECK(f.flops == 2.0 * 4 * 16 * 8);
+  CHECK(f.weight_bytes == 8 * 16 * 4);
+  CHECK(f.input_bytes == 4 * 8 * 4);
+  CHECK(f.output_bytes == 4 * 16 * 4);
+  CHECK(f.bytes() == 512 + 256);
+  // Memory bound: (512 + 128 + 256) bytes at 10 GB/s.
+  CHECK(f.predicted_ms == doctest::Approx(896.0 / 10e9 * 1e3));
+
+  const NodeCost h = cm.cost(0, plan_of(g, Mode::bf16));
+  CHECK(h.weight_bytes == 256);
+  CHECK(h.output_bytes == 128);
+  CHECK(h.input_bytes == 64);
+
+  // INT8: 1 byte per element plus 4-byte scales (16 output channels; one per tensor).
+  const NodeCost q = cm.cost(0, plan_of(g, Mode::int8));
+  CHECK(q.weight_bytes == 128 + 16 * 4);
+  CHECK(q.output_bytes == 64 + 4);
+  // INT4 weights, groups of 32 (before calibration): half a byte per weight, 4 groups of 32.
+  const NodeCost w4 = cm.cost(0, plan_of(g, Mode::int4_weights));
+  CHECK(w4.weight_bytes == 64 + 4 * 4);
+  CHECK(w4.output_bytes == 256);
+
+  cm.set_measured("mm", Mode::bf16, 0.25);
+  CHECK(cm.cost(0, plan_of(g, Mode::bf16)).ms() == 0.25);
+  CHECK(cm.cost(0, plan_of(g, Mode::fp32)).measured_ms == -1);
+  CHECK(cm.measured("mm", Mode::bf16) == 0.25);
+}
+
+TEST_CASE("cost model: FLOPs of Gemm (transposed, bias), Conv, elementwise") {
+  GraphBuilder b("ops");
+  auto a = b.input("a", DType::F32, {8, 4});        // transA: M = 4, K = 8
+  auto w = b.constant("w", filled({16, 8}, 0.1f));  // transB: N = 16
+  auto c = b.constant("c", filled({16}, 0.1f));
+  auto y = b.op1("Gemm", {a, w, c}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}}, "gemm");
+  b.output(b.relu(y));
+  auto x = b.input("x", DType::F32, {1, 3, 8, 8});
+  auto k = b.constant("k", filled({4, 3, 3, 3}, 0.1f));
+  auto kb = b.constant("kb", filled({4}, 0.1f));
+  b.output(b.conv(x, k, kb, {1, 1, 1, 1}, {1, 1}));
+  Graph g = *b.build();
+  CostModel cm(g, test_device());
+  const Plan p = *plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats());
+  CHECK(cm.cost(0, p.nodes[0]).flops == 2.0 * 4 * 16 * 8 + 4 * 16);
+  CHECK_FALSE(cm.cost(1, p.nodes[1]).matrix);
+  CHECK(cm.cost(1, p.nodes[1]).flops == 64);  // Relu: elements
+  CHECK(cm.cost(2, p.nodes[2]).flops == 2.0 * 4 * 64 * 27 + 4 * 64);
+  CHECK(cm.plan_bytes(p) > 0);
+  CHECK(cm.plan_ms(p) > 0);
+}
+
+TEST_CASE("cost model: roofline is monotonic for a memory-bound GEMV") {
+  GraphBuilder b("gemv");
+  auto x = b.input("x", DType::F32, {1, 1024});
+  auto w = b.constant("w", filled({1024, 1024}, 0.01f));
+  b.output(b.op1("MatMul", {x, w}, {}, "mv"));
+  Graph g = *b.build();
+  for (const DeviceModel& d : {test_device(), DeviceModel::host(), DeviceModel{}}) {
+    CAPTURE(d.name);
+    for (const std::string& n : d.notes) MESSAGE(d.name << ": " << n);
+    CostModel cm(g, d);
+    const double f32 = cm.cost(0, plan_of(g, Mode::fp32)).predicted_ms;
+    const double bf16 = cm.cost(0, plan_of(g, Mode::bf16)).predicted_ms;
+    const double i8 = cm.cost(0, plan_of(g, Mode::int8)).predicted_ms;
+    const double i4 = cm.cost(0, plan_of(g, Mode::int4_weights)).predicted_ms;
+    MESSAGE(d.name << ": GEMV 1x1024x1024 fp32 " << f32 << " ms, bf16 " << bf16 << " ms, int8 "
+                   << i8 << " ms, int4-weights " << i4 << " ms");
+    CHECK(f32 > 0);
+    CHECK(bf16 <= f32);
+    CHECK(bf16 < f32);  // half the bytes
+    CHECK(i8 <= bf16);
+    CHECK(i4 <= bf16);
+  }
+}
+
+TEST_CASE("reference evaluator: metrics per output kind") {
+  // Bernoulli KL by hand: p = 0.5, q = 0.25.
+  Tensor p = *Tensor::from_f32({1, 1}, std::vector<float>{0.5f});
+  Tensor q = *Tensor::from_f32({1, 1}, std::vector<float>{0.25f});
+  CHECK(*output_divergence(OutputMetric::kl_bernoulli, p, q) ==
+        doctest::Approx(0.5 * std::log(2.0) + 0.5 * std::log(0.5 / 0.75)));
+  Tensor pp = *Tensor::from_f32({1, 2}, std::vector<float>{0.5f, 0.5f});
+  Tensor qq = *Tensor::from_f32({1, 2}, std::vector<float>{0.25f, 0.75f});
+  CHECK(*output_divergence(OutputMetric::kl_probabilities, pp, qq) ==
+        doctest::Approx(0.5 * std::log(2.0) + 0.5 * std::log(0.5 / 0.75)));
+  Tensor bad = *Tensor::from_f32({1, 2}, std::vector<float>{NAN, 0.5f});
+  CHECK(std::isinf(*output_divergence(OutputMetric::kl_logits, pp, bad)));
+
+  GraphBuilder b("heads");
+  auto x = b.input("x", DType::F32, {4, 8});
+  auto w = b.constant("w", filled({8, 8}, 0.1f));
+  auto logits = b.op1("MatMul", {x, w}, {}, "mm");
+  b.output(b.softmax(logits), "probs");
+  b.output(b.sigmoid(logits), "gates");
+  b.output(b.op1("Identity", {logits}), "logits");
+  Graph g = *b.build();
+  auto batches = random_calibration_inputs(g, 2, 3);
+  REQUIRE(batches.ok());
+  auto ev = RefEvaluator::create(g, *batches);
+  REQUIRE(ev.ok());
+  CHECK(ev->describe() == "probs: kl-probabilities, gates: kl-bernoulli, logits: kl-softmax");
+  auto l2 = RefEvaluator::create(g, *batches, "rel-l2");
+  REQUIRE(l2.ok());
+  CHECK(l2->describe() == "probs: rel-l2, gates: rel-l2, logits: rel-l2");
+  CHECK(RefEvaluator::create(g, *batches, "l1").status().message() ==
+        "reference evaluator: unknown metric 'l1' (kl, rel-l2)");
+
+  const Plan fp32 = *plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats());
+  CHECK(*ev->divergence(fp32) == 0);
+  const Plan bf16 = *plan_from_policy(g, Policy::uniform(Mode::bf16), all_formats());
+  CHECK(*ev->divergence(bf16) > 0);
+  // INT8 needs calibrated scales.
+  Policy only_mm;
+  only_mm.by_node = {{"mm", Mode::int8}};
+  const Plan i8 = *plan_from_policy(g, only_mm, all_formats());
+  auto err = ev->divergence(i8);
+  REQUIRE_FALSE(err.ok());
+  CHECK(err.status().message() ==
+        "emulation: node 'mm' (MatMul, int8) has no calibrated activation scales (calibrate_plan "
+        "fills them)");
+}
+
+TEST_CASE("calibration inputs: random and from .npy directories") {
+  const Graph g = small_matmul();
+  auto r = random_calibration_inputs(g, 3, 5);
+  REQUIRE(r.ok());
+  CHECK(r->size() == 3);
+  CHECK((*r)[0][0].shape() == std::vector<int64_t>{4, 8});
+  CHECK((*r)[0][0].to_f32() != (*r)[1][0].to_f32());
+
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("hpf_planner_calib_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "a");
+  fs::create_directories(dir / "b");
+  REQUIRE(save_npy((dir / "b" / "x.npy").string(), (*r)[1][0]).ok());
+  REQUIRE(save_npy((dir / "a" / "x.npy").string(), (*r)[0][0]).ok());
+  auto several = load_calibration_dir(g, dir.string());
+  REQUIRE_MESSAGE(several.ok(), several.status().to_string());
+  REQUIRE(several->size() == 2);
+  CHECK((*several)[0][0].to_f32() == (*r)[0][0].to_f32());  // a before b
+  CHECK((*several)[1][0].to_f32() == (*r)[1][0].to_f32());
+  REQUIRE(save_npy((dir / "x.npy").string(), (*r)[2][0]).ok());
+  auto one = load_calibration_dir(g, dir.string());
+  REQUIRE(one.ok());
+  CHECK(one->size() == 1);
+  fs::remove(dir / "x.npy");
+  fs::create_directories(dir / "c");
+  auto missing = load_calibration_dir(g, dir.string());
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message() ==
+        "calibration directory '" + (dir / "c").string() + "' has no x.npy for input 'x'");
+  fs::remove_all(dir);
+}
+
+namespace {
+
+struct Planned {
+  Plan plan;
+  PlannerReport report;
+  double seconds = 0;
+};
+
+Planned plan_model(const Graph& g, const std::vector<std::vector<Tensor>>& batches, double budget,
+                   uint64_t seed = 1, DeviceFormats formats = all_formats()) {
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE_MESSAGE(ev.ok(), ev.status().to_string());
+  PlannerOptions o;
+  o.kl_budget = budget;
+  o.device = formats;
+  o.device_model = test_device();
+  o.seed = seed;
+  Planned r;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto plan = plan_auto(g, o, ev->evaluators(), &batches, &r.report);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  r.plan = std::move(*plan);
+  MESSAGE(g.name() << " budget " << budget << ": " << r.seconds << " s, " << r.report.evaluations
+                   << " evaluations (" << r.report.sensitivity_evaluations << " sensitivity, "
+                   << r.report.groups << " groups, " << r.report.proposals
+                   << " proposals), accepted " << r.report.accepted << ", divergence "
+                   << r.plan.divergence << " (" << ev->describe() << "), predicted "
+                   << r.report.plan_ms << " ms vs fp32 " << r.report.fp32_ms << ", bytes "
+                   << r.report.plan_bytes << " vs " << r.report.fp32_bytes);
+  std::string modes;
+  for (const auto& [m, n] : r.report.modes) modes += m + "=" + std::to_string(n) + " ";
+  MESSAGE("modes: " << modes);
+  // Checked independently: a fresh evaluator on the same inputs.
+  auto check = RefEvaluator::create(g, batches);
+  REQUIRE(check.ok());
+  const double d = *check->divergence(r.plan);
+  CHECK(d <= budget);
+  CHECK(d == doctest::Approx(r.plan.divergence));
+  CHECK(r.plan.budget == budget);
+  CHECK(r.plan.check_matches(g).ok());
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("plan_auto: builtin:mlp within budget, lowers when loose, not when tiny") {
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 2, 11, 32);
+  const Planned loose = plan_model(g, batches, 1e-2);
+  CHECK(lowered_nodes(loose.plan) > 0);
+  CHECK(loose.report.plan_ms < loose.report.fp32_ms);
+  CHECK(loose.report.plan_bytes < loose.report.fp32_bytes);
+  for (const NodePlan& p : loose.plan.nodes) {
+    CHECK(p.predicted_ms >= 0);
+    CHECK(p.bytes > 0);
+    if (p.mode != Mode::fp32) CHECK(p.sensitivity >= 0);
+    if (p.mode == Mode::int8) {
+      REQUIRE(p.activation_quant);
+      CHECK_FALSE(p.activation_quant->scales.empty());
+    }
+  }
+  const Planned tiny = plan_model(g, batches, 1e-9);
+  CHECK(lowered_nodes(tiny.plan) < lowered_nodes(loose.plan));
+
+  // The plan survives JSON and evaluates the same.
+  auto back = Plan::from_json(loose.plan.to_json());
+  REQUIRE(back.ok());
+  auto ev = RefEvaluator::create(g, batches);
+  CHECK(*ev->divergence(*back) == doctest::Approx(loose.plan.divergence));
+}
+
+TEST_CASE("plan_auto: deterministic for a fixed seed") {
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 1, 3, 16);
+  const Planned a = plan_model(g, batches, 5e-3, 42);
+  const Planned b = plan_model(g, batches, 5e-3, 42);
+  CHECK(a.plan.to_json() == b.plan.to_json());
+  CHECK(a.report.evaluations == b.report.evaluations);
+}
+
+TEST_CASE("plan_auto: a node that overflows in fp16 stays fp32") {
+  // exp(x + 10) reaches e^13 > 65504 for x ~ N(0, 1): Inf in FP16.
+  GraphBuilder b("overflow");
+  auto x = b.input("x", DType::F32, {16, 32});
+  auto e = b.op1("Exp", {b.op1("Add", {x, b.scalar(10.0f)}, {}, "shift")}, {}, "exp");
+  auto y = b.op1("Mul", {e, b.scalar(1e-5f)}, {}, "scale");
+  b.output(b.op1("MatMul", {y, b.constant("w", filled({32, 10}, 0.1f))}, {}, "head"));
+  const Graph g = *b.build();
+  const auto batches = *random_calibration_inputs(g, 2, 1);
+  DeviceFormats f16;
+  f16.storage = {DType::F32, DType::F16};
+  const Planned r = plan_model(g, batches, 1e-2, 1, f16);
+  CHECK(r.plan.find("exp")->mode == Mode::fp32);
+  CHECK(r.plan.find("exp")->sensitivity > 1e-2);  // lowered alone it overflows
+  CHECK(lowered_nodes(r.plan) > 0);
+}
+
+TEST_CASE("plan_auto: builtin:bert-tiny within budget, planning time") {
+  const Graph g = *models::builtin("builtin:bert-tiny");
+  const auto batches = *random_calibration_inputs(g, 2, 5);
+  const Planned loose = plan_model(g, batches, 1e-2);
+  MESSAGE("planning bert-tiny (" << g.nodes().size() << " nodes) took " << loose.seconds << " s");
+  CHECK(lowered_nodes(loose.plan) > 0);
+  CHECK(loose.report.plan_bytes < loose.report.fp32_bytes);
+  CHECK(loose.report.evaluations <= PlannerOptions{}.max_evaluations + 8);
+  const Planned tiny = plan_model(g, batches, 1e-9);
+  CHECK(lowered_nodes(tiny.plan) < lowered_nodes(loose.plan));
+}
+
+TEST_CASE("plan_auto: measured times replace the roofline") {
+  // A device where every lowered kernel is slower than FP32, and memory does not count: nothing
+  // is worth lowering.
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 1, 3, 16);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  Evaluators e = ev->evaluators();
+  int calls = 0;
+  e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
+    ++calls;
+    std::map<std::string, double> t;
+    for (const NodePlan& n : p.nodes) t[n.name] = n.mode == Mode::fp32 ? 1.0 : 2.0;
+    return t;
+  };
+  PlannerOptions o;
+  o.kl_budget = 1e-2;
+  o.device = all_formats();
+  o.device_model = test_device();
+  o.beta = 0;
+  PlannerReport r;
+  auto plan = plan_auto(g, o, e, &batches, &r);
+  REQUIRE(plan.ok());
+  CHECK(calls == 6);  // FP32 and the five candidate modes
+  CHECK(lowered_nodes(*plan) == 0);
+  for (const NodePlan& n : plan->nodes) CHECK(n.measured_ms == 1.0);
+  CHECK(r.plan_ms == doctest::Approx(double(g.nodes().size())));
+}
+
+TEST_CASE("plan_auto: errors") {
+  const Graph g = small_matmul();
+  PlannerOptions o;
+  o.device_model = test_device();
+  auto none = plan_auto(g, o, Evaluators{});
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message() == "plan_auto: no divergence evaluator");
+}
