@@ -91,13 +91,16 @@ struct RunArgs {
   DType precision = DType::F32;
   std::string plan;       // --plan: a mode (fp32, bf16, ...) or a plan file
   std::string save_plan;  // --save-plan FILE
+  double kl_budget = 1e-3;  // --kl-budget, for --plan auto
+  std::string calib;        // --calib DIR, for --plan auto
   std::vector<DType> formats = {DType::F32, DType::TF32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2};
 };
 
 hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only"},
                                           {"--batch", "--seed", "--random-inputs", "--repeat", "--threads", "--formats",
-                                           "--precision", "--input", "--dim", "--output-dir", "--plan", "--save-plan"}));
+                                           "--precision", "--input", "--dim", "--output-dir", "--plan", "--save-plan",
+                                           "--kl-budget", "--calib"}));
   RunArgs r;
   if (a.positional.size() > 1) return hpf::Status::invalid("unexpected argument '" + a.positional[1] + "'");
   if (!a.positional.empty()) r.model = a.positional[0];
@@ -142,6 +145,14 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   r.reference_only = a.flag("--reference-only");
   r.plan = a.option("--plan");
   r.save_plan = a.option("--save-plan");
+  r.calib = a.option("--calib");
+  if (a.options.count("--kl-budget")) {
+    char* end = nullptr;
+    r.kl_budget = std::strtod(a.option("--kl-budget").c_str(), &end);
+    if (*end || !(r.kl_budget > 0)) return hpf::Status::invalid("--kl-budget: '" + a.option("--kl-budget") + "' is not a positive number");
+  }
+  if ((a.options.count("--kl-budget") || !r.calib.empty()) && r.plan != "auto")
+    return hpf::Status::invalid("--kl-budget and --calib go with --plan auto");
   if (!r.plan.empty() && a.options.count("--precision"))
     return hpf::Status::invalid("--plan and --precision both set the formats; give one");
   if (a.options.count("--precision")) {
@@ -268,6 +279,41 @@ hpf::Expected<std::vector<hpf::Tensor>> make_inputs(hpf::Graph& g, const RunArgs
   return out;
 }
 
+// --plan auto: the planner with plans measured on the device, on calibration inputs from
+// --calib DIR or seeded random ones (not the run's own inputs, which then check the plan).
+hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const RunArgs& a, const hpf::SessionOptions& so,
+                                            const hpf::DeviceFormats& formats, bool quiet, nlohmann::json& j) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::vector<hpf::Tensor>> calib;
+  if (!a.calib.empty()) {
+    HPF_ASSIGN_OR_RETURN(calib, hpf::load_calibration_dir(g, a.calib));
+  } else {
+    HPF_ASSIGN_OR_RETURN(calib, hpf::random_calibration_inputs(g, 2, a.seed + 1000, a.batch));
+  }
+  HPF_ASSIGN_OR_RETURN(hpf::DeviceEvaluator ev, hpf::DeviceEvaluator::create(so, g, calib));
+  hpf::PlannerOptions po;
+  po.kl_budget = a.kl_budget;
+  po.device = formats;
+  hpf::PlannerReport report;
+  HPF_ASSIGN_OR_RETURN(hpf::Plan plan, hpf::plan_auto(g, po, ev.evaluators(), &calib, &report));
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::string modes;
+  for (const auto& [m, n] : report.modes) modes += (modes.empty() ? "" : ", ") + m + " " + std::to_string(n);
+  if (!quiet) {
+    std::printf("planner  %s; %d evaluations (%d for sensitivity, %d groups) in %.1f s; calibration: %s\n",
+                ev.describe().c_str(), report.evaluations, report.sensitivity_evaluations, report.groups, ms / 1000,
+                a.calib.empty() ? "2 seeded random batches" : a.calib.c_str());
+    std::printf("planner  nodes: %s; divergence %.3e (budget %.1e); predicted %.3f -> %.3f ms, bytes %lld -> %lld\n",
+                modes.c_str(), plan.divergence, a.kl_budget, report.fp32_ms, report.plan_ms,
+                static_cast<long long>(report.fp32_bytes), static_cast<long long>(report.plan_bytes));
+  }
+  j["planner"] = {{"metric", ev.describe()}, {"evaluations", report.evaluations}, {"seconds", ms / 1000},
+                  {"budget", a.kl_budget}, {"divergence", plan.divergence}, {"modes", report.modes},
+                  {"predicted_ms", {{"fp32", report.fp32_ms}, {"plan", report.plan_ms}}},
+                  {"bytes", {{"fp32", report.fp32_bytes}, {"plan", report.plan_bytes}}}};
+  return plan;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
@@ -357,6 +403,11 @@ int cmd_run(const std::vector<std::string>& argv) {
         if (!loaded.ok()) return fail(loaded.status().message());
         *plan = std::move(loaded).value();
         plan_label = "plan " + args->plan;
+      } else if (args->plan == "auto") {
+        auto planned = plan_automatically(g, *args, so, session->device_formats(), quiet, j);
+        if (!planned.ok()) return fail(planned.status().to_string());
+        *plan = std::move(planned).value();
+        plan_label = "plan auto";
       } else {
         auto mode = hpf::parse_mode(args->plan);
         if (!mode.ok())

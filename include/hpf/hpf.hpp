@@ -1,6 +1,7 @@
 // libhpf: mixed-precision graph runtime. One include for the whole public C++ API.
 #pragma once
 
+#include "hpf/calibration.hpp"
 #include "hpf/cpu_info.hpp"
 #include "hpf/divergence.hpp"
 #include "hpf/dtype.hpp"
@@ -11,7 +12,10 @@
 #include "hpf/log.hpp"
 #include "hpf/models.hpp"
 #include "hpf/npy.hpp"
+#include "hpf/onnx.hpp"
+#include "hpf/planner.hpp"
 #include "hpf/plugin_host.hpp"
+#include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
 #include "hpf/status.hpp"

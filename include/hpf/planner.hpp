@@ -28,6 +28,7 @@
 #include "hpf/graph.hpp"
 #include "hpf/hwdb.hpp"
 #include "hpf/precision.hpp"
+#include "hpf/session.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/status.hpp"
 #include "hpf/tensor.hpp"
@@ -145,6 +146,8 @@ Expected<ref::Emulation> emulation_for_plan(const Graph& g, const Plan& plan);
 enum class OutputMetric { kl_logits, kl_probabilities, kl_bernoulli, rel_l2 };
 const char* output_metric_name(OutputMetric m);  // "kl-softmax", "kl-probabilities", ...
 Expected<double> output_divergence(OutputMetric m, const Tensor& reference, const Tensor& test);
+// The metric for an output from its reference values over the batches (as above).
+OutputMetric detect_output_metric(const std::vector<const Tensor*>& refs);
 
 class RefEvaluator {
  public:
@@ -166,6 +169,27 @@ class RefEvaluator {
  private:
   struct State;
   explicit RefEvaluator(std::shared_ptr<State> s) : s_(std::move(s)) {}
+  std::shared_ptr<State> s_;
+};
+
+// Plans run on a device: each divergence() compiles the plan with a Session (kernels through the
+// kernel cache, so a format's kernels compile once) and runs the batches; the FP32 ground truth
+// comes from the reference interpreter once. measure_ms() gives per node the time of the step
+// computing it (a fused step's time split evenly over its nodes), median over `runs`.
+class DeviceEvaluator {
+ public:
+  static Expected<DeviceEvaluator> create(SessionOptions options, const Graph& g,
+                                          std::vector<std::vector<Tensor>> batches,
+                                          const std::string& metric = "kl", int runs = 3);
+  Expected<double> divergence(const Plan& plan) const;
+  Expected<std::map<std::string, double>> measure_ms(const Plan& plan) const;
+  std::string describe() const;  // the metric per output, as RefEvaluator::describe
+  int evaluations() const;
+  Evaluators evaluators() const;  // divergence and measure_ms
+
+ private:
+  struct State;
+  explicit DeviceEvaluator(std::shared_ptr<State> s) : s_(std::move(s)) {}
   std::shared_ptr<State> s_;
 };
 

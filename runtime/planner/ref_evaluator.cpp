@@ -64,7 +64,9 @@ double bernoulli_kl(double p, double q) {
   return std::max(0.0, kl);
 }
 
-OutputMetric detect_metric(const std::vector<const Tensor*>& refs) {
+}  // namespace
+
+OutputMetric detect_output_metric(const std::vector<const Tensor*>& refs) {
   bool unit = true, rows_sum_to_one = true;
   for (const Tensor* t : refs) {
     const std::vector<float> x = t->to_f32();
@@ -80,8 +82,6 @@ OutputMetric detect_metric(const std::vector<const Tensor*>& refs) {
   if (!unit) return OutputMetric::kl_logits;
   return rows_sum_to_one ? OutputMetric::kl_probabilities : OutputMetric::kl_bernoulli;
 }
-
-}  // namespace
 
 Expected<ref::Emulation> emulation_for_plan(const Graph& g, const Plan& plan) {
   HPF_RETURN_IF_ERROR(plan.check_matches(g));
@@ -164,7 +164,7 @@ Expected<RefEvaluator> RefEvaluator::create(const Graph& g,
                              std::string(dtype_name(v.dtype)) + ", not a float tensor");
     std::vector<const Tensor*> refs;
     for (const auto& r : s->reference) refs.push_back(&r[o]);
-    s->metrics.push_back(metric == "rel-l2" ? OutputMetric::rel_l2 : detect_metric(refs));
+    s->metrics.push_back(metric == "rel-l2" ? OutputMetric::rel_l2 : detect_output_metric(refs));
   }
   return RefEvaluator(std::move(s));
 }

@@ -318,3 +318,39 @@ TEST_CASE("session: a precision plan sets storage per node; a saved plan reprodu
   CHECK_FALSE(s->compile(*mlp).ok());
   std::filesystem::remove_all(o.cache_dir);
 }
+
+TEST_CASE("session: Gather and Transpose convert when a plan stores their input and output differently") {
+  GraphBuilder b("movement_formats");
+  auto ids = b.input("ids", DType::I64, {3});
+  auto table = b.constant(*Tensor::from_f32({4, 6}, std::vector<float>{0.1f, 1.3f, -2.7f, 3.3f, 4.9f, 5.1f,
+                                                                        6.7f, 7.5f, 8.2f, -9.9f, 10.3f, 11.1f,
+                                                                        12.7f, 13.3f, 14.9f, 15.1f, 16.3f, 17.7f,
+                                                                        18.1f, 19.9f, 20.5f, 21.3f, 22.7f, 23.9f}));
+  auto rows = b.op1("Gather", {table, ids}, {{"axis", int64_t{0}}}, "rows");
+  b.output(b.op1("Relu", {b.op1("Transpose", {rows}, {{"perm", std::vector<int64_t>{1, 0}}}, "t")}), "y");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  // Table in F32, gathered rows stored BF16, the transpose's output F16.
+  auto plan = plan_from_policy(*g, Policy::from_json(R"({"default": "fp32", "nodes": {"rows": "bf16", "t": "fp16"}})").value(),
+                               s->device_formats());
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  o.plan = std::make_shared<Plan>(*plan);
+  auto sp = Session::create(o);
+  REQUIRE(sp.ok());
+  auto exe = sp->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->compile_stats().fallbacks == 0);
+  const Tensor idt = *Tensor::from_i64({3}, std::vector<int64_t>{2, 0, 3});
+  auto got = exe->run({idt});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  auto want = ref::run(*g, {idt});
+  REQUIRE(want.ok());
+  // Every value goes through BF16 (8 bits of mantissa) then F16: exact for BF16-rounded values.
+  std::vector<float> expect = (*want)[0].to_f32();
+  for (float& v : expect) v = Tensor::from_f32({1}, std::vector<float>{v}, DType::BF16).value().to_f32()[0];
+  CHECK((*got)[0].to_f32() == expect);
+}

@@ -1,0 +1,129 @@
+// DeviceEvaluator: plans measured on the device a Session picks, against the reference's FP32
+// ground truth.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "hpf/planner.hpp"
+
+namespace hpf {
+
+struct DeviceEvaluator::State {
+  SessionOptions options;
+  Graph graph;
+  std::vector<std::vector<Tensor>> batches;
+  std::vector<std::vector<int64_t>> shapes;  // of the first batch (every batch has them)
+  std::vector<std::vector<Tensor>> reference;
+  std::vector<OutputMetric> metrics;
+  int runs = 3;
+  std::atomic<int> evaluations{0};
+};
+
+Expected<DeviceEvaluator> DeviceEvaluator::create(SessionOptions options, const Graph& g,
+                                                  std::vector<std::vector<Tensor>> batches, const std::string& metric,
+                                                  int runs) {
+  if (batches.empty()) return Status::invalid("device evaluator: no calibration batches");
+  if (metric != "kl" && metric != "rel-l2")
+    return Status::invalid("device evaluator: unknown metric '" + metric + "' (kl, rel-l2)");
+  auto s = std::make_shared<State>();
+  s->options = std::move(options);
+  s->options.progress = nullptr;
+  s->graph = g;
+  s->runs = std::max(1, runs);
+  for (const Tensor& t : batches[0]) s->shapes.push_back(t.shape());
+  for (const auto& b : batches) {
+    for (size_t k = 0; k < b.size() && k < s->shapes.size(); ++k)
+      if (b[k].shape() != s->shapes[k])
+        return Status::invalid("device evaluator: calibration batches must share their shapes (input " +
+                               std::to_string(k) + ": " + shape_string(b[k].shape()) + " vs " +
+                               shape_string(s->shapes[k]) + ")");
+    HPF_ASSIGN_OR_RETURN(std::vector<Tensor> out, ref::run(g, b));
+    s->reference.push_back(std::move(out));
+  }
+  s->batches = std::move(batches);
+  for (size_t o = 0; o < g.outputs().size(); ++o) {
+    const Value& v = g.value(g.outputs()[o]);
+    if (!is_float(v.dtype))
+      return Status::invalid("device evaluator: output '" + v.name + "' is " + std::string(dtype_name(v.dtype)) +
+                             ", not a float tensor");
+    std::vector<const Tensor*> refs;
+    for (const auto& r : s->reference) refs.push_back(&r[o]);
+    s->metrics.push_back(metric == "rel-l2" ? OutputMetric::rel_l2 : detect_output_metric(refs));
+  }
+  return DeviceEvaluator(std::move(s));
+}
+
+namespace {
+
+Expected<Executable> compile_plan(const SessionOptions& base, const Graph& g,
+                                  const std::vector<std::vector<int64_t>>& shapes, const Plan& plan) {
+  SessionOptions o = base;
+  o.plan = std::make_shared<Plan>(plan);
+  HPF_ASSIGN_OR_RETURN(Session session, Session::create(o));
+  return session.compile(g, shapes);
+}
+
+}  // namespace
+
+Expected<double> DeviceEvaluator::divergence(const Plan& plan) const {
+  ++s_->evaluations;
+  HPF_ASSIGN_OR_RETURN(Executable exe, compile_plan(s_->options, s_->graph, s_->shapes, plan));
+  std::vector<double> per_output(s_->metrics.size(), 0.0);
+  for (size_t b = 0; b < s_->batches.size(); ++b) {
+    HPF_ASSIGN_OR_RETURN(std::vector<Tensor> out, exe.run(s_->batches[b]));
+    for (size_t o = 0; o < out.size() && o < per_output.size(); ++o) {
+      HPF_ASSIGN_OR_RETURN(double d, output_divergence(s_->metrics[o], s_->reference[b][o], out[o]));
+      per_output[o] += d / double(s_->batches.size());
+    }
+  }
+  double worst = 0;
+  for (double d : per_output) worst = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(worst, d);
+  return worst;
+}
+
+Expected<std::map<std::string, double>> DeviceEvaluator::measure_ms(const Plan& plan) const {
+  HPF_ASSIGN_OR_RETURN(Executable exe, compile_plan(s_->options, s_->graph, s_->shapes, plan));
+  HPF_RETURN_IF_ERROR(exe.run(s_->batches[0]).status());  // warm-up
+  std::map<std::string, std::vector<double>> samples;
+  std::vector<StepProfile> last;
+  for (int r = 0; r < s_->runs; ++r) {
+    HPF_RETURN_IF_ERROR(exe.run(s_->batches[0]).status());
+    std::vector<StepProfile> now = exe.profile();
+    for (size_t k = 0; k < now.size(); ++k) {
+      const double ms = now[k].total_ms - (k < last.size() ? last[k].total_ms : 0.0);
+      // A fused step "a+b+c": its time split evenly over the nodes it computes.
+      std::vector<std::string> names;
+      std::stringstream ss(now[k].label);
+      for (std::string n; std::getline(ss, n, '+');) names.push_back(n);
+      for (const std::string& n : names) samples[n].push_back(ms / double(names.size()));
+    }
+    last = std::move(now);
+  }
+  std::map<std::string, double> out;
+  for (auto& [name, v] : samples) {
+    std::sort(v.begin(), v.end());
+    out[name] = v[v.size() / 2];
+  }
+  return out;
+}
+
+std::string DeviceEvaluator::describe() const {
+  std::string s;
+  for (size_t o = 0; o < s_->metrics.size(); ++o)
+    s += (o ? ", " : "") + s_->graph.value(s_->graph.outputs()[o]).name + ": " + output_metric_name(s_->metrics[o]);
+  return s;
+}
+
+int DeviceEvaluator::evaluations() const { return s_->evaluations.load(); }
+
+Evaluators DeviceEvaluator::evaluators() const {
+  Evaluators ev;
+  DeviceEvaluator self = *this;
+  ev.divergence = [self](const Plan& p) { return self.divergence(p); };
+  ev.measure_ms = [self](const Plan& p) { return self.measure_ms(p); };
+  return ev;
+}
+
+}  // namespace hpf
