@@ -23,12 +23,12 @@
 //     the variant recompiled and the run recomputed, at most `max_heal_attempts` times per run.
 //     A node that cannot be promoted further is left as it is (logged).
 //   * slow_kernel: with `check_slow_kernels` on (default), after `warmup_runs` runs of a variant,
-//     each kernel step's mean time over the next `slow_window` runs is compared with the sum of
-//     the plan's predicted_ms of its nodes (only when every one of them has predicted_ms > 0); a
-//     step more than `slow_factor` times slower is re-planned: `replan` decides for each of its
-//     nodes (default: promote one format, as above), the variant is recompiled and the windows
-//     start again. A promoted node's predicted_ms is set to -1 (the prediction was for the old
-//     format), so it is not re-planned again on a stale prediction.
+//     each kernel step's mean time over the next `slow_window` runs (when at least `slow_min_ms`)
+//     is compared with the sum of the plan's predicted_ms of its nodes (only when every one of
+//     them has predicted_ms > 0); a step more than `slow_factor` times slower is re-planned:
+//     `replan` decides for each of its nodes (default: promote one format, as above), the variant
+//     is recompiled and the windows start again. A promoted node's predicted_ms is set to -1 (the
+//     prediction was for the old format), so it is not re-planned again on a stale prediction.
 // Nodes are promoted in the plan, which all variants share: every other variant is recompiled
 // (without an event) when next used. Each event is logged (hpf/log.hpp, info) and kept in
 // events().
@@ -73,11 +73,18 @@ struct LiveOptions {
   SessionOptions session;   // plugin, plan, cache, ...
   size_t max_variants = 8;  // input-shape variants kept (LRU)
   bool check_overflow = true;
+  // Stop watching a variant after this many consecutive runs without overflow (0: watch every
+  // run). The watch costs a read of every low-precision output per run; a benchmark that feeds
+  // the same inputs again and again needs it on the first run only.
+  int overflow_watch_runs = 0;
   int max_heal_attempts = 4;  // recompile-and-recompute rounds per run
   bool check_slow_kernels = true;
   int warmup_runs = 3;       // runs of a variant before its kernels are timed
   int slow_window = 3;       // runs averaged per comparison
   double slow_factor = 2.0;  // measured > slow_factor * predicted: re-plan
+  // Steps whose mean time is below this are never re-planned: launch overhead and timer noise
+  // dominate there, not the format.
+  double slow_min_ms = 0.05;
   // Re-plans a node of a slow step: edits `node` and returns true, or returns false to leave it.
   // Empty: promote to the next wider format (false when it is F32 already).
   std::function<bool(NodePlan& node, double measured_ms, double predicted_ms)> replan;

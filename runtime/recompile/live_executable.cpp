@@ -58,6 +58,7 @@ struct Variant {
   std::optional<Executable> exe;
   uint64_t generation = 0;            // of the plan it was compiled with
   int64_t runs = 0;                   // runs since it was compiled
+  int64_t clean_runs = 0;             // consecutive runs without overflow while watched
   std::vector<StepProfile> baseline;  // profile at the start of the timing window
 };
 
@@ -126,7 +127,7 @@ struct LiveExecutable::Impl {
     exe->set_overflow_watch(watch_overflow());
     v.exe.emplace(std::move(exe).value());
     v.generation = generation;
-    v.runs = 0;
+    v.runs = v.clean_runs = 0;
     v.baseline.clear();
     return v.exe->compile_stats().ms;
   }
@@ -241,7 +242,8 @@ struct LiveExecutable::Impl {
         all = all && n && n->predicted_ms > 0;
         if (all) predicted += n->predicted_ms;
       }
-      if (!all || measured <= options.slow_factor * predicted) continue;
+      if (!all || measured < options.slow_min_ms || measured <= options.slow_factor * predicted)
+        continue;
       for (const std::string& name : p.nodes) {
         NodePlan* n = find(next, name);
         if (!n) continue;
@@ -331,6 +333,9 @@ Expected<std::vector<Tensor>> LiveExecutable::run(const std::vector<Tensor>& inp
   if (!out.ok()) return out;
   ++v->runs;
   const LiveOptions& o = m.options;
+  if (v->exe->overflow_hits().empty() && o.overflow_watch_runs > 0 &&
+      ++v->clean_runs == o.overflow_watch_runs)
+    v->exe->set_overflow_watch(false);
   if (o.check_slow_kernels && m.plan) {
     if (v->runs == o.warmup_runs) {
       v->baseline = v->exe->profile();

@@ -118,6 +118,16 @@ TEST_CASE("live: a node overflowing FP16 is promoted, recompiled and the run rec
     REQUIRE(exe.ok());
     CHECK(exe->run({x})->at(0).to_f32() == (*got)[0].to_f32());
   }
+  SUBCASE("a watch limited to the first clean runs misses a later overflow") {
+    o.overflow_watch_runs = 1;
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE(live.ok());
+    REQUIRE(live->run({input(2, -0.5f, 0.5f)}).ok());  // fits FP16: the watch ends here
+    auto got = live->run({input(2, 2.0f, 4.0f)});
+    REQUIRE(got.ok());
+    CHECK_FALSE(all_finite((*got)[0]));
+    CHECK(count(live->events(), "overflow") == 0);
+  }
   std::filesystem::remove_all(o.session.cache_dir);
 }
 
@@ -206,6 +216,7 @@ TEST_CASE("live: a kernel far slower than its predicted time is re-planned after
   o.session.use_cache = false;
   o.warmup_runs = 2;
   o.slow_window = 2;
+  o.slow_min_ms = 0;  // these kernels take microseconds
   SUBCASE("an absurd prediction") {
     auto plan = uniform(g, Mode::fp16);
     for (NodePlan& n : plan->nodes)
