@@ -20,6 +20,7 @@
 
 #include "apps/hpf/cli.hpp"
 #include "hpf/fingerprint.hpp"
+#include "hpf/live.hpp"
 #include "hpf/onnx.hpp"
 #include "hpf/session.hpp"
 #include "hpf/hpf.hpp"
@@ -421,18 +422,26 @@ int cmd_run(const std::vector<std::string>& argv) {
       session = hpf::Session::create(so);
       if (!session.ok()) return fail(session.status().message());
     }
+    // A live executable: compiled on the first run, healed (overflow) and re-planned (slow
+    // kernels) as it runs; each recompilation is an event (live.hpp).
+    hpf::LiveOptions lo;
+    lo.session = so;
+    lo.overflow_watch_runs = 1;  // the same inputs every run: watching the first is enough
+    auto live = hpf::LiveExecutable::create(g, lo);
+    if (!live.ok()) return fail(live.status().to_string());
     std::vector<std::vector<int64_t>> shapes;
     for (const auto& t : *inputs) shapes.push_back(t.shape());
-    auto exe = session->compile(g, shapes);
-    if (!exe.ok()) return fail(exe.status().to_string());
+    if (auto ready = live->prepare(shapes); !ready.ok()) return fail(ready.to_string());
     std::vector<double> times;
     hpf::Expected<std::vector<hpf::Tensor>> out = hpf::Status::internal("not run");
     for (int64_t r = 0; r < args->repeat; ++r) {
       t0 = std::chrono::steady_clock::now();
-      out = exe->run(*inputs);
+      out = live->run(*inputs);
       if (!out.ok()) return fail(out.status().to_string());
       times.push_back(ms_since(t0));
     }
+    const hpf::Executable* exe = live->current();
+    const std::shared_ptr<const hpf::Plan> run_plan = so.plan ? live->plan() : nullptr;  // healed, if it was
     const auto& st = exe->compile_stats();
     results = *out;
     auto d = hpf::compare((*ref)[watched], (*out)[watched]);
@@ -446,6 +455,9 @@ int cmd_run(const std::vector<std::string>& argv) {
       if (st.fallback_nodes.size() > 8) list += ", ...";
       say("fallback %s\n", list.c_str());
     }
+    for (const hpf::RecompileEvent& e : live->events())
+      if (e.cause != "new_shape")  // the first compile is the one reported above
+        say("recompile %s (run %lld)\n", e.describe().c_str(), static_cast<long long>(e.run));
     say("latency  median %.3f ms, min %.3f, max %.3f over %lld runs\n", median(times),
         *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()),
         static_cast<long long>(args->repeat));
@@ -481,17 +493,25 @@ int cmd_run(const std::vector<std::string>& argv) {
     j["weight_bytes"] = st.weight_bytes;
     j["standalone_casts"] = st.standalone_casts;
     j["recompiles"] = nlohmann::json::array();
+    for (const hpf::RecompileEvent& e : live->events()) {
+      if (e.cause == "new_shape" && e.run == 0) continue;  // the initial compile, in "compile"
+      nlohmann::json r = {{"cause", e.cause}, {"run", e.run}, {"shapes", e.shapes}, {"ms", e.compile_ms}};
+      if (!e.node.empty()) r.update({{"node", e.node}, {"from", e.from}, {"to", e.to}});
+      if (e.cause == "overflow") r["fp32_amax"] = e.fp32_amax;
+      if (e.cause == "slow_kernel") r.update({{"measured_ms", e.measured_ms}, {"predicted_ms", e.predicted_ms}});
+      j["recompiles"].push_back(r);
+    }
     if (d.ok()) j["kl_vs_fp32"] = d->kl;
-    if (so.plan) {
+    if (run_plan) {
       nlohmann::json nodes = nlohmann::json::array();
-      for (const hpf::NodePlan& n : so.plan->nodes)
+      for (const hpf::NodePlan& n : run_plan->nodes)
         nodes.push_back({{"name", n.name}, {"op", n.op}, {"class", hpf::node_class_name(n.node_class)},
                          {"precision", hpf::mode_name(n.mode)}, {"storage", std::string(hpf::dtype_name(n.storage))}});
       j["plan"] = {{"source", plan_label}, {"nodes", nodes}};
     }
     if (!args->save_plan.empty()) {
-      hpf::Plan plan = so.plan ? *so.plan : hpf::Plan{};
-      if (!so.plan) {
+      hpf::Plan plan = run_plan ? *run_plan : hpf::Plan{};
+      if (!run_plan) {
         auto made = hpf::plan_from_policy(g, hpf::Policy::uniform(hpf::Mode::fp32), session->device_formats());
         if (!made.ok()) return fail(made.status().to_string());
         plan = std::move(made).value();

@@ -9,6 +9,7 @@
 #include "hpf/graph.hpp"
 #include "hpf/hwdb.hpp"
 #include "hpf/kernel_cache.hpp"
+#include "hpf/live.hpp"
 #include "hpf/log.hpp"
 #include "hpf/models.hpp"
 #include "hpf/npy.hpp"

@@ -52,6 +52,20 @@ struct StepProfile {
   std::string kind;   // "kernel", "fallback"
   int64_t calls = 0;
   double total_ms = 0;
+  std::vector<std::string> nodes;  // names of the graph nodes the step computes (empty: the
+                                   // dynamic region)
+};
+
+// A node whose low-precision output overflowed in the last run() (see
+// Executable::set_overflow_watch): its step's inputs were finite, the step recomputed in FP32 from
+// those inputs gives this node a finite value, and that value does not fit `storage` (rounds to
+// Inf, or to NaN for F8E4M3, or saturates there) — so the FP32 plan would not have the Inf/NaN.
+struct OverflowHit {
+  std::string node;   // graph node name
+  std::string value;  // its output value
+  DType storage = DType::F32;  // the format the executable stored it in
+  int64_t elements = 0;        // elements of the FP32 result that do not fit `storage`
+  double fp32_amax = 0;        // largest |x| of the FP32 result
 };
 
 class Executable {
@@ -70,6 +84,21 @@ class Executable {
   // Per-step times accumulated over every run() so far, in launch order.
   std::vector<StepProfile> profile() const;
   const std::vector<std::string>& output_names() const;
+
+  // Overflow watch, for live recompilation (live.hpp). Off by default. When on, run() reads back
+  // every step output stored in a low-precision float format (F16, BF16, F8E4M3, F8E5M2) right
+  // after the step, through Buffer::copy_out, and tests its bits for Inf/NaN (F8E4M3, which has
+  // no Inf: NaN or +-448). That one pass over the low-precision outputs is the whole cost while
+  // nothing overflows. A step with such a value whose float inputs are all finite is then
+  // recomputed in FP32 on the reference interpreter from those inputs (still live: a step's
+  // outputs never share memory with its inputs), with the graph's FP32 weights, and every node of
+  // the step whose FP32 result is finite but does not fit its storage format is reported in
+  // overflow_hits(). Inf/NaN that FP32 has too (Log(0), 1/0) or that came in through the inputs
+  // are not reported. Intermediate values are not readable after run() in general — the memory
+  // plan reuses their bytes — which is why the check runs inside run().
+  void set_overflow_watch(bool on);
+  // The hits of the last run(), in step order (empty with the watch off).
+  const std::vector<OverflowHit>& overflow_hits() const;
 
   struct Impl;
   explicit Executable(std::unique_ptr<Impl> impl);
@@ -92,6 +121,10 @@ class Session {
   Expected<Executable> compile(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes = {});
 
   const std::string& device() const;
+  // Replaces SessionOptions::plan for later compile() calls (nullptr: `precision` again);
+  // executables already compiled keep their formats. Live recompilation (live.hpp) uses it.
+  void set_plan(std::shared_ptr<const Plan> plan);
+  const std::shared_ptr<const Plan>& plan() const;
   // The formats the device's kernels take, for making plans (plan_from_policy, the planner).
   DeviceFormats device_formats() const;
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -29,8 +31,12 @@ struct Step {
   int64_t work_items = 0, grain = 0;
   std::vector<ValueId> inputs, outputs;
   std::shared_ptr<Graph> fallback;  // one node, its inputs as graph inputs
+  std::vector<int32_t> nodes;       // graph nodes computed by the step, in order
   int64_t calls = 0;
   double total_ms = 0;
+  // The step's nodes as a graph in FP32, built on the overflow watch's first hit here.
+  std::shared_ptr<Graph> fp32;
+  std::vector<ValueId> fp32_inputs, fp32_outputs;  // values of the executable's graph
 };
 
 // Nodes whose output sizes depend on input values (NonZero, Unique, a Reshape to a computed
@@ -45,6 +51,84 @@ struct DynamicRegion {
   int64_t calls = 0;
   double total_ms = 0;
 };
+
+// Formats whose range is narrow enough to overflow where FP32 does not.
+bool low_precision(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::F8E4M3 || t == DType::F8E5M2;
+}
+
+// Whether `t` holds an Inf or NaN (F8E4M3: NaN or +-448, which a saturating store gives on
+// overflow), by bit tests on the stored encoding.
+bool has_non_finite(const Tensor& t) {
+  const std::span<const std::byte> b = t.bytes();
+  auto any16 = [&](uint16_t exp_mask) {
+    for (size_t k = 0; k + 1 < b.size(); k += 2) {
+      uint16_t u;
+      std::memcpy(&u, b.data() + k, 2);
+      if ((u & exp_mask) == exp_mask) return true;
+    }
+    return false;
+  };
+  switch (t.dtype()) {
+    case DType::F32:
+    case DType::TF32:
+      for (float f : t.data<float>())
+        if (!std::isfinite(f)) return true;
+      return false;
+    case DType::F16: return any16(0x7c00);
+    case DType::BF16: return any16(0x7f80);
+    case DType::F8E5M2:
+      return std::any_of(b.begin(), b.end(), [](std::byte x) { return (std::to_integer<unsigned>(x) & 0x7c) == 0x7c; });
+    case DType::F8E4M3:
+      return std::any_of(b.begin(), b.end(), [](std::byte x) { return (std::to_integer<unsigned>(x) & 0x7e) == 0x7e; });
+    default: return false;
+  }
+}
+
+// The nodes `ids` of `g` as a graph of their own: values read from outside become inputs (of
+// the graph's dtype and the executable's concrete shapes), constants keep their FP32 values, and
+// every output of every node is an output. `inputs`/`outputs` receive the values of `g` behind
+// the new graph's inputs and outputs.
+Expected<std::shared_ptr<Graph>> nodes_as_graph(const Graph& g, const std::vector<int32_t>& ids,
+                                                const std::vector<std::vector<int64_t>>& shapes,
+                                                std::vector<ValueId>& inputs, std::vector<ValueId>& outputs) {
+  auto sub = std::make_shared<Graph>(g.name() + "/step");
+  std::map<ValueId, ValueId> local;
+  for (int32_t id : ids) {
+    const Node& n = g.node(id);
+    std::vector<ValueId> ins;
+    for (ValueId v : n.inputs) {
+      if (v == kNoValue) {
+        ins.push_back(kNoValue);
+        continue;
+      }
+      auto it = local.find(v);
+      if (it == local.end()) {
+        const Value& val = g.value(v);
+        ValueId l;
+        if (const Tensor* c = g.constant(v)) {
+          HPF_ASSIGN_OR_RETURN(l, sub->add_initializer(val.name, *c));
+        } else {
+          HPF_ASSIGN_OR_RETURN(l, sub->add_input(val.name, val.dtype, make_shape(shapes[v])));
+          inputs.push_back(v);
+        }
+        it = local.emplace(v, l).first;
+      }
+      ins.push_back(it->second);
+    }
+    std::vector<std::string> outs;
+    for (ValueId v : n.outputs) outs.push_back(v == kNoValue ? std::string() : g.value(v).name);
+    HPF_ASSIGN_OR_RETURN(int32_t nid, sub->add_node(n.op, n.name, std::move(ins), std::move(outs), n.attrs));
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      if (n.outputs[k] == kNoValue) continue;
+      local[n.outputs[k]] = sub->node(nid).outputs[k];
+      HPF_RETURN_IF_ERROR(sub->add_output(sub->node(nid).outputs[k]));
+      outputs.push_back(n.outputs[k]);
+    }
+  }
+  HPF_RETURN_IF_ERROR(sub->infer_shapes());
+  return sub;
+}
 
 bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape).has_value(); }
 
@@ -211,6 +295,8 @@ struct Executable::Impl {
   CompileStats stats;
   std::vector<std::string> output_names;
   DynamicRegion dynamic;
+  bool overflow_watch = false;
+  std::vector<OverflowHit> hits;  // of the last run
 
   size_t value_bytes(ValueId v) const { return storage_bytes(storage[v], numel(shapes[v])); }
   void* pointer(ValueId v) const {
@@ -225,6 +311,8 @@ struct Executable::Impl {
     HPF_RETURN_IF_ERROR(buffers[plan.slot_of[v]].copy_out(plan.offset_of[v], t.bytes().data(), t.nbytes()));
     return t;
   }
+  // The overflow watch after step `s` (set_overflow_watch): appends to `hits`.
+  Status check_overflow(Step& s);
 };
 
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -232,6 +320,8 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 Session::~Session() = default;
 const std::string& Session::device() const { return impl_->device_label; }
+void Session::set_plan(std::shared_ptr<const Plan> plan) { impl_->options.plan = std::move(plan); }
+const std::shared_ptr<const Plan>& Session::plan() const { return impl_->options.plan; }
 
 Expected<Session> Session::create(SessionOptions options) {
   auto impl = std::make_unique<Impl>();
@@ -425,6 +515,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       if (!kernel.ok()) return kernel.status();
       st.kernel = *kernel;
     }
+    st.nodes = ls.fused;
     impl->steps.push_back(std::move(st));
     ++done;
     if (impl_->options.progress) impl_->options.progress(done, lowered.size());
@@ -476,21 +567,65 @@ Executable::~Executable() = default;
 const CompileStats& Executable::compile_stats() const { return impl_->stats; }
 size_t Executable::peak_memory_bytes() const { return impl_->plan.total_bytes; }
 const std::vector<std::string>& Executable::output_names() const { return impl_->output_names; }
+void Executable::set_overflow_watch(bool on) { impl_->overflow_watch = on; }
+const std::vector<OverflowHit>& Executable::overflow_hits() const { return impl_->hits; }
+
+Status Executable::Impl::check_overflow(Step& s) {
+  bool suspect = false;
+  for (ValueId v : s.outputs) {
+    if (!low_precision(storage[v]) || plan.slot_of[v] < 0) continue;
+    HPF_ASSIGN_OR_RETURN(Tensor t, download(v));
+    if ((suspect = has_non_finite(t))) break;
+  }
+  if (!suspect) return Status();
+  for (ValueId v : s.inputs) {  // Inf/NaN coming in is not this step's doing
+    if (v == kNoValue || !is_float(storage[v])) continue;
+    HPF_ASSIGN_OR_RETURN(Tensor t, download(v));
+    if (has_non_finite(t)) return Status();
+  }
+  const Graph& g = *graph;
+  if (!s.fp32) {
+    HPF_ASSIGN_OR_RETURN(s.fp32, nodes_as_graph(g, s.nodes, shapes, s.fp32_inputs, s.fp32_outputs));
+  }
+  std::vector<Tensor> ins;
+  for (ValueId v : s.fp32_inputs) {
+    HPF_ASSIGN_OR_RETURN(Tensor t, download(v));
+    ins.push_back(t.dtype() == g.value(v).dtype ? std::move(t) : t.cast(g.value(v).dtype));
+  }
+  HPF_ASSIGN_OR_RETURN(auto outs, ref::run(*s.fp32, ins));
+  for (size_t k = 0; k < s.fp32_outputs.size(); ++k) {
+    const ValueId v = s.fp32_outputs[k];
+    if (!low_precision(storage[v]) || outs[k].dtype() != DType::F32) continue;
+    const Tensor stored = outs[k].cast(storage[v], Overflow::propagate);
+    const std::vector<float> y = outs[k].to_f32(), z = stored.to_f32();
+    OverflowHit h{g.node(g.value(v).producer).name, g.value(v).name, storage[v], 0, 0};
+    for (size_t i = 0; i < y.size(); ++i)
+      if (std::isfinite(y[i])) {
+        h.fp32_amax = std::max(h.fp32_amax, static_cast<double>(std::fabs(y[i])));
+        if (!std::isfinite(z[i])) ++h.elements;
+      }
+    if (h.elements > 0) hits.push_back(std::move(h));
+  }
+  return Status();
+}
 
 std::vector<StepProfile> Executable::profile() const {
   std::vector<StepProfile> out;
   for (const Step& s : impl_->steps)
-    if (s.kind != jit::LoweredStep::Kind::alias)
-      out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms});
+    if (s.kind != jit::LoweredStep::Kind::alias) {
+      out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms, {}});
+      for (int32_t id : s.nodes) out.back().nodes.push_back(impl_->graph->node(id).name);
+    }
   const DynamicRegion& d = impl_->dynamic;
   if (d.graph)
-    out.push_back({"dynamic region (" + std::to_string(d.nodes) + " nodes)", "fallback", d.calls, d.total_ms});
+    out.push_back({"dynamic region (" + std::to_string(d.nodes) + " nodes)", "fallback", d.calls, d.total_ms, {}});
   return out;
 }
 
 Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs) {
   Impl& m = *impl_;
   const Graph& g = *m.graph;
+  m.hits.clear();
   if (inputs.size() != g.inputs().size())
     return Status::invalid("run: graph '" + g.name() + "' takes " + std::to_string(g.inputs().size()) + " inputs, got " +
                            std::to_string(inputs.size()));
@@ -532,6 +667,7 @@ Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
     }
     s.total_ms += ms_since(t0);
     ++s.calls;
+    if (m.overflow_watch) HPF_RETURN_IF_ERROR(m.check_overflow(s).with_context("overflow watch, step '" + s.label + "'"));
   }
   std::vector<Tensor> dynamic_out;
   if (DynamicRegion& d = m.dynamic; d.graph) {

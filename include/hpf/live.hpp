@@ -1,0 +1,127 @@
+// Live recompilation: an executable that keeps itself fit without the caller restarting.
+//
+//   auto live = LiveExecutable::create(graph, options).value();  // options.session.plan: the plan
+//   auto out = live.run(inputs).value();        // compiles for these shapes on first sight
+//   for (const RecompileEvent& e : live.events()) ...
+//
+// What run() does beyond Executable::run:
+//   * new_shape: inputs of shapes it has no variant for get one compiled for exactly those
+//     shapes (through the kernel cache, so a shape seen before in this or another process costs
+//     a cache lookup per kernel, not a compile). At most `max_variants` are kept, least recently
+//     used dropped first. Variants are exact-shape: libhpf cannot pad inputs into buckets in
+//     general, because padding changes results wherever an op mixes positions (Softmax, a
+//     reduction, LayerNorm, MatMul over the padded axis, a Reshape folding it). A sound bucketing
+//     exists only for graphs whose every node is position-wise along the padded axis (elementwise
+//     ops, MatMul/Gemm and Conv-1x1 over the other axes, per-row norms over another axis): a batch
+//     axis of such a graph could be padded to a power of two and the outputs sliced. That subset
+//     is not detected here; the bound on variants plus the cache is what keeps shapes cheap.
+//   * overflow: with `check_overflow` on (default), every node whose plan stores its output in
+//     F16, BF16 or FP8 is watched (Executable::set_overflow_watch, one pass over those outputs);
+//     a node whose output has Inf/NaN where its step's inputs were finite and the FP32 result is
+//     finite is promoted F8E4M3/F8E5M2 -> F16 -> BF16 -> F32, F16 -> BF16 -> F32, BF16 -> F32
+//     (storage, and its float weights when they were in the same format), the plan is updated,
+//     the variant recompiled and the run recomputed, at most `max_heal_attempts` times per run.
+//     A node that cannot be promoted further is left as it is (logged).
+//   * slow_kernel: with `check_slow_kernels` on (default), after `warmup_runs` runs of a variant,
+//     each kernel step's mean time over the next `slow_window` runs (when at least `slow_min_ms`)
+//     is compared with the sum of what the plan expects of its nodes (each node's measured_ms when
+//     the planner measured it, else its predicted_ms; only when every node has one); a step more
+//     than `slow_factor` times slower is re-planned: `replan` decides for each of its nodes
+//     (default: promote one format, as above), the variant is recompiled and the windows start
+//     again. A promoted node's measured_ms and predicted_ms are set to -1 (both were for the old
+//     format), so it is not re-planned again on a stale figure.
+// Nodes are promoted in the plan, which all variants share: every other variant is recompiled
+// (without an event) when next used. Each event is logged (hpf/log.hpp, info) and kept in
+// events().
+//
+// Without a plan (SessionOptions::plan empty) and with SessionOptions::precision not F32, the
+// uniform precision is turned into the equivalent plan (every node storing and reading weights
+// in that format), so it can be healed too; with F32 there is nothing to heal.
+//
+// Ownership: a LiveExecutable owns its graph copy, its Session, the current plan and its
+// variants. Not synchronised: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "hpf/graph.hpp"
+#include "hpf/precision.hpp"
+#include "hpf/session.hpp"
+#include "hpf/status.hpp"
+#include "hpf/tensor.hpp"
+
+namespace hpf {
+
+struct RecompileEvent {
+  std::string cause;     // "new_shape", "overflow", "slow_kernel"
+  std::string node;      // overflow / slow_kernel: the node re-planned; new_shape: empty
+  std::string from, to;  // overflow / slow_kernel: storage formats ("f16" -> "bf16")
+  std::vector<std::vector<int64_t>> shapes;    // the input shapes of the variant concerned
+  double measured_ms = -1, predicted_ms = -1;  // slow_kernel: the step's mean time and prediction
+  double fp32_amax = -1;  // overflow: largest |x| of the node's output recomputed in FP32
+  double compile_ms = 0;  // the recompilation this event caused (0 when shared with another event)
+  int64_t run = 0;        // 1-based index of the run() that caused it
+  std::string describe()
+      const;  // one line, e.g. "overflow: node 'big' f16 -> bf16 (|x| up to 1.2e+05)"
+};
+
+struct LiveOptions {
+  SessionOptions session;   // plugin, plan, cache, ...
+  size_t max_variants = 8;  // input-shape variants kept (LRU)
+  bool check_overflow = true;
+  // Stop watching a variant after this many consecutive runs without overflow (0: watch every
+  // run). The watch costs a read of every low-precision output per run; a benchmark that feeds
+  // the same inputs again and again needs it on the first run only.
+  int overflow_watch_runs = 0;
+  int max_heal_attempts = 4;  // recompile-and-recompute rounds per run
+  bool check_slow_kernels = true;
+  int warmup_runs = 3;       // runs of a variant before its kernels are timed
+  int slow_window = 3;       // runs averaged per comparison
+  double slow_factor = 2.0;  // measured > slow_factor * predicted: re-plan
+  // Steps whose mean time is below this are never re-planned: launch overhead and timer noise
+  // dominate there, not the format.
+  double slow_min_ms = 0.05;
+  // Re-plans a node of a slow step: edits `node` and returns true, or returns false to leave it.
+  // Empty: promote to the next wider format (false when it is F32 already).
+  std::function<bool(NodePlan& node, double measured_ms, double predicted_ms)> replan;
+};
+
+// The next wider format on the promotion ladder (F8E4M3/F8E5M2 -> F16 -> BF16 -> F32); nullopt
+// for F32 and formats that are not low-precision floats.
+std::optional<DType> promoted_format(DType storage);
+
+class LiveExecutable {
+ public:
+  // Copies `graph`, creates the Session. Errors: the session's, a plan that does not match.
+  static Expected<LiveExecutable> create(const Graph& graph, LiveOptions options = {});
+  LiveExecutable(LiveExecutable&&) noexcept;
+  LiveExecutable& operator=(LiveExecutable&&) noexcept;
+  ~LiveExecutable();
+
+  // Inputs in graph-input order, of any shapes the graph accepts.
+  Expected<std::vector<Tensor>> run(const std::vector<Tensor>& inputs);
+  // Compiles the variant for these input shapes now (a new_shape event when it is new, with run
+  // 0 before the first run), so that the first run() of them does not pay for it.
+  Status prepare(const std::vector<std::vector<int64_t>>& shapes);
+
+  const std::vector<RecompileEvent>& events() const;
+  // The plan as it stands (promotions applied); nullptr with an F32 run without a plan.
+  std::shared_ptr<const Plan> plan() const;
+  // The variant the last run() used (nullptr before the first run).
+  const Executable* current() const;
+  size_t variants() const;  // variants held now
+  const std::string& device() const;
+
+  struct Impl;
+
+ private:
+  explicit LiveExecutable(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hpf

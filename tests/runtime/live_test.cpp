@@ -1,0 +1,274 @@
+// LiveExecutable on the CPU plugin: a node overflowing FP16 heals itself, new input shapes get
+// variants (reused on a revisit), kernels slower than their plan's prediction are re-planned.
+#include "hpf/live.hpp"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "hpf/divergence.hpp"
+#include "hpf/reference.hpp"
+
+using namespace hpf;
+
+namespace {
+
+std::string temp_cache_dir(const char* tag) {
+  auto d = std::filesystem::temp_directory_path() /
+           ("hpf-live-test-" + std::string(tag) + "-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(d);
+  return d.string();
+}
+
+// y = (x @ W) * 1e-3 with x in [-4, 4] and W around 2000: x @ W reaches ~1e5, past FP16's 65504,
+// while y stays near 100. The MatMul is named "big", the Mul "scale".
+Graph overflowing_graph() {
+  GraphBuilder b("overflow");
+  auto x = b.input("x", DType::F32, {Dim::sym("batch"), 16});
+  std::vector<float> w(16 * 8);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = 1500.0f + 37.0f * static_cast<float>(k % 23);
+  auto h = b.op1("MatMul", {x, b.constant("w", *Tensor::from_f32({16, 8}, w))}, {}, "big");
+  b.output(b.op1("Mul", {h, b.scalar(1e-3f)}, {}, "scale"), "y");
+  return b.build().value();
+}
+
+Tensor input(int64_t batch, float lo, float hi) {
+  std::vector<float> v(static_cast<size_t>(batch * 16));
+  for (size_t k = 0; k < v.size(); ++k)
+    v[k] = lo + (hi - lo) * static_cast<float>((k * 7919) % 101) / 100.0f;
+  return Tensor::from_f32({batch, 16}, v).value();
+}
+
+std::shared_ptr<Plan> uniform(const Graph& g, Mode m) {
+  auto s = Session::create({});
+  REQUIRE(s.ok());
+  auto p = plan_from_policy(g, Policy::uniform(m), s->device_formats());
+  REQUIRE(p.ok());
+  return std::make_shared<Plan>(std::move(p).value());
+}
+
+int count(const std::vector<RecompileEvent>& ev, const std::string& cause) {
+  return static_cast<int>(std::count_if(ev.begin(), ev.end(),
+                                        [&](const RecompileEvent& e) { return e.cause == cause; }));
+}
+
+bool all_finite(const Tensor& t) {
+  for (float f : t.to_f32())
+    if (!std::isfinite(f)) return false;
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("live: a node overflowing FP16 is promoted, recompiled and the run recomputed") {
+  const Graph g = overflowing_graph();
+  const Tensor x = input(2, 2.0f, 4.0f);
+  const auto want = ref::run(g, {x}).value();
+  REQUIRE(all_finite(want[0]));
+  auto plan = uniform(g, Mode::fp16);
+  REQUIRE(plan->find("big")->storage == DType::F16);
+
+  LiveOptions o;
+  o.session.cache_dir = temp_cache_dir("heal");
+  o.session.plan = plan;
+  o.check_slow_kernels = false;
+  SUBCASE("without the watch the FP16 plan gives Inf") {
+    o.check_overflow = false;
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE_MESSAGE(live.ok(), live.status().to_string());
+    auto got = live->run({x});
+    REQUIRE(got.ok());
+    CHECK_FALSE(all_finite((*got)[0]));
+    CHECK(count(live->events(), "overflow") == 0);
+  }
+  SUBCASE("with it the node heals") {
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE_MESSAGE(live.ok(), live.status().to_string());
+    auto got = live->run({x});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    REQUIRE(all_finite((*got)[0]));
+    auto d = compare(want[0], (*got)[0]);
+    REQUIRE(d.ok());
+    CHECK(d->rel_l2 < 1e-2);  // BF16 storage of the MatMul's output: 8 mantissa bits
+    const auto& ev = live->events();
+    REQUIRE(ev.size() == 2);
+    CHECK(ev[0].cause == "new_shape");
+    CHECK(ev[1].cause == "overflow");
+    CHECK(ev[1].node == "big");
+    CHECK(ev[1].from == "f16");
+    CHECK(ev[1].to == "bf16");
+    CHECK(ev[1].fp32_amax > 65504);
+    CHECK(ev[1].run == 1);
+    CHECK(live->plan()->find("big")->storage == DType::BF16);
+    CHECK(live->plan()->find("scale")->storage == DType::F16);  // untouched
+    // The healed plan holds: no new event, same answer.
+    auto again = live->run({x});
+    REQUIRE(again.ok());
+    CHECK(live->events().size() == 2);
+    CHECK((*again)[0].to_f32() == (*got)[0].to_f32());
+    // A plan saved from it reproduces the healed outputs in a fresh executable.
+    SessionOptions so = o.session;
+    so.plan = live->plan();
+    auto s = Session::create(so);
+    REQUIRE(s.ok());
+    auto exe = s->compile(g, {x.shape()});
+    REQUIRE(exe.ok());
+    CHECK(exe->run({x})->at(0).to_f32() == (*got)[0].to_f32());
+  }
+  SUBCASE("a watch limited to the first clean runs misses a later overflow") {
+    o.overflow_watch_runs = 1;
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE(live.ok());
+    REQUIRE(live->run({input(2, -0.5f, 0.5f)}).ok());  // fits FP16: the watch ends here
+    auto got = live->run({input(2, 2.0f, 4.0f)});
+    REQUIRE(got.ok());
+    CHECK_FALSE(all_finite((*got)[0]));
+    CHECK(count(live->events(), "overflow") == 0);
+  }
+  std::filesystem::remove_all(o.session.cache_dir);
+}
+
+TEST_CASE("live: uniform FP16 precision without a plan heals the same way") {
+  const Graph g = overflowing_graph();
+  const Tensor x = input(3, 2.0f, 4.0f);
+  LiveOptions o;
+  o.session.use_cache = false;
+  o.session.precision = DType::F16;
+  o.check_slow_kernels = false;
+  auto live = LiveExecutable::create(g, o);
+  REQUIRE(live.ok());
+  auto got = live->run({x});
+  REQUIRE(got.ok());
+  CHECK(all_finite((*got)[0]));
+  CHECK(count(live->events(), "overflow") == 1);
+}
+
+TEST_CASE("live: Inf that FP32 has too is not an overflow; the watch leaves it") {
+  // Log(x) with a zero in x: -Inf in every format. Stored in F16 before the MatMul reads it.
+  GraphBuilder b("log");
+  auto x = b.input("x", DType::F32, {2, 4});
+  auto l = b.op1("Log", {x}, {}, "log");
+  b.output(b.op1("MatMul",
+                 {l, b.constant("w", *Tensor::from_f32({4, 2}, std::vector<float>(8, 0.5f)))}, {},
+                 "mm"));
+  const Graph g = b.build().value();
+  LiveOptions o;
+  o.session.use_cache = false;
+  o.session.plan = uniform(g, Mode::fp16);
+  REQUIRE(o.session.plan->find("log")->storage == DType::F16);
+  auto live = LiveExecutable::create(g, o);
+  REQUIRE(live.ok());
+  const Tensor in = Tensor::from_f32({2, 4}, std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7}).value();
+  auto got = live->run({in});
+  REQUIRE(got.ok());
+  CHECK(live->current()->overflow_hits().empty());
+  CHECK(count(live->events(), "overflow") == 0);
+  CHECK(live->plan()->find("log")->storage == DType::F16);
+}
+
+TEST_CASE("live: each new input shape gets a variant; a revisit reuses it") {
+  const Graph g = overflowing_graph();
+  LiveOptions o;
+  o.session.cache_dir = temp_cache_dir("shapes");
+  o.check_slow_kernels = false;
+  auto live = LiveExecutable::create(g, o);
+  REQUIRE(live.ok());
+  for (int64_t batch : {2, 5, 2}) {
+    CAPTURE(batch);
+    const Tensor x = input(batch, -1.0f, 1.0f);
+    auto got = live->run({x});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    REQUIRE((*got)[0].shape() == std::vector<int64_t>{batch, 8});
+    auto d = compare(ref::run(g, {x}).value()[0], (*got)[0]);
+    REQUIRE(d.ok());
+    CHECK(d->rel_l2 < 1e-5);
+  }
+  const auto& ev = live->events();
+  REQUIRE(ev.size() == 2);
+  CHECK(ev[0].cause == "new_shape");
+  CHECK(ev[0].shapes == std::vector<std::vector<int64_t>>{{2, 16}});
+  CHECK(ev[1].cause == "new_shape");
+  CHECK(ev[1].shapes == std::vector<std::vector<int64_t>>{{5, 16}});
+  CHECK(live->variants() == 2);
+  // The second variant's kernels are the first's source with other sizes; a third variant of a
+  // shape seen before in another executable comes from the kernel cache.
+  auto other = LiveExecutable::create(g, o);
+  REQUIRE(other.ok());
+  REQUIRE(other->run({input(5, -1.0f, 1.0f)}).ok());
+  CHECK(other->current()->compile_stats().cache_misses == 0);
+  // At most max_variants kept: the least recently used goes.
+  o.max_variants = 1;
+  auto small = LiveExecutable::create(g, o);
+  REQUIRE(small.ok());
+  for (int64_t batch : {2, 5, 2}) REQUIRE(small->run({input(batch, -1.0f, 1.0f)}).ok());
+  CHECK(small->variants() == 1);
+  CHECK(count(small->events(), "new_shape") == 3);
+  std::filesystem::remove_all(o.session.cache_dir);
+}
+
+TEST_CASE("live: a kernel far slower than its predicted time is re-planned after warm-up") {
+  const Graph g = overflowing_graph();
+  const Tensor x = input(4, -1.0f, 1.0f);
+  LiveOptions o;
+  o.session.use_cache = false;
+  o.warmup_runs = 2;
+  o.slow_window = 2;
+  o.slow_min_ms = 0;  // these kernels take microseconds
+  SUBCASE("an absurd prediction") {
+    auto plan = uniform(g, Mode::fp16);
+    for (NodePlan& n : plan->nodes)
+      if (n.name == "big") n.predicted_ms = 1e-9;
+    o.session.plan = plan;
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE(live.ok());
+    for (int r = 0; r < 3; ++r) REQUIRE(live->run({x}).ok());
+    CHECK(count(live->events(), "slow_kernel") == 0);  // still warming up and measuring
+    REQUIRE(live->run({x}).ok());
+    REQUIRE(count(live->events(), "slow_kernel") == 1);
+    const RecompileEvent& e = live->events().back();
+    CHECK(e.node == "big");
+    CHECK(e.from == "f16");
+    CHECK(e.to == "bf16");
+    CHECK(e.predicted_ms == doctest::Approx(1e-9));
+    CHECK(e.measured_ms > 2e-9);
+    CHECK(e.run == 4);
+    CHECK(live->plan()->find("big")->storage == DType::BF16);
+    CHECK(live->plan()->find("big")->predicted_ms < 0);  // the old format's prediction is gone
+    // No prediction any more: no further re-planning, and the outputs stay right.
+    for (int r = 0; r < 6; ++r) REQUIRE(live->run({x}).ok());
+    CHECK(count(live->events(), "slow_kernel") == 1);
+    auto d = compare(ref::run(g, {x}).value()[0], live->run({x}).value()[0]);
+    CHECK(d->rel_l2 < 1e-2);
+  }
+  SUBCASE("a callback decides") {
+    auto plan = uniform(g, Mode::fp16);
+    for (NodePlan& n : plan->nodes) n.predicted_ms = 1e-9;
+    o.session.plan = plan;
+    std::vector<std::string> asked;
+    o.replan = [&](NodePlan& n, double, double) {
+      asked.push_back(n.name);
+      if (n.name != "big") return false;
+      n.storage = n.weights = DType::F32;
+      n.mode = Mode::fp32;
+      return true;
+    };
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE(live.ok());
+    for (int r = 0; r < 8; ++r) REQUIRE(live->run({x}).ok());
+    CHECK(std::count(asked.begin(), asked.end(), "big") == 1);
+    REQUIRE(count(live->events(), "slow_kernel") == 1);
+    CHECK(live->events().back().to == "f32");
+    CHECK(live->plan()->find("big")->storage == DType::F32);
+  }
+  SUBCASE("no predictions, no re-planning") {
+    o.session.plan = uniform(g, Mode::fp16);
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE(live.ok());
+    for (int r = 0; r < 10; ++r) REQUIRE(live->run({x}).ok());
+    CHECK(count(live->events(), "slow_kernel") == 0);
+    CHECK(live->events().size() == 1);  // new_shape only
+  }
+}
