@@ -1,6 +1,7 @@
 // The fixed head of every generated C kernel: integer types from compiler builtins (the
 // in-process compiler has no system headers), math declarations the plugin resolves, and
-// exact format conversions (round to nearest even, NaN kept) written in portable C.
+// exact format conversions (round to nearest even, NaN kept): portable C, or the host's
+// conversion instructions where they give the same bits.
 #pragma once
 
 #include <string>

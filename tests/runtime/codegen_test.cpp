@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "hpf/graph.hpp"
@@ -81,12 +82,13 @@ Tensor random_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float l
 }
 
 // Builds the graph, lowers it with every value in its graph dtype, runs each kernel step on the
-// plugin over host copies, and compares the graph output with the reference interpreter.
-void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol) {
+// plugin over host copies: the device's first graph output and the reference interpreter's;
+// false (with a message) when the plugin is not loadable.
+bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out) {
   auto& cpu = plugin();
   if (!cpu.skip.empty()) {
     MESSAGE("skipped: " << cpu.skip);
-    return;
+    return false;
   }
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
@@ -115,10 +117,19 @@ void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol)
     }
     cpu.run(*k, args);
   }
-  const Tensor& got = vals[g->outputs()[0]];
-  REQUIRE(got.shape() == (*want)[0].shape());
-  REQUIRE(got.dtype() == (*want)[0].dtype());
-  auto gv = got.to_f32(), wv = (*want)[0].to_f32();
+  *got_out = vals[g->outputs()[0]];
+  *want_out = (*want)[0];
+  return true;
+}
+
+// run_both, then the outputs compared: relative error up to `tol`, NaN and Inf where the
+// reference has them.
+void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol) {
+  Tensor got, want;
+  if (!run_both(b, inputs, &got, &want)) return;
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(got.dtype() == want.dtype());
+  auto gv = got.to_f32(), wv = want.to_f32();
   double worst = 0;
   for (size_t k = 0; k < gv.size(); ++k) {
     const double e = std::abs(double(gv[k]) - wv[k]) / (1.0 + std::abs(double(wv[k])));
@@ -158,6 +169,47 @@ TEST_CASE("codegen: casts between formats inside a chain") {
   auto back = b.op1("Cast", {s}, {{"to", int64_t{16}}});
   b.output(b.op1("Cast", {back}, {{"to", int64_t{1}}}), "out");
   check_graph(b, {random_tensor({7, 9}, DType::F32, 4, -70000, 70000)}, 0);  // bit-exact
+}
+
+// The generated conversions (hardware F16C/AVX512-FP16 where the host has them, portable C
+// otherwise) give the reference's bits: every F16 code to F32, and F32 values at every exponent
+// with the rounding-sensitive mantissas (halfway cases, sticky bits, NaN payloads) to F16 and BF16.
+TEST_CASE("codegen: F16 and BF16 conversions match the reference bit for bit") {
+  auto bits_equal = [](const Tensor& got, const Tensor& want) {
+    REQUIRE(got.dtype() == want.dtype());
+    REQUIRE(got.nbytes() == want.nbytes());
+    size_t diff = 0, first = 0;
+    for (size_t k = 0; k < got.nbytes(); ++k)
+      if (got.bytes()[k] != want.bytes()[k] && diff++ == 0) first = k;
+    CHECK_MESSAGE(diff == 0, diff << " bytes differ, first at byte " << first);
+  };
+  for (DType t : {DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    Tensor codes(t, {65536});
+    for (uint32_t c = 0; c < 65536; ++c) std::memcpy(codes.bytes().data() + 2 * c, &c, 2);  // little endian
+    GraphBuilder b("from_lowp");
+    auto x = b.input("x", t, {65536});
+    b.output(b.op1("Cast", {x}, {{"to", int64_t{1}}}), "out");
+    Tensor got, want;
+    if (run_both(b, {codes}, &got, &want)) bits_equal(got, want);
+  }
+  std::vector<uint32_t> f32;
+  const uint32_t mants[] = {0, 1, 0x7fff, 0x8000, 0x8001, 0x18000, 0xfff, 0x1000, 0x1001, 0x3000, 0x1fff,
+                            0x2000, 0x400000, 0x7fe000, 0x7ff000, 0x7fffff, 0x123456, 0x5a5a5a};
+  for (uint32_t e = 0; e < 256; ++e)
+    for (uint32_t m : mants)
+      for (uint32_t sign : {0u, 1u}) f32.push_back(sign << 31 | e << 23 | m);
+  for (DType t : {DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    const int64_t n = static_cast<int64_t>(f32.size());
+    Tensor xs(DType::F32, {n});
+    std::memcpy(xs.bytes().data(), f32.data(), 4 * f32.size());
+    GraphBuilder b("to_lowp");
+    auto x = b.input("x", DType::F32, {n});
+    b.output(b.op1("Cast", {x}, {{"to", int64_t{t == DType::F16 ? 10 : 16}}}), "out");
+    Tensor got, want;
+    if (run_both(b, {xs}, &got, &want)) bits_equal(got, want);
+  }
 }
 
 TEST_CASE("codegen: MatMul batched and broadcast, Gemm with transposes and bias") {
