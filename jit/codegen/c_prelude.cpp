@@ -22,7 +22,9 @@ float expm1f(float); float log1pf(float); double fmod(double, double);
 static inline float hpf_f32(u32 b) { union { u32 u; float f; } x; x.u = b; return x.f; }
 static inline u32 hpf_bits(float f) { union { u32 u; float f; } x; x.f = f; return x.u; }
 static inline float hpf_rne(float v) { /* |v| < 2^22 */ return (v + 12582912.0f) - 12582912.0f; }
-/* A signalling NaN comes back quiet (payload kept), as the reference and F16C's F16 loads do. */
+/* A signalling NaN comes back quiet (payload kept), as the reference and F16C's F16 loads do.
+   The _raw form keeps it signalling: for operands of arithmetic, which quiets it anyway. */
+static inline float hpf_bf16_f32_raw(u16 h) { return hpf_f32((u32)h << 16); }
 static inline float hpf_bf16_f32(u16 h) {
   u32 u = (u32)h << 16;
   return hpf_f32((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u);
@@ -99,6 +101,10 @@ std::string c_load(DType t, const std::string& e) {
     case DType::TF32: return e;
     default: return "(float)(" + e + ")";
   }
+}
+
+std::string c_load_operand(DType t, const std::string& e) {
+  return t == DType::BF16 ? "hpf_bf16_f32_raw(" + e + ")" : c_load(t, e);
 }
 
 std::string c_store(DType t, const std::string& f) {

@@ -15,6 +15,9 @@ const char* c_prelude();
 const char* c_storage_type(DType t);
 // Expression converting `expr` (a value of c_storage_type(t)) to float, and back.
 std::string c_load(DType t, const std::string& expr);
+// c_load for a value that only feeds arithmetic (a product, a sum), which quiets a signalling
+// NaN by itself: BF16 then skips the load's own quieting, a compare and a select per value.
+std::string c_load_operand(DType t, const std::string& expr);
 std::string c_store(DType t, const std::string& float_expr);
 // A float literal that round-trips exactly ("0.100000001f", "1.0f").
 std::string c_float(float v);
