@@ -378,13 +378,17 @@ TEST_CASE("codegen: MatMul tiles with ragged edges, 1-D operands and BF16 weight
                                          {{129}, {129, 70}},
                                          {{70, 129}, {129}},
                                          {{129}, {129}}}) {
-    CAPTURE(c.a.size());
-    CAPTURE(c.b.back());
-    GraphBuilder b("mm");
-    auto x = b.input("x", DType::F32, Shape(c.a.begin(), c.a.end()));
-    auto w = b.constant(random_tensor(c.b, DType::F32, 21));
-    b.output(b.matmul(x, w), "out");
-    check_graph(b, {random_tensor(c.a, DType::F32, 22)}, 1e-4);  // FP32 sums of up to 768 terms
+    for (DType t : {DType::F32, DType::BF16}) {  // BF16: the BF16 dot-product path where the host has it
+      CAPTURE(c.a.size());
+      CAPTURE(c.b.back());
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("mm");
+      auto x = b.input("x", t, Shape(c.a.begin(), c.a.end()));
+      auto w = b.constant(random_tensor(c.b, t, 21));
+      b.output(b.matmul(x, w), "out");
+      // FP32 sums of up to 768 terms; BF16 output: the last place may differ.
+      check_graph(b, {random_tensor(c.a, t, 22)}, t == DType::F32 ? 1e-4 : 1e-2);
+    }
   }
   for (DType wt : {DType::BF16, DType::F16}) {
     GraphBuilder b("mm_lowp_weights");
@@ -407,21 +411,25 @@ TEST_CASE("codegen: Gemm transposes and C broadcasts across the K and N blocks")
     int64_t ta, tb;
     std::vector<int64_t> c;
   };
-  const int64_t M = 67, K = 260, N = 129;
-  for (const Case& c : std::vector<Case>{{0, 0, {N}}, {1, 0, {M, 1}}, {0, 1, {M, N}}, {1, 1, {1, N}}, {1, 1, {1}}}) {
-    CAPTURE(c.ta);
-    CAPTURE(c.tb);
-    GraphBuilder g("gemm");
-    const Shape ashape = c.ta ? Shape{K, M} : Shape{M, K};
-    auto a = g.input("a", DType::F32, ashape);
-    auto w = g.constant(random_tensor(c.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, DType::F32, 27));
-    auto bias = g.constant(random_tensor(c.c, DType::F32, 28));
-    g.output(g.op1("Gemm", {a, w, bias},
-                   {{"transA", c.ta}, {"transB", c.tb}, {"alpha", 0.75f}, {"beta", -1.5f}}),
-             "out");
-    check_graph(g, {random_tensor(c.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, DType::F32, 29)},
-                1e-4);
-  }
+  const int64_t M = 67, N = 129;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const int64_t K : {260, 131})  // 131: an odd last K block (a half-empty BF16 pair)
+      for (const Case& c : std::vector<Case>{{0, 0, {N}}, {1, 0, {M, 1}}, {0, 1, {M, N}}, {1, 1, {1, N}}, {1, 1, {1}}}) {
+        CAPTURE(c.ta);
+        CAPTURE(c.tb);
+        CAPTURE(K);
+        CAPTURE(dtype_name(t));
+        GraphBuilder g("gemm");
+        const Shape ashape = c.ta ? Shape{K, M} : Shape{M, K};
+        auto a = g.input("a", t, ashape);
+        auto w = g.constant(random_tensor(c.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, t, 27));
+        auto bias = g.constant(random_tensor(c.c, t, 28));
+        g.output(g.op1("Gemm", {a, w, bias},
+                       {{"transA", c.ta}, {"transB", c.tb}, {"alpha", 0.75f}, {"beta", -1.5f}}),
+                 "out");
+        check_graph(g, {random_tensor(c.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, t, 29)},
+                    t == DType::F32 ? 1e-4 : 1e-2);
+      }
 }
 
 // ---- reductions and data movement (reduce, concat, slice, pad, expand, resize families) ----
