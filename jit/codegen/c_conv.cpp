@@ -3,7 +3,9 @@
 // row accumulates in FP32 over input channel, kernel row and kernel column, output column
 // innermost. Kernel rows outside the input are skipped once per row; for each kernel column the
 // range of output columns reading inside the input is baked in as constants, so the hot loop
-// has no bounds tests. Terms are summed in the reference's order (channel, then taps row-major).
+// has no bounds tests. An input row in a 16-bit format is converted to FP32 once per kernel row
+// (not once per kernel column). Terms are summed in the reference's order (channel, then taps
+// row-major).
 #include <algorithm>
 #include <sstream>
 
@@ -49,11 +51,15 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     lo[kw] = std::max<int64_t>(0, ceil_div(-off, SW));
     hi[kw] = std::max(lo[kw], std::min(OW, floor_div(W - 1 - off, SW) + 1));
   }
+  // An input row in a 16-bit format is converted to FP32 once, for all kernel columns.
+  const bool convert_rows = X.dtype != DType::F32 && X.dtype != DType::TF32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
   const char* yt = c_storage_type(Y.dtype);
   std::ostringstream s;
-  s << kernel_begin(name, spec, {"X", "Wt", "B"}, "Y") << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
+  s << kernel_begin(name, spec, {"X", "Wt", "B"}, "Y") << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n";
+  if (convert_rows) s << "  float xbuf[" << std::max<int64_t>(1, W) << "];\n";
+  s
     << "  for (i64 r = begin; r < end; ++r) {\n"
     << "    const i64 oh = r % " << L(OH) << ", m = (r / " << L(OH) << ") % " << L(M) << ", n = r / " << L(OH * M) << ";\n"
     << "    const i64 c0 = (m / " << L(MG) << ") * " << L(CG) << ";\n"
@@ -67,12 +73,17 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     << "      const " << xt << "* restrict xc = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << ") * " << L(W) << ";\n"
     << "      const " << wt << "* restrict wc = Wt + (m * " << L(CG) << " + c) * " << L(KH * KW) << ";\n"
     << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
-    << "        const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
-    << "        for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
-    << "          const float w = " << c_load(Wt.dtype, "wc[kh * " + L(KW) + " + kw]") << ";\n"
+    << "        const " << xt << "* restrict xs = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n";
+  if (convert_rows)
+    s << "        for (i64 j = 0; j < " << L(W) << "; ++j) xbuf[j] = " << c_load_operand(X.dtype, "xs[j]") << ";\n"
+      << "        const float* restrict xr = xbuf;\n";
+  else
+    s << "        const float* restrict xr = xs;\n";
+  s << "        for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
+    << "          const float w = " << c_load_operand(Wt.dtype, "wc[kh * " + L(KW) + " + kw]") << ";\n"
     << "          const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
-    << "          for (i64 j = lo[kw]; j < j1; ++j) acc[j] += w * "
-    << c_load(X.dtype, SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]") << ";\n"
+    << "          for (i64 j = lo[kw]; j < j1; ++j) acc[j] += w * " << (SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]")
+    << ";\n"
     << "        }\n      }\n    }\n";
   if (has_b) s << "    const float b = " << c_load(spec.inputs[2].dtype, "B[m]") << ";\n";
   s << "    " << yt << "* restrict yr = Y + r * " << L(OW) << ";\n"

@@ -20,7 +20,7 @@ std::string f(float v) { return c_float(v); }
 std::string round_to_format(DType t, const std::string& e, bool wide) {
   switch (t) {
     case DType::F32: return wide ? "(double)(float)(" + e + ")" : e;
-    case DType::BF16: return "hpf_bf16_f32(hpf_f32_bf16(" + e + "))";
+    case DType::BF16: return "hpf_bf16_f32_raw(hpf_f32_bf16(" + e + "))";  // a stored NaN is quiet
     case DType::F16: return "hpf_f16_f32(hpf_f32_f16(" + e + "))";
     case DType::TF32: return "hpf_tf32(" + e + ")";
     default: return e;
@@ -210,11 +210,20 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
   for (const TensorDesc& in : spec.inputs) wide = wide || wide_int(in.dtype);
   for (const ElementwiseStep& st : spec.chain) wide = wide || wide_int(st.dtype);
   const char* ct = wide ? "double" : "float";
+  // Inputs only ever operands of + - * / (which quiet a signalling NaN themselves) skip the
+  // load's own NaN quieting.
+  std::vector<bool> arith_only(spec.inputs.size(), true);
+  for (const ElementwiseStep& st : spec.chain) {
+    const bool arith = st.op == "Add" || st.op == "Sub" || st.op == "Mul" || st.op == "Div";
+    for (int o : st.operands)
+      if (o >= 0 && static_cast<size_t>(o) < arith_only.size() && !arith) arith_only[o] = false;
+  }
   std::vector<std::string> loaded;
   for (size_t k = 0; k < spec.inputs.size(); ++k) {
     const std::string at = "in" + std::to_string(k) + "[" + offsets[k] + "]";
+    const DType t = spec.inputs[k].dtype;
     src << "    const " << ct << " v" << k << " = "
-        << (wide && !is_float(spec.inputs[k].dtype) ? "(double)(" + at + ")" : c_load(spec.inputs[k].dtype, at)) << ";\n";
+        << (wide && !is_float(t) ? "(double)(" + at + ")" : arith_only[k] ? c_load_operand(t, at) : c_load(t, at)) << ";\n";
     loaded.push_back("v" + std::to_string(k));
   }
   std::string last = loaded.empty() ? "0.0f" : loaded[0];

@@ -153,7 +153,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "            float* restrict d = bpack + (jj / HPF_NR) * HPF_KC * HPF_NR + jj % HPF_NR;\n"
       << "            if (jj < nc) { const i64 j = jc + jj;\n"
       << "              for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = "
-      << c_load(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
+      << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
       << "            } else for (i64 q = 0; q < kc; ++q) d[q * HPF_NR] = 0.0f;\n"
       << "          }\n";
   else
@@ -163,10 +163,10 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "              float* restrict d = bpack + jp * HPF_KC + q * HPF_NR;\n"
       << "              if (jp + HPF_NR <= nc) {\n"
       << "                for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = "
-      << c_load(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
+      << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
       << "              } else {\n"
       << "                for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = jp + jj < nc ? "
-      << c_load(B.dtype, "B[b0 + " + b_pj + "]") << " : 0.0f; }\n"
+      << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << " : 0.0f; }\n"
       << "              }\n"
       << "            }\n"
       << "          }\n";
@@ -176,13 +176,23 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
   if (ta)
     s << "            for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
       << "              for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = ii < mr ? "
-      << c_load(A.dtype, "A[a0 + " + a_ip + "]") << " : 0.0f; }\n"
+      << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << " : 0.0f; }\n"
       << "            }\n";
   else
-    s << "            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
+    // A full MR block row by row across k: MR loads and one contiguous store of MR values per k
+    // (the vectoriser would otherwise turn the strided stores of a column-wise loop into scatters).
+    s << "            if (mr == HPF_MR) {\n"
+      << "#pragma clang loop vectorize(disable)\n"
+      << "              for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "                for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = "
+      << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
+      << "              }\n"
+      << "            } else\n"
+      << "            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
       << "              const i64 i = ic + ir + ii;\n"
       << "              if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = "
-      << c_load(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
+      << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
       << "              else for (i64 q = 0; q < kc; ++q) apack[q * HPF_MR + ii] = 0.0f;\n"
       << "            }\n";
   s << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"

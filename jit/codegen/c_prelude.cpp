@@ -22,13 +22,26 @@ float expm1f(float); float log1pf(float); double fmod(double, double);
 static inline float hpf_f32(u32 b) { union { u32 u; float f; } x; x.u = b; return x.f; }
 static inline u32 hpf_bits(float f) { union { u32 u; float f; } x; x.f = f; return x.u; }
 static inline float hpf_rne(float v) { /* |v| < 2^22 */ return (v + 12582912.0f) - 12582912.0f; }
-static inline float hpf_bf16_f32(u16 h) { return hpf_f32((u32)h << 16); }
+/* A signalling NaN comes back quiet (payload kept), as the reference and F16C's F16 loads do.
+   The _raw form keeps it signalling: for operands of arithmetic, which quiets it anyway. */
+static inline float hpf_bf16_f32_raw(u16 h) { return hpf_f32((u32)h << 16); }
+static inline float hpf_bf16_f32(u16 h) {
+  u32 u = (u32)h << 16;
+  return hpf_f32((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u);
+}
 static inline u16 hpf_f32_bf16(float f) {
   u32 u = hpf_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);
   u += 0x7fffu + ((u >> 16) & 1u);
   return (u16)(u >> 16);
 }
+/* F16 <-> F32: the hardware's conversions (F16C vcvtph2ps / vcvtps2ph, or AVX512-FP16) where the
+   host has them: exact, round to nearest even, NaN quieted with its top payload bits kept, as
+   the software path below; loops over rows vectorise to 8 or 16 conversions per instruction. */
+#if defined(__F16C__) || defined(__AVX512FP16__)
+static inline float hpf_f16_f32(u16 h) { union { u16 u; _Float16 f; } x; x.u = h; return (float)x.f; }
+static inline u16 hpf_f32_f16(float f) { union { u16 u; _Float16 f; } x; x.f = (_Float16)f; return x.u; }
+#else
 static inline float hpf_f16_f32(u16 h) {
   u32 s = (u32)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
   if (e == 0) { float v = (float)m * 5.9604644775390625e-8f; return s ? -v : v; }
@@ -42,6 +55,7 @@ static inline u16 hpf_f32_f16(float f) {
   if (a < 0x38800000u) return (u16)(s | (u32)hpf_rne(hpf_f32(a) * 16777216.0f));
   return (u16)(s | ((a + 0xfffu + ((a >> 13) & 1u) - 0x38000000u) >> 13));
 }
+#endif
 static inline float hpf_tf32(float f) {
   u32 u = hpf_bits(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return hpf_f32((u | 0x400000u) & ~0x1fffu);
@@ -87,6 +101,10 @@ std::string c_load(DType t, const std::string& e) {
     case DType::TF32: return e;
     default: return "(float)(" + e + ")";
   }
+}
+
+std::string c_load_operand(DType t, const std::string& e) {
+  return t == DType::BF16 ? "hpf_bf16_f32_raw(" + e + ")" : c_load(t, e);
 }
 
 std::string c_store(DType t, const std::string& f) {

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "hpf/graph.hpp"
@@ -81,12 +82,13 @@ Tensor random_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float l
 }
 
 // Builds the graph, lowers it with every value in its graph dtype, runs each kernel step on the
-// plugin over host copies, and compares the graph output with the reference interpreter.
-void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol) {
+// plugin over host copies: the device's first graph output and the reference interpreter's;
+// false (with a message) when the plugin is not loadable.
+bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out) {
   auto& cpu = plugin();
   if (!cpu.skip.empty()) {
     MESSAGE("skipped: " << cpu.skip);
-    return;
+    return false;
   }
   auto g = b.build();
   REQUIRE_MESSAGE(g.ok(), g.status().to_string());
@@ -115,10 +117,19 @@ void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol)
     }
     cpu.run(*k, args);
   }
-  const Tensor& got = vals[g->outputs()[0]];
-  REQUIRE(got.shape() == (*want)[0].shape());
-  REQUIRE(got.dtype() == (*want)[0].dtype());
-  auto gv = got.to_f32(), wv = (*want)[0].to_f32();
+  *got_out = vals[g->outputs()[0]];
+  *want_out = (*want)[0];
+  return true;
+}
+
+// run_both, then the outputs compared: relative error up to `tol`, NaN and Inf where the
+// reference has them.
+void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol) {
+  Tensor got, want;
+  if (!run_both(b, inputs, &got, &want)) return;
+  REQUIRE(got.shape() == want.shape());
+  REQUIRE(got.dtype() == want.dtype());
+  auto gv = got.to_f32(), wv = want.to_f32();
   double worst = 0;
   for (size_t k = 0; k < gv.size(); ++k) {
     const double e = std::abs(double(gv[k]) - wv[k]) / (1.0 + std::abs(double(wv[k])));
@@ -158,6 +169,47 @@ TEST_CASE("codegen: casts between formats inside a chain") {
   auto back = b.op1("Cast", {s}, {{"to", int64_t{16}}});
   b.output(b.op1("Cast", {back}, {{"to", int64_t{1}}}), "out");
   check_graph(b, {random_tensor({7, 9}, DType::F32, 4, -70000, 70000)}, 0);  // bit-exact
+}
+
+// The generated conversions (hardware F16C/AVX512-FP16 where the host has them, portable C
+// otherwise) give the reference's bits: every F16 code to F32, and F32 values at every exponent
+// with the rounding-sensitive mantissas (halfway cases, sticky bits, NaN payloads) to F16 and BF16.
+TEST_CASE("codegen: F16 and BF16 conversions match the reference bit for bit") {
+  auto bits_equal = [](const Tensor& got, const Tensor& want) {
+    REQUIRE(got.dtype() == want.dtype());
+    REQUIRE(got.nbytes() == want.nbytes());
+    size_t diff = 0, first = 0;
+    for (size_t k = 0; k < got.nbytes(); ++k)
+      if (got.bytes()[k] != want.bytes()[k] && diff++ == 0) first = k;
+    CHECK_MESSAGE(diff == 0, diff << " bytes differ, first at byte " << first);
+  };
+  for (DType t : {DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    Tensor codes(t, {65536});
+    for (uint32_t c = 0; c < 65536; ++c) std::memcpy(codes.bytes().data() + 2 * c, &c, 2);  // little endian
+    GraphBuilder b("from_lowp");
+    auto x = b.input("x", t, {65536});
+    b.output(b.op1("Cast", {x}, {{"to", int64_t{1}}}), "out");
+    Tensor got, want;
+    if (run_both(b, {codes}, &got, &want)) bits_equal(got, want);
+  }
+  std::vector<uint32_t> f32;
+  const uint32_t mants[] = {0, 1, 0x7fff, 0x8000, 0x8001, 0x18000, 0xfff, 0x1000, 0x1001, 0x3000, 0x1fff,
+                            0x2000, 0x400000, 0x7fe000, 0x7ff000, 0x7fffff, 0x123456, 0x5a5a5a};
+  for (uint32_t e = 0; e < 256; ++e)
+    for (uint32_t m : mants)
+      for (uint32_t sign : {0u, 1u}) f32.push_back(sign << 31 | e << 23 | m);
+  for (DType t : {DType::F16, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    const int64_t n = static_cast<int64_t>(f32.size());
+    Tensor xs(DType::F32, {n});
+    std::memcpy(xs.bytes().data(), f32.data(), 4 * f32.size());
+    GraphBuilder b("to_lowp");
+    auto x = b.input("x", DType::F32, {n});
+    b.output(b.op1("Cast", {x}, {{"to", int64_t{t == DType::F16 ? 10 : 16}}}), "out");
+    Tensor got, want;
+    if (run_both(b, {xs}, &got, &want)) bits_equal(got, want);
+  }
 }
 
 TEST_CASE("codegen: MatMul batched and broadcast, Gemm with transposes and bias") {
@@ -213,14 +265,15 @@ void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t
   std::vector<ValueId> in{x, b.constant(random_tensor(ws, t, seed))};
   if (bias) in.push_back(b.constant(random_tensor({ws[0]}, t, seed + 1)));
   b.output(b.op1("Conv", in, attrs), "out");
-  // F16: both sum in FP32 and round once; only FP32 contraction differences remain.
-  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : 2e-3);
+  // F16, BF16: both sum in FP32 and round once; only FP32 contraction differences remain (they
+  // may move a result by one unit in the last place).
+  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3);
 }
 
 }  // namespace
 
 TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_pad, bias or not") {
-  for (DType t : {DType::F32, DType::F16}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     // Odd sizes, asymmetric pads, stride 2 by 1.
     check_conv(t, {2, 3, 7, 9}, {5, 3, 3, 3}, true, {{"pads", Ints{1, 0, 2, 1}}, {"strides", Ints{2, 1}}}, 20);
     // Dilation, no bias.
@@ -228,6 +281,8 @@ TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_
     // Two groups, stride along the width.
     check_conv(t, {1, 4, 7, 9}, {6, 2, 3, 3}, true,
                {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{1, 2}}}, 26);
+    // Groups of 5 output channels: a full channel block and a ragged one per group.
+    check_conv(t, {2, 4, 5, 6}, {10, 2, 3, 3}, true, {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}}, 47);
     // Depthwise.
     check_conv(t, {2, 6, 7, 9}, {6, 1, 3, 3}, true, {{"group", int64_t{6}}, {"pads", Ints{1, 1, 1, 1}}}, 29);
     // auto_pad both ways with an even kernel and stride 2; VALID.
@@ -323,13 +378,17 @@ TEST_CASE("codegen: MatMul tiles with ragged edges, 1-D operands and BF16 weight
                                          {{129}, {129, 70}},
                                          {{70, 129}, {129}},
                                          {{129}, {129}}}) {
-    CAPTURE(c.a.size());
-    CAPTURE(c.b.back());
-    GraphBuilder b("mm");
-    auto x = b.input("x", DType::F32, Shape(c.a.begin(), c.a.end()));
-    auto w = b.constant(random_tensor(c.b, DType::F32, 21));
-    b.output(b.matmul(x, w), "out");
-    check_graph(b, {random_tensor(c.a, DType::F32, 22)}, 1e-4);  // FP32 sums of up to 768 terms
+    for (DType t : {DType::F32, DType::BF16}) {  // BF16: the BF16 dot-product path where the host has it
+      CAPTURE(c.a.size());
+      CAPTURE(c.b.back());
+      CAPTURE(dtype_name(t));
+      GraphBuilder b("mm");
+      auto x = b.input("x", t, Shape(c.a.begin(), c.a.end()));
+      auto w = b.constant(random_tensor(c.b, t, 21));
+      b.output(b.matmul(x, w), "out");
+      // FP32 sums of up to 768 terms; BF16 output: the last place may differ.
+      check_graph(b, {random_tensor(c.a, t, 22)}, t == DType::F32 ? 1e-4 : 1e-2);
+    }
   }
   for (DType wt : {DType::BF16, DType::F16}) {
     GraphBuilder b("mm_lowp_weights");
@@ -352,21 +411,25 @@ TEST_CASE("codegen: Gemm transposes and C broadcasts across the K and N blocks")
     int64_t ta, tb;
     std::vector<int64_t> c;
   };
-  const int64_t M = 67, K = 260, N = 129;
-  for (const Case& c : std::vector<Case>{{0, 0, {N}}, {1, 0, {M, 1}}, {0, 1, {M, N}}, {1, 1, {1, N}}, {1, 1, {1}}}) {
-    CAPTURE(c.ta);
-    CAPTURE(c.tb);
-    GraphBuilder g("gemm");
-    const Shape ashape = c.ta ? Shape{K, M} : Shape{M, K};
-    auto a = g.input("a", DType::F32, ashape);
-    auto w = g.constant(random_tensor(c.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, DType::F32, 27));
-    auto bias = g.constant(random_tensor(c.c, DType::F32, 28));
-    g.output(g.op1("Gemm", {a, w, bias},
-                   {{"transA", c.ta}, {"transB", c.tb}, {"alpha", 0.75f}, {"beta", -1.5f}}),
-             "out");
-    check_graph(g, {random_tensor(c.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, DType::F32, 29)},
-                1e-4);
-  }
+  const int64_t M = 67, N = 129;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const int64_t K : {260, 131})  // 131: an odd last K block (a half-empty BF16 pair)
+      for (const Case& c : std::vector<Case>{{0, 0, {N}}, {1, 0, {M, 1}}, {0, 1, {M, N}}, {1, 1, {1, N}}, {1, 1, {1}}}) {
+        CAPTURE(c.ta);
+        CAPTURE(c.tb);
+        CAPTURE(K);
+        CAPTURE(dtype_name(t));
+        GraphBuilder g("gemm");
+        const Shape ashape = c.ta ? Shape{K, M} : Shape{M, K};
+        auto a = g.input("a", t, ashape);
+        auto w = g.constant(random_tensor(c.tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, t, 27));
+        auto bias = g.constant(random_tensor(c.c, t, 28));
+        g.output(g.op1("Gemm", {a, w, bias},
+                       {{"transA", c.ta}, {"transB", c.tb}, {"alpha", 0.75f}, {"beta", -1.5f}}),
+                 "out");
+        check_graph(g, {random_tensor(c.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, t, 29)},
+                    t == DType::F32 ? 1e-4 : 1e-2);
+      }
 }
 
 // ---- reductions and data movement (reduce, concat, slice, pad, expand, resize families) ----
