@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Precision plans compared on one machine in one run: for each model, `hpf run` with the FP32
+plan, the BF16 plan and the planner's `auto` plan; median latency, its ratio to FP32, peak
+memory and its ratio, and the divergence of the device's output from the FP32 reference on the
+run's own inputs (the planner calibrates on other, seeded inputs, so this is an independent
+check of the budget). Standard library only.
+
+usage: bench/plans.py [--hpf build/apps/hpf/hpf] [--repeat 20] [--kl-budget 1e-3] [--threads N]
+                      MODEL...   (builtin:NAME or an ONNX file; default: bert-tiny bert-layer cnn-small)
+"""
+import argparse
+import json
+import pathlib
+import subprocess
+import sys
+
+
+def run(hpf, model, plan, args):
+    cmd = [hpf, "run", model, "--plan", plan, "--json", "--formats", "none", "--repeat", str(args.repeat)]
+    if plan == "auto":
+        cmd += ["--kl-budget", str(args.kl_budget)]
+    if args.threads:
+        cmd += ["--threads", str(args.threads)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+    return json.loads(r.stdout)
+
+
+def main():
+    root = pathlib.Path(__file__).resolve().parents[1]
+    ap = argparse.ArgumentParser()
+    ap.add_argument("models", nargs="*", default=["builtin:bert-tiny", "builtin:bert-layer", "builtin:cnn-small"])
+    ap.add_argument("--hpf", default=str(root / "build" / "apps" / "hpf" / "hpf"))
+    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--kl-budget", type=float, default=1e-3)
+    ap.add_argument("--threads", type=int, default=0)
+    args = ap.parse_args()
+    print(f"{'model':28} {'plan':5} {'median ms':>10} {'vs fp32':>8} {'peak MiB':>9} {'vs fp32':>8} "
+          f"{'KL vs fp32':>11} {'recompiles':>10}  nodes")
+    ok = True
+    for m in args.models:
+        base = None
+        for plan in ("fp32", "bf16", "auto"):
+            j = run(args.hpf, m, plan, args)
+            ms, mem = j["latency_ms"]["median"], j["peak_memory_bytes"]
+            if base is None:
+                base = (ms, mem)
+            kl = j.get("kl_vs_fp32", float("nan"))
+            modes = j.get("planner", {}).get("modes", {})
+            within = plan != "auto" or kl <= args.kl_budget
+            ok = ok and within
+            print(f"{pathlib.Path(m).name:28} {plan:5} {ms:10.3f} {ms / base[0]:8.3f} {mem / 2**20:9.2f} "
+                  f"{mem / base[1]:8.3f} {kl:11.3e} {len(j.get('recompiles', [])):10d}  "
+                  f"{' '.join(f'{k} {v}' for k, v in sorted(modes.items()))}{'' if within else '  OVER BUDGET'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
