@@ -1,6 +1,8 @@
 // hpf run / models / ops: running a model on the best device and on the reference interpreter.
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -152,8 +154,8 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
     r.kl_budget = std::strtod(a.option("--kl-budget").c_str(), &end);
     if (*end || !(r.kl_budget > 0)) return hpf::Status::invalid("--kl-budget: '" + a.option("--kl-budget") + "' is not a positive number");
   }
-  if ((a.options.count("--kl-budget") || !r.calib.empty()) && r.plan != "auto")
-    return hpf::Status::invalid("--kl-budget and --calib go with --plan auto");
+  if ((a.options.count("--kl-budget") || !r.calib.empty()) && r.plan.empty())
+    return hpf::Status::invalid("--kl-budget and --calib go with --plan auto (or a policy with auto in it)");
   if (!r.plan.empty() && a.options.count("--precision"))
     return hpf::Status::invalid("--plan and --precision both set the formats; give one");
   if (a.options.count("--precision")) {
@@ -283,7 +285,8 @@ hpf::Expected<std::vector<hpf::Tensor>> make_inputs(hpf::Graph& g, const RunArgs
 // --plan auto: the planner with plans measured on the device, on calibration inputs from
 // --calib DIR or seeded random ones (not the run's own inputs, which then check the plan).
 hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const RunArgs& a, const hpf::SessionOptions& so,
-                                            const hpf::DeviceFormats& formats, bool quiet, nlohmann::json& j) {
+                                            const hpf::Policy& policy, const hpf::DeviceFormats& formats, bool quiet,
+                                            nlohmann::json& j) {
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<std::vector<hpf::Tensor>> calib;
   if (!a.calib.empty()) {
@@ -295,6 +298,7 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const RunArgs& 
   hpf::PlannerOptions po;
   po.kl_budget = a.kl_budget;
   po.device = formats;
+  po.policy = policy;
   hpf::PlannerReport report;
   HPF_ASSIGN_OR_RETURN(hpf::Plan plan, hpf::plan_auto(g, po, ev.evaluators(), &calib, &report));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -400,12 +404,28 @@ int cmd_run(const std::vector<std::string>& argv) {
     if (!args->plan.empty()) {
       auto plan = std::make_shared<hpf::Plan>();
       if (std::filesystem::exists(args->plan)) {
-        auto loaded = hpf::Plan::load(args->plan);
-        if (!loaded.ok()) return fail(loaded.status().message());
-        *plan = std::move(loaded).value();
+        // A saved plan ("format": "libhpf-plan"), or a policy ({"attention": "fp16", ...}).
+        std::ifstream in(args->plan);
+        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        if (text.find("\"libhpf-plan\"") != std::string::npos) {
+          auto loaded = hpf::Plan::load(args->plan);
+          if (!loaded.ok()) return fail(loaded.status().message());
+          *plan = std::move(loaded).value();
+        } else {
+          auto policy = hpf::Policy::from_json(text);
+          if (!policy.ok()) return fail("--plan " + args->plan + ": neither a plan nor a policy: " + policy.status().message());
+          bool any_auto = policy->default_mode == hpf::Mode::auto_;
+          for (const auto& [c, m] : policy->by_class) any_auto = any_auto || m == hpf::Mode::auto_;
+          for (const auto& [glob, m] : policy->by_node) any_auto = any_auto || m == hpf::Mode::auto_;
+          auto made = any_auto ? plan_automatically(g, *args, so, *policy, session->device_formats(), quiet, j)
+                               : hpf::plan_from_policy(g, *policy, session->device_formats());
+          if (!made.ok()) return fail(made.status().to_string());
+          *plan = std::move(made).value();
+        }
         plan_label = "plan " + args->plan;
       } else if (args->plan == "auto") {
-        auto planned = plan_automatically(g, *args, so, session->device_formats(), quiet, j);
+        auto planned = plan_automatically(g, *args, so, hpf::Policy::uniform(hpf::Mode::auto_),
+                                          session->device_formats(), quiet, j);
         if (!planned.ok()) return fail(planned.status().to_string());
         *plan = std::move(planned).value();
         plan_label = "plan auto";

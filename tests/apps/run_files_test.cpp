@@ -139,3 +139,30 @@ TEST_CASE("hpf run: a plan saved by one process reproduces the outputs bit for b
   CHECK(bad.out.find("--plan int3: neither a plan file nor a mode") != std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("hpf run: --plan takes a policy file; auto classes in it are planned within the budget") {
+  const fs::path dir = temp_dir("policy");
+  const fs::path policy = dir / "policy.json";
+  {
+    std::FILE* f = std::fopen(policy.c_str(), "w");
+    REQUIRE(f != nullptr);
+    std::fputs(R"({"attention": "fp16", "ffn": "auto", "default": "fp32"})", f);
+    std::fclose(f);
+  }
+  Run r = hpf_run("builtin:bert-tiny --plan " + policy.string() + " --kl-budget 1e-3 --json --repeat 1");
+  REQUIRE_MESSAGE(r.status == 0, r.out);
+  // Every attention node as asked (keys print sorted: class ... precision), the planner reported.
+  size_t attention = 0, attention_fp16 = 0;
+  for (size_t at = r.out.find("\"class\": \"attention\""); at != std::string::npos;
+       at = r.out.find("\"class\": \"attention\"", at + 1)) {
+    ++attention;
+    const size_t end = r.out.find('}', at);
+    attention_fp16 += r.out.substr(at, end - at).find("\"precision\": \"fp16\"") != std::string::npos;
+  }
+  CHECK(attention == 6);
+  CHECK(attention_fp16 == 6);
+  CHECK(r.out.find("\"planner\"") != std::string::npos);
+  Run bad = hpf_run("builtin:bert-tiny --kl-budget 1e-3");
+  CHECK(bad.status == 2);
+  fs::remove_all(dir);
+}
