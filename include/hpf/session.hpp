@@ -54,6 +54,9 @@ struct StepProfile {
   double total_ms = 0;
   std::vector<std::string> nodes;  // names of the graph nodes the step computes (empty: the
                                    // dynamic region)
+  // A kernel step's time per launch as recorded in the kernel cache by an earlier
+  // Executable::save_timings (any process on this device); -1 when none.
+  double cached_ms = -1;
 };
 
 // A node whose low-precision output overflowed in the last run() (see
@@ -81,6 +84,11 @@ class Executable {
   const CompileStats& compile_stats() const;
   // Bytes of device memory the executable holds: weights plus the peak of the reused arena.
   size_t peak_memory_bytes() const;
+  // Stores each kernel's mean time per launch over the runs so far beside its binary in the
+  // kernel cache (merged with what earlier runs stored), so the next plan or process can use it
+  // without measuring again (StepProfile::cached_ms). A no-op without a cache. Not synchronised
+  // with other Executables of the same Session.
+  Status save_timings();
   // Per-step times accumulated over every run() so far, in launch order.
   std::vector<StepProfile> profile() const;
   const std::vector<std::string>& output_names() const;

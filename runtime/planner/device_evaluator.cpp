@@ -4,8 +4,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
+#include "hpf/log.hpp"
 #include "hpf/planner.hpp"
 
 namespace hpf {
@@ -85,22 +85,36 @@ Expected<double> DeviceEvaluator::divergence(const Plan& plan) const {
 
 Expected<std::map<std::string, double>> DeviceEvaluator::measure_ms(const Plan& plan) const {
   HPF_ASSIGN_OR_RETURN(Executable exe, compile_plan(s_->options, s_->graph, s_->shapes, plan));
-  HPF_RETURN_IF_ERROR(exe.run(s_->batches[0]).status());  // warm-up
+  auto split = [](const StepProfile& p, double ms, std::map<std::string, std::vector<double>>& into) {
+    for (const std::string& n : p.nodes) into[n].push_back(ms / double(p.nodes.size()));
+  };
+  // Kernels timed before (this process or an earlier one) are read from the kernel cache.
   std::map<std::string, std::vector<double>> samples;
+  bool all_cached = true;
+  for (const StepProfile& p : exe.profile())
+    if (p.kind == "kernel") {
+      all_cached = all_cached && p.cached_ms > 0;
+      if (p.cached_ms > 0) split(p, p.cached_ms, samples);
+    }
+  if (all_cached) {
+    std::map<std::string, double> out;
+    for (auto& [name, v] : samples) out[name] = v.front();
+    return out;
+  }
+  samples.clear();
+  HPF_RETURN_IF_ERROR(exe.run(s_->batches[0]).status());  // warm-up
   std::vector<StepProfile> last;
   for (int r = 0; r < s_->runs; ++r) {
     HPF_RETURN_IF_ERROR(exe.run(s_->batches[0]).status());
     std::vector<StepProfile> now = exe.profile();
     for (size_t k = 0; k < now.size(); ++k) {
       const double ms = now[k].total_ms - (k < last.size() ? last[k].total_ms : 0.0);
-      // A fused step "a+b+c": its time split evenly over the nodes it computes.
-      std::vector<std::string> names;
-      std::stringstream ss(now[k].label);
-      for (std::string n; std::getline(ss, n, '+');) names.push_back(n);
-      for (const std::string& n : names) samples[n].push_back(ms / double(names.size()));
+      split(now[k], ms, samples);  // a fused step's time split evenly over its nodes
     }
     last = std::move(now);
   }
+  Status saved = exe.save_timings();
+  if (!saved.ok()) log(LogLevel::warn, "kernel cache: " + saved.message());
   std::map<std::string, double> out;
   for (auto& [name, v] : samples) {
     std::sort(v.begin(), v.end());

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "hpf/fingerprint.hpp"
 #include "hpf/kernel_cache.hpp"
 #include "hpf/log.hpp"
@@ -32,6 +34,8 @@ struct Step {
   std::vector<ValueId> inputs, outputs;
   std::shared_ptr<Graph> fallback;  // one node, its inputs as graph inputs
   std::vector<int32_t> nodes;       // graph nodes computed by the step, in order
+  std::optional<CacheKey> key;      // kernel steps: the kernel's cache key
+  double cached_ms = -1;            // its time per call recorded in the cache earlier (-1: none)
   int64_t calls = 0;
   double total_ms = 0;
   // The step's nodes as a graph in FP32, built on the overflow watch's first hit here.
@@ -131,6 +135,16 @@ Expected<std::shared_ptr<Graph>> nodes_as_graph(const Graph& g, const std::vecto
 }
 
 bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape).has_value(); }
+
+// A kernel's measured time per launch kept in its cache entry's meta text
+// ({"run_ms": mean, "runs": count}), and how many launches the mean covers; {-1, 0} when none.
+std::pair<double, int64_t> cached_run_ms(KernelCache& cache, const CacheKey& key) {
+  auto meta = cache.meta(key);
+  if (!meta || meta->empty()) return {-1, 0};
+  auto j = nlohmann::json::parse(*meta, nullptr, false);
+  if (!j.is_object() || !j.contains("run_ms") || !j["run_ms"].is_number()) return {-1, 0};
+  return {j["run_ms"].get<double>(), j.value("runs", int64_t{1})};
+}
 
 DeviceFormats formats_of(const DeviceRecord& d) {
   DeviceFormats f;
@@ -277,10 +291,11 @@ struct Session::Impl {
   int32_t device = 0;
   std::string device_label;
   std::string fingerprint;  // digest of the device's fingerprint and toolchain
-  std::optional<KernelCache> cache;
+  std::shared_ptr<KernelCache> cache;  // shared with the Executables, for their kernel timings
 };
 
 struct Executable::Impl {
+  std::shared_ptr<KernelCache> cache;  // the Session's (null without a cache)
   Plugin* plugin = nullptr;
   int32_t device = 0;
   std::shared_ptr<const Graph> graph;
@@ -358,7 +373,7 @@ Expected<Session> Session::create(SessionOptions options) {
     co.dir = options.cache_dir;
     auto cache = KernelCache::open(co);
     if (cache.ok()) {
-      impl->cache.emplace(std::move(cache).value());
+      impl->cache = std::make_shared<KernelCache>(std::move(cache).value());
       Status s = impl->cache->register_fingerprint(fp);
       if (!s.ok()) log(LogLevel::warn, "kernel cache: " + s.message());
     } else {
@@ -411,6 +426,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   for (size_t id = 0; id < node_in_region.size(); ++id)
     if (node_in_region[id]) impl->stats.fallback_nodes.push_back(g->node(id).name + " (" + g->node(id).op + ")");
   impl->plugin = impl_->plugin;
+  impl->cache = impl_->cache;
   impl->device = impl_->device;
   impl->stats.device = impl_->device_label;
   const size_t nv = g->values().size();
@@ -489,8 +505,10 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       st.work_items = k.work_items;
       st.grain = k.grain;
       auto it = kernel_index.find(k.name);
+      CacheKey key{impl_->fingerprint, dev.compiler, dev.compile_flags, hash_source(k.source)};
+      st.key = key;
+      if (impl_->cache && impl_->cache->enabled()) st.cached_ms = cached_run_ms(*impl_->cache, key).first;
       if (it == kernel_index.end()) {
-        CacheKey key{impl_->fingerprint, dev.compiler, dev.compile_flags, hash_source(k.source)};
         std::optional<std::vector<std::byte>> blob;
         if (impl_->cache && impl_->cache->enabled()) blob = impl_->cache->get(key);
         if (blob) {
@@ -609,11 +627,33 @@ Status Executable::Impl::check_overflow(Step& s) {
   return Status();
 }
 
+Status Executable::save_timings() {
+  if (!impl_->cache || !impl_->cache->enabled()) return {};
+  // Per kernel (steps may share one): launches and time since compile.
+  std::map<std::string, std::pair<const CacheKey*, std::pair<double, int64_t>>> per_kernel;
+  for (const Step& st : impl_->steps)
+    if (st.key && st.calls > 0) {
+      auto& e = per_kernel[st.key->id()];
+      e.first = &*st.key;
+      e.second.first += st.total_ms;
+      e.second.second += st.calls;
+    }
+  for (auto& [id, e] : per_kernel) {
+    auto [old_ms, old_runs] = cached_run_ms(*impl_->cache, *e.first);
+    const int64_t runs = old_runs + e.second.second;
+    const double total = (old_ms > 0 ? old_ms * double(old_runs) : 0.0) + e.second.first;
+    nlohmann::json meta = {{"run_ms", total / double(runs)}, {"runs", runs}};
+    HPF_RETURN_IF_ERROR(impl_->cache->set_meta(*e.first, meta.dump()));
+  }
+  return {};
+}
+
 std::vector<StepProfile> Executable::profile() const {
   std::vector<StepProfile> out;
   for (const Step& s : impl_->steps)
     if (s.kind != jit::LoweredStep::Kind::alias) {
-      out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms, {}});
+      out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms, {},
+                     s.cached_ms});
       for (int32_t id : s.nodes) out.back().nodes.push_back(impl_->graph->node(id).name);
     }
   const DynamicRegion& d = impl_->dynamic;

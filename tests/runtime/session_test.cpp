@@ -354,3 +354,32 @@ TEST_CASE("session: Gather and Transpose convert when a plan stores their input 
   for (float& v : expect) v = Tensor::from_f32({1}, std::vector<float>{v}, DType::BF16).value().to_f32()[0];
   CHECK((*got)[0].to_f32() == expect);
 }
+
+TEST_CASE("session: kernel times saved beside the kernels are seen by the next compile") {
+  auto g = models::builtin("mlp");
+  REQUIRE(g.ok());
+  auto inputs = models::example_inputs(*g, 3, 2);
+  REQUIRE(inputs.ok());
+  SessionOptions o;
+  o.cache_dir = temp_cache_dir("timings");
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g, {(*inputs)[0].shape()});
+  REQUIRE(exe.ok());
+  for (const auto& p : exe->profile())
+    if (p.kind == "kernel") CHECK(p.cached_ms == -1);  // nothing measured yet
+  for (int r = 0; r < 3; ++r) REQUIRE(exe->run(*inputs).ok());
+  REQUIRE(exe->save_timings().ok());
+  auto s2 = Session::create(o);
+  REQUIRE(s2.ok());
+  auto again = s2->compile(*g, {(*inputs)[0].shape()});
+  REQUIRE(again.ok());
+  int kernels = 0;
+  for (const auto& p : again->profile())
+    if (p.kind == "kernel") {
+      ++kernels;
+      CHECK(p.cached_ms > 0);
+    }
+  CHECK(kernels > 0);
+  std::filesystem::remove_all(o.cache_dir);
+}
