@@ -30,15 +30,6 @@ bool has_float_output(const Graph& g, const Node& n) {
                      [&](ValueId v) { return v != kNoValue && is_float(g.value(v).dtype); });
 }
 
-// The initializer input that holds the node's weights (MatMul/Gemm B, Conv W, Gather's table).
-ValueId weight_input(const Graph& g, const Node& n) {
-  int k = -1;
-  if (n.op == "MatMul" || n.op == "Gemm" || n.op == "Conv" || n.op == "ConvTranspose") k = 1;
-  if (n.op == "Gather") k = 0;
-  if (k < 0 || k >= static_cast<int>(n.inputs.size())) return kNoValue;
-  const ValueId v = n.inputs[k];
-  return v != kNoValue && g.constant(v) && is_float(g.value(v).dtype) ? v : kNoValue;
-}
 
 // The axis of the output channels of a weight, for per-channel INT8 scales.
 int output_channel_axis(const Graph& g, const Node& n, ValueId w) {
@@ -270,6 +261,15 @@ class PolicyResolver {
 };
 
 }  // namespace
+
+ValueId weight_input(const Graph& g, const Node& n) {
+  int k = -1;
+  if (n.op == "MatMul" || n.op == "Gemm" || n.op == "Conv" || n.op == "ConvTranspose") k = 1;
+  if (n.op == "Gather") k = 0;
+  if (k < 0 || k >= static_cast<int>(n.inputs.size())) return kNoValue;
+  const ValueId v = n.inputs[k];
+  return v != kNoValue && g.constant(v) && is_float(g.value(v).dtype) ? v : kNoValue;
+}
 
 Expected<Plan> plan_from_policy(const Graph& g, const Policy& policy, const DeviceFormats& device,
                                 std::vector<Fallback>* fallbacks) {

@@ -148,6 +148,11 @@ const char* output_metric_name(OutputMetric m);  // "kl-softmax", "kl-probabilit
 Expected<double> output_divergence(OutputMetric m, const Tensor& reference, const Tensor& test);
 // The metric for an output from its reference values over the batches (as above).
 OutputMetric detect_output_metric(const std::vector<const Tensor*>& refs);
+// The metric of each output of `g` ("rel-l2" for all, or per output from its reference values
+// over the batches when `metric` is "kl"); errors for another metric or a non-float output.
+Expected<std::vector<OutputMetric>> output_metrics_for(const Graph& g,
+                                                       const std::vector<std::vector<Tensor>>& reference,
+                                                       const std::string& metric);
 
 class RefEvaluator {
  public:

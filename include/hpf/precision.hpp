@@ -46,6 +46,10 @@ enum class NodeClass { attention, ffn, embedding, conv, norm, softmax, elementwi
 const char* node_class_name(NodeClass c);  // "attention", ...
 Expected<NodeClass> parse_node_class(std::string_view name);
 
+// The initializer input holding a node's weights (MatMul/Gemm B, Conv/ConvTranspose W, Gather's
+// table) when it is a float constant, else kNoValue.
+ValueId weight_input(const Graph& g, const Node& n);
+
 // One class per node id of `g`. In order of precedence:
 //   output      a node producing a graph output: it wins over every other class, so a policy
 //               such as {"output": "fp32"} keeps what the caller reads in FP32;

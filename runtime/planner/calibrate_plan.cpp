@@ -74,7 +74,7 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
     const Node& n = g.node(static_cast<int32_t>(id));
     NodePlan& p = plan.nodes[id];
     if (p.weight_quant && p.weight_quant->scales.empty()) {
-      const ValueId w = planner_detail::weight_input(g, n);
+      const ValueId w = weight_input(g, n);
       if (w == kNoValue)
         return Status::invalid("calibrate_plan: node '" + n.name +
                                "' has weight_quant but no weight");

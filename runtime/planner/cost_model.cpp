@@ -149,7 +149,7 @@ NodeCost CostModel::cost(int32_t node, const NodePlan& p) const {
   NodeCost c;
   c.matrix = planner_detail::is_matrix(n);
   c.flops = node_flops(g_, n);
-  const ValueId w = planner_detail::weight_input(g_, n);
+  const ValueId w = weight_input(g_, n);
   // The format a float non-weight input is read in: the node's storage format.
   const DType read = p.storage;
   for (size_t k = 0; k < n.inputs.size(); ++k) {

@@ -25,8 +25,6 @@ Expected<DeviceEvaluator> DeviceEvaluator::create(SessionOptions options, const 
                                                   std::vector<std::vector<Tensor>> batches, const std::string& metric,
                                                   int runs) {
   if (batches.empty()) return Status::invalid("device evaluator: no calibration batches");
-  if (metric != "kl" && metric != "rel-l2")
-    return Status::invalid("device evaluator: unknown metric '" + metric + "' (kl, rel-l2)");
   auto s = std::make_shared<State>();
   s->options = std::move(options);
   s->options.progress = nullptr;
@@ -43,15 +41,9 @@ Expected<DeviceEvaluator> DeviceEvaluator::create(SessionOptions options, const 
     s->reference.push_back(std::move(out));
   }
   s->batches = std::move(batches);
-  for (size_t o = 0; o < g.outputs().size(); ++o) {
-    const Value& v = g.value(g.outputs()[o]);
-    if (!is_float(v.dtype))
-      return Status::invalid("device evaluator: output '" + v.name + "' is " + std::string(dtype_name(v.dtype)) +
-                             ", not a float tensor");
-    std::vector<const Tensor*> refs;
-    for (const auto& r : s->reference) refs.push_back(&r[o]);
-    s->metrics.push_back(metric == "rel-l2" ? OutputMetric::rel_l2 : detect_output_metric(refs));
-  }
+  auto metrics = output_metrics_for(g, s->reference, metric);
+  if (!metrics.ok()) return metrics.status().with_context("device evaluator");
+  s->metrics = std::move(metrics).value();
   return DeviceEvaluator(std::move(s));
 }
 

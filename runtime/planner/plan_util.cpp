@@ -7,15 +7,6 @@
 
 namespace hpf::planner_detail {
 
-ValueId weight_input(const Graph& g, const Node& n) {
-  int k = -1;
-  if (n.op == "MatMul" || n.op == "Gemm" || n.op == "Conv" || n.op == "ConvTranspose") k = 1;
-  if (n.op == "Gather") k = 0;
-  if (k < 0 || k >= static_cast<int>(n.inputs.size())) return kNoValue;
-  const ValueId v = n.inputs[k];
-  return v != kNoValue && g.constant(v) && is_float(g.value(v).dtype) ? v : kNoValue;
-}
-
 bool is_matrix(const Node& n) {
   const ir::OpDef* def = ir::find_op(n.op);
   return def && (def->op_class == ir::OpClass::matmul || def->op_class == ir::OpClass::conv);

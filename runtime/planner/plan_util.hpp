@@ -10,9 +10,6 @@
 
 namespace hpf::planner_detail {
 
-// The input index holding a node's weights (MatMul/Gemm B, Conv/ConvTranspose W, Gather's
-// table) when it is a float initializer, else kNoValue.
-ValueId weight_input(const Graph& g, const Node& n);
 // Runs on matrix units: MatMul, Gemm, Conv, ConvTranspose (and the op table's other matmul /
 // conv class ops).
 bool is_matrix(const Node& n);

@@ -38,7 +38,7 @@ Status add_outputs(const Graph& g, const Node& n, const NodePlan& p, ref::Emulat
 
 // Initializer inputs of a lowered node; the first node to claim an initializer sets it.
 Status add_weights(const Graph& g, const Node& n, const NodePlan& p, ref::Emulation& e) {
-  const ValueId w = planner_detail::weight_input(g, n);
+  const ValueId w = weight_input(g, n);
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     const ValueId v = n.inputs[k];
     if (v == kNoValue || !g.constant(v) || !is_float(g.value(v).dtype)) continue;
@@ -143,12 +143,27 @@ struct RefEvaluator::State {
   mutable std::atomic<int> evaluations{0};
 };
 
+Expected<std::vector<OutputMetric>> output_metrics_for(const Graph& g,
+                                                       const std::vector<std::vector<Tensor>>& reference,
+                                                       const std::string& metric) {
+  if (metric != "kl" && metric != "rel-l2") return Status::invalid("unknown metric '" + metric + "' (kl, rel-l2)");
+  std::vector<OutputMetric> out;
+  for (size_t o = 0; o < g.outputs().size(); ++o) {
+    const Value& v = g.value(g.outputs()[o]);
+    if (!is_float(v.dtype))
+      return Status::invalid("output '" + v.name + "' is " + std::string(dtype_name(v.dtype)) +
+                             ", not a float tensor");
+    std::vector<const Tensor*> refs;
+    for (const auto& r : reference) refs.push_back(&r[o]);
+    out.push_back(metric == "rel-l2" ? OutputMetric::rel_l2 : detect_output_metric(refs));
+  }
+  return out;
+}
+
 Expected<RefEvaluator> RefEvaluator::create(const Graph& g,
                                             std::vector<std::vector<Tensor>> batches,
                                             const std::string& metric) {
   if (batches.empty()) return Status::invalid("reference evaluator: no calibration batches");
-  if (metric != "kl" && metric != "rel-l2")
-    return Status::invalid("reference evaluator: unknown metric '" + metric + "' (kl, rel-l2)");
   auto s = std::make_shared<State>();
   s->graph = g;
   s->metric = metric;
@@ -157,15 +172,9 @@ Expected<RefEvaluator> RefEvaluator::create(const Graph& g,
     s->reference.push_back(std::move(out));
   }
   s->batches = std::move(batches);
-  for (size_t o = 0; o < g.outputs().size(); ++o) {
-    const Value& v = g.value(g.outputs()[o]);
-    if (!is_float(v.dtype))
-      return Status::invalid("reference evaluator: output '" + v.name + "' is " +
-                             std::string(dtype_name(v.dtype)) + ", not a float tensor");
-    std::vector<const Tensor*> refs;
-    for (const auto& r : s->reference) refs.push_back(&r[o]);
-    s->metrics.push_back(metric == "rel-l2" ? OutputMetric::rel_l2 : detect_output_metric(refs));
-  }
+  auto metrics = output_metrics_for(g, s->reference, metric);
+  if (!metrics.ok()) return metrics.status().with_context("reference evaluator");
+  s->metrics = std::move(metrics).value();
   return RefEvaluator(std::move(s));
 }
 
