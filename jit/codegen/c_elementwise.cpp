@@ -175,34 +175,70 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
   const char* ot = c_storage_type(out.dtype);
   if (!ot) return Status::unsupported("C codegen: output dtype " + std::string(dtype_name(out.dtype)));
   src << "  " << ot << "* restrict out = (" << ot << "*)args[" << spec.inputs.size() << "];\n";
-  src << "  for (i64 i = begin; i < end; ++i) {\n";
-  // Offsets of each input: identity, scalar, or strides over the output's multi-index.
-  bool need_index = false;
-  std::vector<std::string> offsets;
-  for (const TensorDesc& in : spec.inputs) {
-    if (in.shape == out.shape) {
-      offsets.push_back("i");
-    } else if (numel(in.shape) == 1) {
-      offsets.push_back("0");
-    } else {
-      need_index = true;
-      std::vector<int64_t> strides(rank, 0);
-      int64_t st = 1;
-      const int off = rank - static_cast<int>(in.shape.size());
-      for (int d = static_cast<int>(in.shape.size()) - 1; d >= 0; --d) {
-        if (in.shape[d] != 1) strides[off + d] = st;
-        st *= in.shape[d];
+  // Broadcast strides of each input over the output's axes; adjacent axes every input walks
+  // alike are merged, so the loop runs along rows of the innermost merged axis, where each
+  // input is contiguous (stride 1) or repeated (stride 0): vectorisable, no per-element index.
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> strides(spec.inputs.size());
+  for (int d = 0; d < rank; ++d) {
+    if (out.shape[d] == 1) continue;
+    dims.push_back(out.shape[d]);
+    for (size_t k = 0; k < spec.inputs.size(); ++k) {
+      const auto& ish = spec.inputs[k].shape;
+      const int off = rank - static_cast<int>(ish.size());
+      int64_t st = 0;
+      if (d >= off && ish[d - off] != 1) {
+        st = 1;
+        for (size_t e = d - off + 1; e < ish.size(); ++e) st *= ish[e];
       }
-      std::string e = "0";
-      for (int d = 0; d < rank; ++d)
-        if (strides[d]) e += " + c" + std::to_string(d) + " * " + std::to_string(strides[d]) + "LL";
-      offsets.push_back(e);
+      strides[k].push_back(st);
     }
   }
-  if (need_index) {
-    src << "    i64 rem = i;\n";
-    for (int d = rank - 1; d >= 0; --d)
-      src << "    const i64 c" << d << " = rem % " << out.shape[d] << "LL; rem /= " << out.shape[d] << "LL;\n";
+  for (size_t d = dims.size(); d-- > 1;) {  // merge axis d into d-1 where every input allows
+    bool ok = true;
+    for (auto& st : strides) ok = ok && st[d - 1] == st[d] * dims[d];
+    if (!ok) continue;
+    dims[d - 1] *= dims[d];
+    dims.erase(dims.begin() + d);
+    for (auto& st : strides) st.erase(st.begin() + (d - 1));  // the merged axis steps as the inner one
+  }
+  if (dims.empty()) {
+    dims.push_back(1);
+    for (auto& st : strides) st.push_back(0);
+  }
+  const int64_t inner = dims.back();
+  const int nd = static_cast<int>(dims.size());
+  src << "  for (i64 i = begin; i < end;) {\n"
+      << "    const i64 j0 = i % " << L(inner) << ";\n"
+      << "    const i64 n = " << L(inner) << " - j0 < end - i ? " << L(inner) << " - j0 : end - i;\n";
+  if (nd > 1) src << "    i64 rem = i / " << L(inner) << ";\n";
+  for (int d = nd - 2; d >= 0; --d)
+    src << "    const i64 c" << d << " = rem % " << L(dims[d]) << "; rem /= " << L(dims[d]) << ";\n";
+  // Row base of each input, and the offset expression of element q of the row (index `x`).
+  const bool bf16_out = out.dtype == DType::BF16;
+  const std::string x = bf16_out ? "(j + q)" : "q";
+  std::vector<std::string> offsets;
+  for (size_t k = 0; k < spec.inputs.size(); ++k) {
+    std::string base = "0";
+    for (int d = 0; d < nd - 1; ++d)
+      if (strides[k][d]) base += " + c" + std::to_string(d) + " * " + L(strides[k][d]);
+    const int64_t s_in = strides[k][nd - 1];
+    if (s_in) base += " + j0 * " + L(s_in);
+    src << "    const i64 b" << k << " = " << base << ";\n";
+    offsets.push_back("b" + std::to_string(k) + (s_in == 0 ? "" : s_in == 1 ? " + " + x : " + " + x + " * " + L(s_in)));
+  }
+  // BF16 rows: values into a small buffer, then stored 16 conversions at a time.
+  std::string ind = "    ";
+  if (bf16_out) {
+    src << "    for (i64 j = 0; j < n; j += 64) {\n"
+        << "      const i64 m = n - j < 64 ? n - j : 64;\n"
+        << "      float buf[64];\n"
+        << "      for (i64 q = 0; q < m; ++q) {\n";
+    ind = "        ";
+  } else {
+    src << "    " << ot << "* restrict orow = out + i;\n"
+        << "    for (i64 q = 0; q < n; ++q) {\n";
+    ind = "      ";
   }
   // 32/64-bit integers are exact in double (to 2^53), not in float.
   auto wide_int = [](DType t) { return t == DType::I32 || t == DType::I64; };
@@ -222,7 +258,7 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
   for (size_t k = 0; k < spec.inputs.size(); ++k) {
     const std::string at = "in" + std::to_string(k) + "[" + offsets[k] + "]";
     const DType t = spec.inputs[k].dtype;
-    src << "    const " << ct << " v" << k << " = "
+    src << ind << "const " << ct << " v" << k << " = "
         << (wide && !is_float(t) ? "(double)(" + at + ")" : arith_only[k] ? c_load_operand(t, at) : c_load(t, at)) << ";\n";
     loaded.push_back("v" + std::to_string(k));
   }
@@ -233,22 +269,25 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
     for (int o : st.operands)
       ops.push_back(o == kAbsentOperand ? std::string() : o >= 0 ? loaded.at(o) : "t" + std::to_string(-1 - o));
     HPF_ASSIGN_OR_RETURN(std::string e, step_expr(st, ops, wide));
-    src << "    const " << ct << " t" << s << " = " << round_to_format(st.dtype, e, wide) << ";\n";
+    src << ind << "const " << ct << " t" << s << " = " << round_to_format(st.dtype, e, wide) << ";\n";
     last = "t" + std::to_string(s);
   }
-  if (is_float(out.dtype) || out.dtype == DType::BOOL) {
-    src << "    out[i] = " << c_store(out.dtype, last) << ";\n";
+  if (bf16_out) {
+    src << ind << "buf[q] = " << last << ";\n"
+        << "      }\n      hpf_store_bf16_row(out + i + j, buf, m);\n    }\n";
+  } else if (is_float(out.dtype) || out.dtype == DType::BOOL) {
+    src << ind << "orow[q] = " << c_store(out.dtype, last) << ";\n    }\n";
   } else {
     // Float to integer: truncate toward zero, saturate, NaN -> 0 (the reference's Cast).
     // (I64's upper bound: the largest double below 2^63.)
     const double lo = out.dtype == DType::I64 ? -9223372036854775808.0 : out.dtype == DType::I32 ? -2147483648.0 : qmin(out.dtype);
     const double hi = out.dtype == DType::I64 ? 9223372036854774784.0 : out.dtype == DType::I32 ? 2147483647.0 : qmax(out.dtype);
     char clamp[160];
-    std::snprintf(clamp, sizeof clamp, "    r = r != r ? 0 : r < %.17g ? %.17g : r > %.17g ? %.17g : r;\n", lo, lo, hi, hi);
-    src << "    " << ct << " r = " << (wide ? "__builtin_trunc(" : "__builtin_truncf(") << last << ");\n"
-        << clamp << "    out[i] = (" << ot << ")r;\n";
+    std::snprintf(clamp, sizeof clamp, "r = r != r ? 0 : r < %.17g ? %.17g : r > %.17g ? %.17g : r;\n", lo, lo, hi, hi);
+    src << ind << ct << " r = " << (wide ? "__builtin_trunc(" : "__builtin_truncf(") << last << ");\n"
+        << ind << clamp << ind << "orow[q] = (" << ot << ")r;\n    }\n";
   }
-  src << "  }\n}\n";
+  src << "    i += n;\n  }\n}\n";
   return GeneratedKernel{name, src.str(), n, 4096};
 }
 
