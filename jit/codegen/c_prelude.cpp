@@ -29,11 +29,49 @@ static inline float hpf_bf16_f32(u16 h) {
   u32 u = (u32)h << 16;
   return hpf_f32((u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u);
 }
+/* F32 -> BF16, round to nearest even, NaN quieted (payload's top bits kept). Branch-free, so
+   loops over it vectorise (integer add of 0x7fff + lsb, a select for NaN). */
 static inline u16 hpf_f32_bf16(float f) {
   u32 u = hpf_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u16)((u >> 16) | 0x40u);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return (u16)(u >> 16);
+  u32 r = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
+  return (u16)(r >> 16);
+}
+/* 16 conversions at once, for stores of rows. AVX512-BF16's vcvtneps2bf16 rounds to nearest
+   even and quiets NaN as above, but reads a denormal input as zero: such lanes (exponent bits
+   zero, mantissa not; rare) are redone in software, so the bits stay the reference's. */
+typedef float hpf_f32x16 __attribute__((vector_size(64), aligned(4)));
+typedef u32 hpf_u32x16 __attribute__((vector_size(64), aligned(4)));
+typedef u16 hpf_u16x16 __attribute__((vector_size(32), aligned(2)));
+static inline hpf_u16x16 hpf_f32_bf16_sw16(hpf_u32x16 u) {
+  hpf_u32x16 nan = (hpf_u32x16)((u & 0x7fffffffu) > 0x7f800000u);
+  hpf_u32x16 r = (nan & (u | 0x400000u)) | (~nan & (u + 0x7fffu + ((u >> 16) & 1u)));
+  return __builtin_convertvector(r >> 16, hpf_u16x16);
+}
+#if defined(__AVX512BF16__)
+typedef __bf16 hpf_bf16x16 __attribute__((vector_size(32)));
+static inline hpf_u16x16 hpf_f32_bf16_x16(hpf_f32x16 x) {
+  hpf_u16x16 r = (hpf_u16x16)__builtin_convertvector(x, hpf_bf16x16);
+  hpf_u32x16 u = (hpf_u32x16)x;
+  hpf_u32x16 den = (hpf_u32x16)((u & 0x7fffffffu) - 1u < 0x7fffffu);
+  if (__builtin_reduce_or(den)) {
+    hpf_u16x16 d = __builtin_convertvector(den, hpf_u16x16);
+    r = (d & hpf_f32_bf16_sw16(u)) | (~d & r);
+  }
+  return r;
+}
+#else
+static inline hpf_u16x16 hpf_f32_bf16_x16(hpf_f32x16 x) { return hpf_f32_bf16_sw16((hpf_u32x16)x); }
+#endif
+/* Stores n floats as BF16, 16 at a time. */
+static inline void hpf_store_bf16_row(u16* restrict dst, const float* restrict src, i64 n) {
+  i64 j = 0;
+  for (; j + 16 <= n; j += 16) {
+    hpf_f32x16 x;
+    __builtin_memcpy(&x, src + j, 64);
+    hpf_u16x16 r = hpf_f32_bf16_x16(x);
+    __builtin_memcpy(dst + j, &r, 32);
+  }
+  for (; j < n; ++j) dst[j] = hpf_f32_bf16(src[j]);
 }
 /* F16 <-> F32: the hardware's conversions (F16C vcvtph2ps / vcvtps2ph, or AVX512-FP16) where the
    host has them: exact, round to nearest even, NaN quieted with its top payload bits kept, as
