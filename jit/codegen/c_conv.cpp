@@ -3,8 +3,8 @@
 // row accumulates in FP32 over input channel, kernel row and kernel column, output column
 // innermost. Kernel rows outside the input are skipped once per row; for each kernel column the
 // range of output columns reading inside the input is baked in as constants, so the hot loop
-// has no bounds tests. An input row in a 16-bit format is converted to FP32 once per kernel row
-// (not once per kernel column). Terms are summed in the reference's order (channel, then taps
+// has no bounds tests. Inputs in a 16-bit format are converted to FP32 stack scratch once per
+// range (see below). Terms are summed in the reference's order (channel, then taps
 // row-major).
 #include <algorithm>
 #include <sstream>
@@ -15,6 +15,12 @@
 #include "jit/codegen/c_prelude.hpp"
 
 namespace hpf::jit {
+namespace {
+// Stack scratch for FP32 copies of 16-bit conv inputs (bytes): kernels run on the caller's
+// thread too, whose stack may be smaller than a worker's.
+constexpr int64_t kMaxPlaneScratch = 256 * 1024;
+constexpr int64_t kMaxWeightScratch = 32 * 1024;
+}  // namespace
 
 Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::string& name) {
   if (in_spec.inputs.size() < 2 || in_spec.inputs.size() > 3 || in_spec.outputs.size() != 1)
@@ -51,14 +57,28 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     lo[kw] = std::max<int64_t>(0, ceil_div(-off, SW));
     hi[kw] = std::max(lo[kw], std::min(OW, floor_div(W - 1 - off, SW) + 1));
   }
-  // An input row in a 16-bit format is converted to FP32 once, for all kernel columns.
-  const bool convert_rows = X.dtype != DType::F32 && X.dtype != DType::TF32;
+  // BF16 inputs are converted to FP32 scratch on the stack once per range, not once per use:
+  // the group's input plane row by row as rows are first needed (consecutive work items are
+  // neighbouring output rows and channels of one group, which read the same input rows), and the
+  // output channel's weights when the channel changes. FP32 holds 16-bit values exactly, so the
+  // sums are the same. Planes or weights too big for the stack, and F16, convert an input row per
+  // kernel row and a weight per use.
+  const bool x16 = X.dtype != DType::F32 && X.dtype != DType::TF32;
+  // Only for BF16: measured on cnn-small, F16 (hardware F16C loads) ran slower with the scratch.
+  const bool x_plane = X.dtype == DType::BF16 && CG * H * W * 4 <= kMaxPlaneScratch;
+  const bool w_buf = Wt.dtype == DType::BF16 && CG * KH * KW * 4 <= kMaxWeightScratch;
+  const bool convert_rows = x16 && !x_plane;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
   const char* yt = c_storage_type(Y.dtype);
   std::ostringstream s;
   s << kernel_begin(name, spec, {"X", "Wt", "B"}, "Y") << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n";
   if (convert_rows) s << "  float xbuf[" << std::max<int64_t>(1, W) << "];\n";
+  if (x_plane)
+    s << "  float xplane[" << std::max<int64_t>(1, CG * H * W) << "];\n"
+      << "  u8 have[" << std::max<int64_t>(1, H) << "];\n"
+      << "  i64 xkey = -1;\n";
+  if (w_buf) s << "  float wbuf[" << std::max<int64_t>(1, CG * KH * KW) << "];\n  i64 wkey = -1;\n";
   s
     << "  for (i64 r = begin; r < end; ++r) {\n"
     << "    const i64 oh = r % " << L(OH) << ", m = (r / " << L(OH) << ") % " << L(M) << ", n = r / " << L(OH * M) << ";\n"
@@ -67,28 +87,62 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     // Kernel rows reading inside the input: kh*DH + ih0 in [0, H).
     << "    i64 kh_lo = 0, kh_hi = " << L(KH) << ";\n"
     << "    while (kh_lo < kh_hi && kh_lo * " << L(DH) << " + ih0 < 0) ++kh_lo;\n"
-    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(DH) << " + ih0 >= " << L(H) << ") --kh_hi;\n"
-    << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = 0.0f;\n"
-    << "    for (i64 c = 0; c < " << L(CG) << "; ++c) {\n"
-    << "      const " << xt << "* restrict xc = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << ") * " << L(W) << ";\n"
-    << "      const " << wt << "* restrict wc = Wt + (m * " << L(CG) << " + c) * " << L(KH * KW) << ";\n"
-    << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
-    << "        const " << xt << "* restrict xs = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n";
+    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(DH) << " + ih0 >= " << L(H) << ") --kh_hi;\n";
+  if (x_plane)
+    s << "    const i64 key = n * " << L(C) << " + c0;\n"
+      << "    if (key != xkey) {\n"
+      << "      xkey = key;\n"
+      << "      for (i64 i = 0; i < " << L(H) << "; ++i) have[i] = 0;\n"
+      << "    }\n"
+      << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
+      << "      const i64 ih = ih0 + kh * " << L(DH) << ";\n"
+      << "      if (have[ih]) continue;\n"
+      << "      have[ih] = 1;\n"
+      << "      for (i64 c = 0; c < " << L(CG) << "; ++c) {\n"
+      << "        const " << xt << "* restrict xs = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << " + ih) * " << L(W) << ";\n"
+      << "        float* restrict xd = xplane + (c * " << L(H) << " + ih) * " << L(W) << ";\n"
+      << "        for (i64 j = 0; j < " << L(W) << "; ++j) xd[j] = " << c_load_operand(X.dtype, "xs[j]") << ";\n"
+      << "      }\n    }\n";
+  if (w_buf)
+    s << "    if (m != wkey) {\n"
+      << "      wkey = m;\n"
+      << "      const " << wt << "* restrict wm = Wt + m * " << L(CG * KH * KW) << ";\n"
+      << "      for (i64 i = 0; i < " << L(CG * KH * KW) << "; ++i) wbuf[i] = " << c_load_operand(Wt.dtype, "wm[i]") << ";\n"
+      << "    }\n";
+  s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = 0.0f;\n"
+    << "    for (i64 c = 0; c < " << L(CG) << "; ++c) {\n";
+  if (x_plane)
+    s << "      const float* restrict xc = xplane + c * " << L(H * W) << ";\n";
+  else
+    s << "      const " << xt << "* restrict xc = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << ") * " << L(W) << ";\n";
+  if (w_buf)
+    s << "      const float* restrict wc = wbuf + c * " << L(KH * KW) << ";\n";
+  else
+    s << "      const " << wt << "* restrict wc = Wt + (m * " << L(CG) << " + c) * " << L(KH * KW) << ";\n";
+  s << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
+    << "        const " << (x_plane ? "float" : xt) << "* restrict xs = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n";
   if (convert_rows)
     s << "        for (i64 j = 0; j < " << L(W) << "; ++j) xbuf[j] = " << c_load_operand(X.dtype, "xs[j]") << ";\n"
       << "        const float* restrict xr = xbuf;\n";
   else
     s << "        const float* restrict xr = xs;\n";
+  const std::string wk = "wc[kh * " + L(KW) + " + kw]";
   s << "        for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
-    << "          const float w = " << c_load_operand(Wt.dtype, "wc[kh * " + L(KW) + " + kw]") << ";\n"
+    << "          const float w = " << (w_buf ? wk : c_load_operand(Wt.dtype, wk)) << ";\n"
     << "          const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
     << "          for (i64 j = lo[kw]; j < j1; ++j) acc[j] += w * " << (SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]")
     << ";\n"
     << "        }\n      }\n    }\n";
   if (has_b) s << "    const float b = " << c_load(spec.inputs[2].dtype, "B[m]") << ";\n";
-  s << "    " << yt << "* restrict yr = Y + r * " << L(OW) << ";\n"
-    << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, has_b ? "acc[j] + b" : "acc[j]") << ";\n"
-    << "  }\n}\n";
+  s << "    " << yt << "* restrict yr = Y + r * " << L(OW) << ";\n";
+  if (Y.dtype == DType::BF16) {
+    // 16 stores at a time (vcvtneps2bf16 where the host has it), same bits as hpf_f32_bf16.
+    if (has_b) s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] += b;\n";
+    s << "    hpf_store_bf16_row(yr, acc, " << L(OW) << ");\n";
+  } else {
+    s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, has_b ? "acc[j] + b" : "acc[j]") << ";\n";
+  }
+  s << "  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, OW * CG * KH * KW);
   return GeneratedKernel{name, s.str(), N * M * OH, std::max<int64_t>(1, 65536 / per_item)};
 }

@@ -316,6 +316,11 @@ void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t
 
 }  // namespace
 
+// A BF16 input plane over the kernel's stack scratch (256 KiB as FP32) takes the row-by-row path.
+TEST_CASE("codegen: Conv on a BF16 plane too large for the FP32 scratch") {
+  check_conv(DType::BF16, {1, 2, 200, 180}, {3, 2, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 50);
+}
+
 TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_pad, bias or not") {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     // Odd sizes, asymmetric pads, stride 2 by 1.
