@@ -18,4 +18,15 @@ namespace hpf::jit {
 // "unsupported in the cuda dialect". Names as generate_c's: a hash of the spec.
 Expected<GeneratedKernel> generate_cuda(const KernelSpec& spec);
 
+// Shared by the CUDA generators: the headers and helpers every kernel starts with; the C type
+// storing a format (nullptr: not stored by CUDA kernels yet); a stored value of format t
+// at `at` as float (double when `wide`).
+std::string cuda_prelude();
+const char* cuda_storage_type(DType t);
+std::string cuda_load(DType t, const std::string& at, bool wide = false);
+
+// Softmax / LogSoftmax over the last axis: one block per row, block reductions for the max and
+// the sum, in FP32.
+Expected<GeneratedKernel> generate_cuda_softmax(const KernelSpec& spec, const std::string& name);
+
 }  // namespace hpf::jit

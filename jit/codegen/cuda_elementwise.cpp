@@ -11,39 +11,7 @@
 namespace hpf::jit {
 namespace {
 
-const char* kPrelude =
-    "#include <cuda_fp16.h>\n"
-    "#include <cuda_bf16.h>\n"
-    "typedef long long i64;\n"
-    "static __device__ __forceinline__ float hpf_maxf(float a, float b) {\n"
-    "  return (a != a || b != b) ? a + b : (a > b ? a : b);\n}\n"
-    "static __device__ __forceinline__ float hpf_minf(float a, float b) {\n"
-    "  return (a != a || b != b) ? a + b : (a < b ? a : b);\n}\n"
-    "static __device__ __forceinline__ float hpf_round_f16(float x) { return __half2float(__float2half_rn(x)); }\n"
-    "static __device__ __forceinline__ float hpf_round_bf16(float x) {\n"
-    "  return __bfloat162float(__float2bfloat16_rn(x));\n}\n";
-
 std::string f(float v) { return c_float(v); }
-
-const char* storage_type(DType t) {
-  switch (t) {
-    case DType::F32: return "float";
-    case DType::F16: return "__half";
-    case DType::BF16: return "__nv_bfloat16";
-    case DType::I64: return "long long";
-    case DType::I32: return "int";
-    case DType::I8: return "signed char";
-    case DType::U8: return "unsigned char";
-    case DType::BOOL: return "unsigned char";
-    default: return nullptr;
-  }
-}
-
-std::string load(DType t, const std::string& at, bool wide) {
-  if (t == DType::F16) return "__half2float(" + at + ")";
-  if (t == DType::BF16) return "__bfloat162float(" + at + ")";
-  return std::string(wide ? "(double)(" : "(float)(") + at + ")";
-}
 
 std::string round_to_format(DType t, const std::string& e, bool wide) {
   switch (t) {
@@ -125,7 +93,7 @@ std::string store(DType t, const std::string& v, bool wide) {
   char buf[256];
   const char* tr = wide ? "trunc" : "truncf";
   std::snprintf(buf, sizeof buf, "(%s)(%s != %s ? 0 : %s(%s) < %.17g ? %.17g : %s(%s) > %.17g ? %.17g : %s(%s))",
-                storage_type(t), v.c_str(), v.c_str(), tr, v.c_str(), lo, lo, tr, v.c_str(), hi, hi, tr, v.c_str());
+                cuda_storage_type(t), v.c_str(), v.c_str(), tr, v.c_str(), lo, lo, tr, v.c_str(), hi, hi, tr, v.c_str());
   return buf;
 }
 
@@ -136,7 +104,7 @@ Expected<GeneratedKernel> generate_cuda_elementwise(const KernelSpec& spec, cons
   const TensorDesc& out = spec.outputs[0];
   const int64_t n = numel(out.shape);
   const int rank = static_cast<int>(out.shape.size());
-  const char* ot = storage_type(out.dtype);
+  const char* ot = cuda_storage_type(out.dtype);
   if (!ot) return Status::unsupported("CUDA codegen: output dtype " + std::string(dtype_name(out.dtype)));
   auto wide_int = [](DType t) { return t == DType::I32 || t == DType::I64; };
   bool wide = wide_int(out.dtype);
@@ -145,9 +113,9 @@ Expected<GeneratedKernel> generate_cuda_elementwise(const KernelSpec& spec, cons
   const char* ct = wide ? "double" : "float";
 
   std::ostringstream src;
-  src << kPrelude << "\nextern \"C\" __global__ void " << name << "(";
+  src << cuda_prelude() << "\nextern \"C\" __global__ void " << name << "(";
   for (size_t k = 0; k < spec.inputs.size(); ++k) {
-    const char* t = storage_type(spec.inputs[k].dtype);
+    const char* t = cuda_storage_type(spec.inputs[k].dtype);
     if (!t) return Status::unsupported("CUDA codegen: input dtype " + std::string(dtype_name(spec.inputs[k].dtype)));
     src << "const " << t << "* __restrict__ in" << k << ", ";
   }
@@ -168,7 +136,7 @@ Expected<GeneratedKernel> generate_cuda_elementwise(const KernelSpec& spec, cons
       if (ext != 1) o += " + c" + std::to_string(d) + " * " + L(st);
       st *= ext;
     }
-    src << "    const " << ct << " v" << k << " = " << load(spec.inputs[k].dtype, "in" + std::to_string(k) + "[" + o + "]", wide)
+    src << "    const " << ct << " v" << k << " = " << cuda_load(spec.inputs[k].dtype, "in" + std::to_string(k) + "[" + o + "]", wide)
         << ";\n";
   }
   std::string last = spec.inputs.empty() ? "0.0f" : "v0";

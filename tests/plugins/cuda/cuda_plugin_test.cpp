@@ -51,6 +51,7 @@ std::vector<DType> storage_of(const Graph& g, DType format) {
   return s;
 }
 
+// bert-tiny's elementwise and softmax kernels, generated in the cuda dialect.
 std::vector<jit::GeneratedKernel> elementwise_kernels(DType format) {
   auto g = models::builtin("bert-tiny");
   REQUIRE(g.ok());
@@ -62,7 +63,7 @@ std::vector<jit::GeneratedKernel> elementwise_kernels(DType format) {
   REQUIRE_MESSAGE(steps.ok(), steps.status().message());
   std::vector<jit::GeneratedKernel> out;
   for (const auto& s : *steps) {
-    if (s.kind != jit::LoweredStep::Kind::kernel || s.spec.family != "elementwise") continue;
+    if (s.kind != jit::LoweredStep::Kind::kernel || (s.spec.family != "elementwise" && s.spec.family != "softmax")) continue;
     auto k = jit::generate_cuda(s.spec);
     REQUIRE_MESSAGE(k.ok(), s.label << ": " << k.status().message());
     out.push_back(std::move(k).value());
@@ -101,7 +102,7 @@ TEST_CASE("cuda plugin: without HPF_CUDA_TARGETS compiles ask for a target") {
   CHECK(bin.status().code() == StatusCode::unsupported);
 }
 
-TEST_CASE("cuda dialect: elementwise chains per format; other families unsupported") {
+TEST_CASE("cuda dialect: elementwise chains per format, softmax per row; other families unsupported") {
   auto f32 = elementwise_kernels(DType::F32);
   auto bf16 = elementwise_kernels(DType::BF16);
   auto f16 = elementwise_kernels(DType::F16);
@@ -112,6 +113,9 @@ TEST_CASE("cuda dialect: elementwise chains per format; other families unsupport
   for (const auto& k : f16) rounds_f16 = rounds_f16 || k.source.find("__half*") != std::string::npos;
   CHECK(rounds_bf16);
   CHECK(rounds_f16);
+  bool block_softmax = false;
+  for (const auto& k : f32) block_softmax = block_softmax || k.source.find("hpf_block_sum(sum, scratch)") != std::string::npos;
+  CHECK(block_softmax);
   jit::KernelSpec mm;
   mm.family = "matmul";
   auto k = jit::generate_cuda(mm);
@@ -119,7 +123,7 @@ TEST_CASE("cuda dialect: elementwise chains per format; other families unsupport
   CHECK(k.status().message().find("unsupported in the cuda dialect") != std::string::npos);
 }
 
-TEST_CASE("cuda plugin: NVRTC compiles bert-tiny's elementwise kernels for sm_80 and sm_90 in f32, f16, bf16") {
+TEST_CASE("cuda plugin: NVRTC compiles bert-tiny's elementwise and softmax kernels for sm_80 and sm_90 in f32, f16, bf16") {
   auto host = host_for("sm_80,sm_90");
   Plugin* p = host->plugin("cuda");
   REQUIRE(p != nullptr);
@@ -140,7 +144,7 @@ TEST_CASE("cuda plugin: NVRTC compiles bert-tiny's elementwise kernels for sm_80
           ++compiled;
         }
       }
-  CHECK(compiled >= 6);
+  CHECK(compiled >= 12);
 }
 
 TEST_CASE("cuda plugin: a broken source is a compile error carrying NVRTC's log") {
