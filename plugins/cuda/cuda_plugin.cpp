@@ -40,7 +40,7 @@ hpf_error* make_error(hpf_error_code code, std::string message) {
 }
 
 struct Device {
-  std::string name, architecture, fingerprint_arch;
+  std::string name, architecture;
   std::vector<hpf_kv> fingerprint;
 };
 

@@ -73,7 +73,7 @@ std::vector<jit::GeneratedKernel> elementwise_kernels(DType format) {
 
 }  // namespace
 
-TEST_CASE("cuda plugin: loads without a GPU, one compile-only device per target, score 0 with the reason") {
+TEST_CASE("cuda plugin: loads without a GPU with one compile-only device per target and score 0 with the reason") {
   auto host = host_for("sm_80,sm_90");
   Plugin* p = host->plugin("cuda");
   REQUIRE_MESSAGE(p != nullptr, "libhpf-plugin-cuda.so not found in " << HPF_TEST_PLUGIN_OUTPUT_DIR);
@@ -102,7 +102,7 @@ TEST_CASE("cuda plugin: without HPF_CUDA_TARGETS compiles ask for a target") {
   CHECK(bin.status().code() == StatusCode::unsupported);
 }
 
-TEST_CASE("cuda dialect: elementwise chains per format, softmax per row; other families unsupported") {
+TEST_CASE("cuda dialect: elementwise chains per format and softmax per row and other families unsupported") {
   auto f32 = elementwise_kernels(DType::F32);
   auto bf16 = elementwise_kernels(DType::BF16);
   auto f16 = elementwise_kernels(DType::F16);
@@ -123,7 +123,7 @@ TEST_CASE("cuda dialect: elementwise chains per format, softmax per row; other f
   CHECK(k.status().message().find("unsupported in the cuda dialect") != std::string::npos);
 }
 
-TEST_CASE("cuda plugin: NVRTC compiles bert-tiny's elementwise and softmax kernels for sm_80 and sm_90 in f32, f16, bf16") {
+TEST_CASE("cuda plugin: NVRTC compiles bert-tiny elementwise and softmax kernels for sm_80 and sm_90 in f32 f16 bf16") {
   auto host = host_for("sm_80,sm_90");
   Plugin* p = host->plugin("cuda");
   REQUIRE(p != nullptr);
