@@ -63,5 +63,6 @@ int cmd_info(const std::vector<std::string>& argv);
 int cmd_cache(const std::vector<std::string>& argv);
 int cmd_onnx_test(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
+int cmd_compile_check(const std::vector<std::string>& argv);
 
 }  // namespace hpf::cli

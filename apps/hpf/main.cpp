@@ -50,6 +50,9 @@ const char* kUsage =
     "  plan show PLAN.json [--json]\n"
     "                a saved precision plan: per node class, mode, formats, predicted and measured\n"
     "                time, bytes and sensitivity, with totals (--json: the plan file's JSON)\n"
+    "  compile-check MODEL --target sm_80,sm_90[,gfx90a] [--plan fp32|bf16|fp16] [--json]\n"
+    "                generate each kernel of MODEL in the GPU dialect and compile it for each\n"
+    "                target without a GPU (NVRTC): compiled, failed with logs, unsupported families\n"
     "  --version     print the version\n"
     "  --help        print this help\n"
     "\n"
@@ -81,5 +84,6 @@ int main(int argc, char** argv) {
   if (cmd == "cache") return cmd_cache(rest);
   if (cmd == "onnx-test") return cmd_onnx_test(rest);
   if (cmd == "plan") return cmd_plan(rest);
+  if (cmd == "compile-check") return cmd_compile_check(rest);
   return fail("unknown command '" + cmd + "'\n" + kUsage, 2);
 }
