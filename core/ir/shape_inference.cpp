@@ -99,8 +99,25 @@ Status Graph::infer_shapes() {
     const Node& n = nodes_[id];
     const ir::OpDef* def = ir::find_op(n.op);
     if (!def) return Status::unsupported("node '" + n.name + "': unknown op '" + n.op + "'");
+    // Shape functions index inputs and outputs by the op's arity: check it first (an imported
+    // graph is inferred before it is validated).
+    const auto ni = static_cast<int>(n.inputs.size()), no = static_cast<int>(n.outputs.size());
+    if (ni < def->min_inputs || ni > def->max_inputs || no < def->min_outputs || no > def->max_outputs)
+      return Status::invalid("node '" + n.name + "' (" + n.op + "): has " + std::to_string(ni) + " inputs and " +
+                             std::to_string(no) + " outputs; the op takes " + std::to_string(def->min_inputs) +
+                             "-" + std::to_string(def->max_inputs) + " inputs and " +
+                             std::to_string(def->min_outputs) + "-" + std::to_string(def->max_outputs) + " outputs");
+    for (int i = 0; i < def->min_inputs; ++i)
+      if (n.inputs[i] == kNoValue)
+        return Status::invalid("node '" + n.name + "' (" + n.op + "): required input " + std::to_string(i) +
+                               " is missing");
     ir::InferContext ctx(*this, n);
-    Status s = def->infer(ctx);
+    Status s;
+    try {
+      s = def->infer(ctx);
+    } catch (const std::exception& e) {  // a shape function's bug must not take the process down
+      s = Status::internal("node '" + n.name + "' (" + n.op + "): shape inference failed: " + e.what());
+    }
     if (!s.ok()) {
       std::string shapes;
       for (size_t i = 0; i < n.inputs.size(); ++i) {
