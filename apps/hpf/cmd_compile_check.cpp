@@ -1,6 +1,7 @@
 // hpf compile-check: every kernel a model needs, generated in a GPU dialect and compiled for each
-// requested target, without a GPU (NVRTC through the CUDA plugin). Per target: kernels,
-// compiled, failed (with the compiler's log), unsupported families, bytes of binary.
+// requested target, without a GPU: sm_NN through the CUDA plugin (NVRTC), gfxNNN through the HIP
+// plugin (hipRTC). Per target: kernels, compiled, failed (with the compiler's log), unsupported
+// families, bytes of binary; or an error for the whole target (compiler absent, target unknown).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +17,7 @@
 #include "hpf/models.hpp"
 #include "hpf/onnx.hpp"
 #include "hpf/plugin_host.hpp"
-#include "jit/codegen/cuda_codegen.hpp"
+#include "jit/codegen/gpu_codegen.hpp"
 #include "jit/codegen/lowering.hpp"
 
 namespace hpf::cli {
@@ -25,8 +26,9 @@ namespace {
 const char* kCompileCheckUsage =
     "usage: hpf compile-check MODEL --target sm_80,sm_90[,gfx90a] [--plan fp32|bf16|fp16] [--json]\n"
     "  MODEL is builtin:NAME or an ONNX file (unknown dimensions are taken as 1). Each kernel the\n"
-    "  model lowers to is generated in the target's dialect and compiled (CUDA: NVRTC through the\n"
-    "  CUDA plugin). Families without a generator in the dialect are listed as unsupported.\n";
+    "  model lowers to is generated in the target's dialect and compiled (sm_NN: NVRTC through the\n"
+    "  CUDA plugin; gfxNNN: hipRTC through the HIP plugin, which refuses targets its compiler does\n"
+    "  not know). Families without a generator in the dialect are listed as unsupported.\n";
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -82,14 +84,14 @@ struct Generated {
   int fallbacks = 0;                          // steps no generator of any dialect takes
 };
 
-Expected<Generated> generate_cuda_kernels(const Graph& g, const std::vector<DType>& storage) {
+Expected<Generated> generate_kernels(const Graph& g, const std::vector<DType>& storage, jit::GpuDialect dialect) {
   HPF_ASSIGN_OR_RETURN(auto steps, jit::lower(g, storage));
   Generated out;
   std::map<std::string, bool> seen;
   for (const auto& s : steps) {
     if (s.kind == jit::LoweredStep::Kind::fallback) ++out.fallbacks;
     if (s.kind != jit::LoweredStep::Kind::kernel) continue;
-    auto k = jit::generate_cuda(s.spec);
+    auto k = jit::generate_gpu(s.spec, dialect);
     if (!k.ok()) {
       ++out.unsupported[s.spec.family];
       out.why.emplace(s.spec.family, k.status().message());
@@ -121,44 +123,65 @@ int cmd_compile_check(const std::vector<std::string>& argv) {
   if (!graph.ok()) return fail(graph.status().message());
   std::vector<DType> storage;
   if (Status s = prepare(*graph, plans.at(plan), storage); !s.ok()) return fail(s.message());
-  auto gen = generate_cuda_kernels(*graph, storage);
-  if (!gen.ok()) return fail(gen.status().message());
+  // Kernels per dialect, generated once for all targets of that dialect.
+  std::map<jit::GpuDialect, Generated> gen;
+  for (const std::string& t : targets) {
+    const jit::GpuDialect d = t.rfind("gfx", 0) == 0 ? jit::GpuDialect::hip : jit::GpuDialect::cuda;
+    if (gen.count(d)) continue;
+    auto g = generate_kernels(*graph, storage, d);
+    if (!g.ok()) return fail(g.status().message());
+    gen.emplace(d, std::move(g).value());
+  }
 
-  // The CUDA plugin describes one compile-only device per target of HPF_CUDA_TARGETS.
-  std::vector<std::string> sm;
-  for (const std::string& t : targets)
+  // Each plugin describes one compile-only device per target of its variable, in order.
+  std::vector<std::string> sm, gfx;
+  for (const std::string& t : targets) {
     if (t.rfind("sm_", 0) == 0) sm.push_back(t);
-  std::string sm_list;
-  for (const std::string& t : sm) sm_list += (sm_list.empty() ? "" : ",") + t;
-  setenv("HPF_CUDA_TARGETS", sm_list.c_str(), 1);
+    if (t.rfind("gfx", 0) == 0) gfx.push_back(t);
+  }
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& t : v) s += (s.empty() ? "" : ",") + t;
+    return s;
+  };
+  setenv("HPF_CUDA_TARGETS", joined(sm).c_str(), 1);
+  setenv("HPF_HIP_TARGETS", joined(gfx).c_str(), 1);
   PluginHost host;
   Plugin* cuda = host.plugin("cuda");
+  Plugin* hip = host.plugin("hip");
 
   nlohmann::json report = {{"model", model}, {"plan", plan}, {"targets", nlohmann::json::array()}};
   int failures = 0;
-  size_t sm_index = 0;
+  size_t sm_index = 0, gfx_index = 0;
   for (const std::string& target : targets) {
     nlohmann::json t = {{"target", target}};
+    const bool is_hip = target.rfind("gfx", 0) == 0;
+    const Generated& g = gen.at(is_hip ? jit::GpuDialect::hip : jit::GpuDialect::cuda);
     nlohmann::json unsupported = nlohmann::json::array();
-    for (const auto& [family, count] : gen->unsupported)
-      unsupported.push_back({{"family", family}, {"steps", count}, {"reason", gen->why.at(family)}});
-    if (target.rfind("gfx", 0) == 0) {
-      t["error"] = "no HIP compiler in this build";
-    } else if (target.rfind("sm_", 0) != 0) {
+    for (const auto& [family, count] : g.unsupported)
+      unsupported.push_back({{"family", family}, {"steps", count}, {"reason", g.why.at(family)}});
+    Plugin* plugin = is_hip ? hip : cuda;
+    const int32_t device = static_cast<int32_t>(is_hip ? gfx_index++ : sm_index++);
+    if (!is_hip && target.rfind("sm_", 0) != 0) {
       t["error"] = "unknown target (sm_NN or gfxNNN)";
-    } else if (!cuda) {
-      t["error"] = "the CUDA plugin (libhpf-plugin-cuda.so) was not found";
-    } else if (cuda->devices()[sm_index].compiler == "none") {
-      t["error"] = cuda->devices()[sm_index++].score_reason;  // NVRTC absent: the plugin says why
+      ++failures;
+    } else if (!plugin) {
+      t["error"] = std::string("the ") + (is_hip ? "HIP plugin (libhpf-plugin-hip.so)" : "CUDA plugin (libhpf-plugin-cuda.so)") +
+                   " was not found";
+    } else if (plugin->devices()[device].compiler == "none") {
+      t["error"] = plugin->devices()[device].score_reason;  // compiler absent: the plugin says why
     } else {
-      const int32_t device = static_cast<int32_t>(sm_index++);
       int compiled = 0;
       int64_t bytes = 0;
       nlohmann::json failed = nlohmann::json::array(), times = nlohmann::json::array();
-      for (const Kernel& k : gen->kernels) {
+      for (const Kernel& k : g.kernels) {
         const auto t0 = std::chrono::steady_clock::now();
-        auto bin = cuda->compile(device, k.code.source);
+        auto bin = plugin->compile(device, k.code.source);
         const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (!bin.ok() && bin.status().code() == StatusCode::unsupported) {
+          t["error"] = bin.status().message();  // the target itself (unknown to the compiler, malformed)
+          break;
+        }
         times.push_back(ms);
         if (bin.ok()) {
           ++compiled;
@@ -167,14 +190,20 @@ int cmd_compile_check(const std::vector<std::string>& argv) {
           failed.push_back({{"kernel", k.code.name}, {"label", k.label}, {"log", bin.status().message()}});
         }
       }
-      failures += static_cast<int>(failed.size());
-      t["compiled"] = compiled;
-      t["failed"] = failed;
-      t["bytes"] = bytes;
-      t["compile_ms"] = times;
-      t["compiler"] = cuda->devices()[device].compiler;
+      if (t.contains("error")) {
+        ++failures;
+      } else {
+        failures += static_cast<int>(failed.size());
+        t["compiled"] = compiled;
+        t["failed"] = failed;
+        t["bytes"] = bytes;
+        t["compile_ms"] = times;
+        t["compiler"] = plugin->devices()[device].compiler;
+      }
     }
-    t["kernels"] = gen->kernels.size();
+    t["dialect"] = is_hip ? "hip" : "cuda";
+    t["kernels"] = g.kernels.size();
+    t["fallbacks"] = g.fallbacks;
     t["unsupported"] = unsupported;
     report["targets"].push_back(t);
   }
@@ -182,10 +211,11 @@ int cmd_compile_check(const std::vector<std::string>& argv) {
   if (json) {
     std::puts(report.dump(2).c_str());
   } else {
-    std::printf("%s, plan %s: %zu distinct cuda kernels; %d steps left to the reference\n", model.c_str(), plan.c_str(),
-                gen->kernels.size(), gen->fallbacks);
+    std::printf("%s, plan %s\n", model.c_str(), plan.c_str());
     for (const auto& t : report["targets"]) {
-      std::printf("\n%s: ", t["target"].get<std::string>().c_str());
+      std::printf("\n%s (%s dialect, %zu distinct kernels, %d steps left to the reference): ",
+                  t["target"].get<std::string>().c_str(), t["dialect"].get<std::string>().c_str(),
+                  t["kernels"].get<size_t>(), t["fallbacks"].get<int>());
       if (t.contains("error")) {
         std::printf("%s\n", t["error"].get<std::string>().c_str());
         continue;

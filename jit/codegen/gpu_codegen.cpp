@@ -132,7 +132,25 @@ std::string gpu_round(DType t, const std::string& v, bool wide) {
 }
 
 std::string gpu_kernel_head(const std::string& name, int threads) {
+  if (threads <= 0) return "extern \"C\" __global__ void " + name + "(";
   return "extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads) + ") " + name + "(";
+}
+
+Expected<std::string> gpu_kernel_begin(GpuDialect d, const std::string& name, int threads, const KernelSpec& spec,
+                                       const std::vector<std::string>& inputs, const std::string& output) {
+  auto type = [&](const TensorDesc& t) -> Expected<const char*> {
+    if (const char* s = gpu_storage_type(d, t.dtype)) return s;
+    return Status::unsupported(std::string(gpu_dialect_name(d)) + " codegen: " + spec.family + " on " +
+                               std::string(dtype_name(t.dtype)));
+  };
+  if (spec.outputs.empty()) return Status::invalid(spec.family + ": no output");
+  std::string s = gpu_prelude(d) + "\n" + gpu_kernel_head(name, threads);
+  for (size_t k = 0; k < inputs.size() && k < spec.inputs.size(); ++k) {
+    HPF_ASSIGN_OR_RETURN(const char* t, type(spec.inputs[k]));
+    s += std::string("const ") + t + "* __restrict__ " + inputs[k] + ", ";
+  }
+  HPF_ASSIGN_OR_RETURN(const char* t, type(spec.outputs[0]));
+  return s + t + "* __restrict__ " + output + ") {\n";
 }
 
 Expected<GeneratedKernel> generate_gpu(const KernelSpec& spec, GpuDialect d) {
@@ -144,6 +162,20 @@ Expected<GeneratedKernel> generate_gpu(const KernelSpec& spec, GpuDialect d) {
   const std::string& f = spec.family;
   if (f == "elementwise") return generate_gpu_elementwise(spec, name, d);
   if (f == "softmax") return generate_gpu_softmax(spec, name, d);
+  if (f == "layernorm") return generate_gpu_layernorm(spec, name, d);
+  if (f == "batchnorm") return generate_gpu_batchnorm(spec, name, d);
+  if (f == "reduce") return generate_gpu_reduce(spec, name, d);
+  if (f == "maxpool" || f == "avgpool" || f == "globalavgpool" || f == "globalmaxpool") return generate_gpu_pool(spec, name, d);
+  if (f == "gather") return generate_gpu_gather(spec, name, d);
+  if (f == "transpose") return generate_gpu_transpose(spec, name, d);
+  if (f == "concat") return generate_gpu_concat(spec, name, d);
+  if (f == "slice") return generate_gpu_slice(spec, name, d);
+  if (f == "pad") return generate_gpu_pad(spec, name, d);
+  if (f == "expand") return generate_gpu_expand(spec, name, d);
+  // GEMM-like families: the tiled FMA schedule for HIP. The CUDA dialect takes its own tensor-core
+  // generators here (cuda_matmul.cpp, cuda_conv.cpp), not the tiled one.
+  if (d == GpuDialect::hip && f == "matmul") return generate_gpu_matmul(spec, name, d);
+  if (d == GpuDialect::hip && f == "conv") return generate_gpu_conv(spec, name, d);
   return Status::unsupported("op family '" + f + "' is unsupported in the " + gpu_dialect_name(d) + " dialect");
 }
 

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "jit/codegen/kernel_spec.hpp"
 
@@ -51,7 +52,14 @@ std::string gpu_store(GpuDialect d, DType t, const std::string& v, bool wide = f
 // v rounded to format t and kept as float, as a graph's intermediate value of format t.
 std::string gpu_round(DType t, const std::string& v, bool wide = false);
 
-// `extern "C" __global__ void __launch_bounds__(threads) name(` — parameters follow.
+// `extern "C" __global__ void __launch_bounds__(threads) name(` — parameters follow (no
+// __launch_bounds__ when threads <= 0: any block size up to the device's limit).
 std::string gpu_kernel_head(const std::string& name, int threads);
+
+// The whole start of a kernel: prelude, head, `const T* __restrict__ <inputs[k]>` for each input
+// of `spec`, `T* __restrict__ <output>` for its output 0, then ") {\n". Errors: a format the
+// dialect does not store.
+Expected<std::string> gpu_kernel_begin(GpuDialect d, const std::string& name, int threads, const KernelSpec& spec,
+                                       const std::vector<std::string>& inputs, const std::string& output);
 
 }  // namespace hpf::jit

@@ -27,7 +27,7 @@ Expected<GeneratedKernel> generate_gpu_elementwise(const KernelSpec& spec, const
   const char* ct = wide ? "double" : "float";
 
   std::ostringstream src;
-  src << gpu_prelude(d) << "\n" << gpu_kernel_head(name, 256);
+  src << gpu_prelude(d) << "\n" << gpu_kernel_head(name, 0);
   for (size_t k = 0; k < spec.inputs.size(); ++k) {
     const char* t = gpu_storage_type(d, spec.inputs[k].dtype);
     if (!t) return Status::unsupported(what + "input dtype " + std::string(dtype_name(spec.inputs[k].dtype)));
