@@ -4,7 +4,8 @@
 //
 // Launch rule (every GPU kernel): `grain` threads per block, ceil(work_items / grain) blocks.
 // Every kernel walks its work with a grid-stride loop, so a smaller grid is still correct.
-// Row kernels (softmax, layernorm, reduce) give one block per row: work_items = rows * grain.
+// Row kernels (softmax, layernorm, global pools) give one block per row: work_items = rows *
+// grain; the tiled GEMM and conv one block per 64 x 64 output tile: work_items = tiles * grain.
 //
 // Writing a generator: start the source with gpu_prelude(d), read stored values with gpu_load,
 // write them with gpu_store; compute in FP32 (helpers named hpf_* in the prelude are the same in
