@@ -64,6 +64,8 @@ Expected<GeneratedKernel> generate_cuda(const KernelSpec& spec) {
   std::snprintf(name, sizeof name, "hpf_%s_%016llx", spec.family.c_str(), static_cast<unsigned long long>(h));
   if (spec.family == "elementwise") return generate_cuda_elementwise(spec, name);
   if (spec.family == "softmax") return generate_cuda_softmax(spec, name);
+  if (spec.family == "matmul") return generate_cuda_matmul(spec, name);
+  if (spec.family == "conv") return generate_cuda_conv(spec, name);
   return Status::unsupported("op family '" + spec.family + "' is unsupported in the cuda dialect");
 }
 

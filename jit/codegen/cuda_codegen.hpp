@@ -29,4 +29,9 @@ std::string cuda_load(DType t, const std::string& at, bool wide = false);
 // the sum, in FP32.
 Expected<GeneratedKernel> generate_cuda_softmax(const KernelSpec& spec, const std::string& name);
 
+// MatMul/Gemm and Conv on the tensor-core GEMM machinery (cuda_gemm.hpp); the kernels carry
+// their launch geometry (GeneratedKernel::grid/block).
+Expected<GeneratedKernel> generate_cuda_matmul(const KernelSpec& spec, const std::string& name);
+Expected<GeneratedKernel> generate_cuda_conv(const KernelSpec& spec, const std::string& name);
+
 }  // namespace hpf::jit

@@ -77,6 +77,10 @@ TEST_CASE("cuda plugin: loads without a GPU with one compile-only device per tar
   auto host = host_for("sm_80,sm_90");
   Plugin* p = host->plugin("cuda");
   REQUIRE_MESSAGE(p != nullptr, "libhpf-plugin-cuda.so not found in " << HPF_TEST_PLUGIN_OUTPUT_DIR);
+  if (have_driver()) {
+    WARN_MESSAGE(false, "skipped: a CUDA driver is installed here (the device suite covers it)");
+    return;
+  }
   REQUIRE(p->devices().size() == 2);
   CHECK(p->devices()[0].architecture == "sm_80");
   CHECK(p->devices()[1].architecture == "sm_90");
@@ -117,7 +121,7 @@ TEST_CASE("cuda dialect: elementwise chains per format and softmax per row and o
   for (const auto& k : f32) block_softmax = block_softmax || k.source.find("hpf_block_sum(sum, scratch)") != std::string::npos;
   CHECK(block_softmax);
   jit::KernelSpec mm;
-  mm.family = "matmul";
+  mm.family = "gather";
   auto k = jit::generate_cuda(mm);
   REQUIRE_FALSE(k.ok());
   CHECK(k.status().message().find("unsupported in the cuda dialect") != std::string::npos);
