@@ -30,8 +30,12 @@ Driver::~Driver() {
 
 std::string Driver::error(const char* function, CUresult r) const {
   const char *name = nullptr, *text = nullptr;
-  if (GetErrorName) GetErrorName(r, &name);
-  if (GetErrorString) GetErrorString(r, &text);
+  if (GetErrorName && GetErrorName(r, &name) != 0) name = nullptr;
+  if (GetErrorString && GetErrorString(r, &text) != 0) text = nullptr;
+  // The stub library (and a driver too old to name its errors) answer nothing: the common ones.
+  if (!name && r == 34) name = "CUDA_ERROR_STUB_LIBRARY", text = "the CUDA stub library, not a driver";
+  if (!name && r == 35) name = "CUDA_ERROR_INSUFFICIENT_DRIVER", text = "the driver is older than this CUDA";
+  if (!name && r == 100) name = "CUDA_ERROR_NO_DEVICE", text = "no CUDA-capable device";
   std::string s = std::string(function) + ": " + (name ? name : "CUDA error " + std::to_string(r));
   if (text) s += std::string(" (") + text + ")";
   return s;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "doctest/doctest.h"
@@ -169,4 +170,29 @@ TEST_CASE("cuda plugin: a broken source is a compile error carrying NVRTC's log"
   p->api().error_destroy(e);
   CHECK(log.find("undeclared_thing") != std::string::npos);
   CHECK(log.find("error") != std::string::npos);
+}
+
+TEST_CASE("cuda plugin: a driver that finds no GPU (the CUDA stub library) scores 0 with cuInit's reason") {
+  const char* stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!std::ifstream(stub)) {
+    MESSAGE("skipped: no CUDA stub library at " << stub);
+    return;
+  }
+  setenv("HPF_CUDA_DRIVER_LIBRARY", stub, 1);
+  auto host = host_for("sm_90");
+  unsetenv("HPF_CUDA_DRIVER_LIBRARY");
+  Plugin* p = host->plugin("cuda");
+  REQUIRE(p != nullptr);
+  REQUIRE(p->devices().size() == 1);
+  CHECK(p->devices()[0].score == 0);
+  CHECK_MESSAGE(p->devices()[0].score_reason.rfind("cuInit: CUDA_ERROR_", 0) == 0, p->devices()[0].score_reason);
+  auto b = p->alloc(0, 64);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().message().find("buffer_alloc: cuInit: CUDA_ERROR_") != std::string::npos);
+  // The fingerprint names what changes the binary.
+  std::string keys;
+  for (const auto& [k, v] : p->devices()[0].fingerprint) keys += k + "=" + v + ";";
+  CHECK(keys.find("architecture=sm_90;") != std::string::npos);
+  CHECK(keys.find("nvrtc=") != std::string::npos);
+  CHECK(keys.find("driver=none;") != std::string::npos);
 }
