@@ -26,8 +26,13 @@ using namespace hpf;
 
 namespace {
 
+// The build's plugin directory, or $HPF_DEVICE_PLUGIN_DIR (a build carried to a GPU machine
+// by scripts/device-check.sh lives elsewhere).
 device::GpuTarget& gpu() {
-  static device::GpuTarget t = device::find_gpu(HPF_TEST_PLUGIN_OUTPUT_DIR);
+  static device::GpuTarget t = [] {
+    const char* dir = std::getenv("HPF_DEVICE_PLUGIN_DIR");
+    return device::find_gpu(dir && *dir ? dir : HPF_TEST_PLUGIN_OUTPUT_DIR);
+  }();
   return t;
 }
 
