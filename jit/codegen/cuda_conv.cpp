@@ -15,6 +15,7 @@
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/cuda_codegen.hpp"
 #include "jit/codegen/cuda_gemm.hpp"
+#include "jit/codegen/gpu_generators.hpp"
 
 namespace hpf::jit {
 
@@ -73,10 +74,7 @@ Expected<GeneratedKernel> generate_cuda_conv(const KernelSpec& in_spec, const st
       << cuda_gemm_load(Wt.dtype, "Wt[(m * " + L(KH) + " + kh) * " + L(KW) + " + kw]") << ";\n"
       << "      }\n"
       << "    Y[o] = " << cuda_gemm_store(Y.dtype, "acc" + bias) << ";\n  }\n}\n";
-    GeneratedKernel k{name, s.str(), total, 256};
-    k.grid[0] = static_cast<uint32_t>(std::clamp<int64_t>((total + 255) / 256, 1, 65535 * 16));
-    k.block[0] = 256;
-    return k;
+    return GeneratedKernel{name, s.str(), total, 256};
   }
 
   GemmProblem p;

@@ -99,12 +99,6 @@ static __device__ __forceinline__ float hpf_e4m3_to_float(unsigned char x) {
 static __device__ __forceinline__ float hpf_e5m2_to_float(unsigned char x) {
   return __half2float(__half(__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)x, __NV_E5M2)));
 }
-/* FP32 -> TF32 (10-bit mantissa), round to nearest even, Inf/NaN kept. */
-static __device__ __forceinline__ float hpf_round_tf32(float x) {
-  unsigned u = __float_as_uint(x);
-  if ((u & 0x7f800000u) != 0x7f800000u) u = (u + 0xfffu + ((u >> 13) & 1u)) & 0xffffe000u;
-  return __uint_as_float(u);
-}
 )";
 }
 
@@ -278,11 +272,7 @@ bool async_ok(const GemmOperand& op, Mma m, int64_t K) {
 }  // namespace
 
 const char* cuda_gemm_storage_type(DType t) {
-  switch (t) {
-    case DType::TF32: return "float";
-    case DType::F8E4M3: case DType::F8E5M2: return "unsigned char";
-    default: return cuda_storage_type(t);
-  }
+  return t == DType::F8E4M3 || t == DType::F8E5M2 ? "unsigned char" : cuda_storage_type(t);
 }
 
 std::string cuda_gemm_load(DType t, const std::string& at) {
@@ -292,16 +282,10 @@ std::string cuda_gemm_load(DType t, const std::string& at) {
 }
 
 std::string cuda_gemm_store(DType t, const std::string& v) {
-  switch (t) {
-    case DType::F32: return "(float)(" + v + ")";
-    case DType::TF32: return "hpf_round_tf32(" + v + ")";
-    case DType::F16: return "__float2half_rn(" + v + ")";
-    case DType::BF16: return "__float2bfloat16_rn(" + v + ")";
-    case DType::F8E4M3: return "(unsigned char)__nv_cvt_float_to_fp8(" + v + ", __NV_SATFINITE, __NV_E4M3)";
-    case DType::F8E5M2: return "(unsigned char)__nv_cvt_float_to_fp8(" + v + ", __NV_SATFINITE, __NV_E5M2)";
-    case DType::I32: return "(int)(" + v + ")";
-    default: return "(" + std::string(cuda_gemm_storage_type(t)) + ")(" + v + ")";
-  }
+  if (t == DType::F8E4M3) return "(unsigned char)__nv_cvt_float_to_fp8(" + v + ", __NV_SATFINITE, __NV_E4M3)";
+  if (t == DType::F8E5M2) return "(unsigned char)__nv_cvt_float_to_fp8(" + v + ", __NV_SATFINITE, __NV_E5M2)";
+  if (t == DType::I32) return "(int)(" + v + ")";  // INT32 accumulators, exact
+  return gpu_store(GpuDialect::cuda, t, v);
 }
 
 std::string cuda_gemm_instruction(DType a, DType b, DType accumulation) {
@@ -333,10 +317,8 @@ Expected<GeneratedKernel> generate_cuda_gemm(const GemmProblem& p, const std::st
     s << kernel(p, name, {m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K)});
   }
   const int64_t tiles = p.batches * ((p.M + kTile - 1) / kTile) * ((p.N + kTile - 1) / kTile);
-  GeneratedKernel k{name, s.str(), tiles, 256};
-  k.grid[0] = static_cast<uint32_t>(std::clamp<int64_t>(tiles, 1, 0x7fffffff));
-  k.block[0] = 256;
-  return k;
+  // The GPU launch rule (gpu_codegen.hpp): one block of 256 threads per output tile.
+  return GeneratedKernel{name, s.str(), tiles * 256, 256};
 }
 
 }  // namespace hpf::jit

@@ -68,14 +68,13 @@ std::string cuda_gemm_instruction(DType a, DType b, DType accumulation = DType::
 // Errors: a storage format the CUDA kernels do not read.
 Expected<GeneratedKernel> generate_cuda_gemm(const GemmProblem& p, const std::string& name);
 
-// Helpers for the generators: the C++ type storing format t in CUDA kernels (F8 as unsigned
-// char, TF32 as float; nullptr when not stored), `at` (a stored element) as float, and `v`
-// (float) as the stored form of t (rounded to nearest even; FP8 saturating to its largest
-// finite value; integers truncated and saturated).
+// The GPU dialect's storage helpers (gpu_codegen.hpp) plus FP8 (stored as unsigned char,
+// decoded exactly, encoded round-to-nearest-even saturating to the largest finite value) and
+// INT32 accumulator results stored as they are.
 const char* cuda_gemm_storage_type(DType t);
 std::string cuda_gemm_load(DType t, const std::string& at);
 std::string cuda_gemm_store(DType t, const std::string& v);
-// Device functions those expressions use (FP8 decoding, TF32 rounding); after cuda_prelude().
+// Device functions those expressions use (FP8 decoding); after cuda_prelude().
 const char* cuda_format_helpers();
 
 }  // namespace hpf::jit

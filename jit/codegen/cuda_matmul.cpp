@@ -8,6 +8,7 @@
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/cuda_codegen.hpp"
 #include "jit/codegen/cuda_gemm.hpp"
+#include "jit/codegen/gpu_generators.hpp"
 
 namespace hpf::jit {
 namespace {

@@ -43,12 +43,6 @@ struct GeneratedKernel {
   std::string source;          // a complete translation unit in the dialect
   int64_t work_items = 0;      // the launch's range: kernels process [begin, end) of it
   int64_t grain = 0;           // smallest range worth a thread
-  // GPU dialects: the launch geometry the kernel was written for (threads per block, blocks,
-  // dynamic shared memory). grid[0] == 0: not given; launch block = grain threads over
-  // ceil(work_items / grain) blocks (every GPU kernel loops grid-stride, so any grid is correct).
-  uint32_t grid[3] = {0, 1, 1};
-  uint32_t block[3] = {0, 1, 1};
-  uint32_t shared_bytes = 0;
 };
 
 // C dialect (CPU plugin). Errors: unsupported family/op/dtype, naming what.

@@ -21,18 +21,13 @@
 #include <vector>
 
 #include "hpf/plugin.h"
+#include "plugins/common/plugin_common.hpp"
 #include "plugins/cuda/cuda_driver.hpp"
 #include "plugins/cuda/cuda_power.h"
 #include "plugins/cuda/nvml_power.hpp"
 #include "plugins/cuda/nvrtc_loader.hpp"
 
 #define HPF_CUDA_EXPORT __attribute__((visibility("default")))
-
-struct hpf_error {
-  hpf_error_code code;
-  std::string message;
-  bool is_static = false;
-};
 
 namespace {
 
@@ -44,11 +39,7 @@ constexpr int kFuncMaxDynamicShared = 8;
 hpf_error out_of_memory_error{HPF_ERROR_OUT_OF_MEMORY, "cuda: out of memory", true};
 
 hpf_error* make_error(hpf_error_code code, std::string message) {
-  try {
-    return new hpf_error{code, "cuda: " + std::move(message)};
-  } catch (...) {
-    return &out_of_memory_error;
-  }
+  return hpf_plugin_common::make_error(&out_of_memory_error, "cuda", code, std::move(message));
 }
 
 struct Device {
@@ -109,22 +100,6 @@ bool valid_target(const std::string& t) {
 // sm_89 -> 89 (0 when not a target).
 int arch_number(const std::string& t) { return valid_target(t) ? std::atoi(t.c_str() + 3) : 0; }
 
-std::vector<std::string> requested_targets() {
-  std::vector<std::string> out;
-  const char* env = std::getenv("HPF_CUDA_TARGETS");
-  if (!env) return out;
-  std::string cur;
-  for (char c : std::string(env) + ",") {
-    if (c == ',' || c == ' ') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 // What the generated kernels run per op class on an architecture (cuda_gemm.hpp's instructions).
 void describe_precisions(Device& d) {
   const int sm = arch_number(d.architecture);
@@ -167,7 +142,7 @@ hpf_error* cuda_plugin_init(hpf_plugin** out) {
       d.reason = p->nvrtc.ok() ? "" : "no kernel compiler" + no_nvrtc;
       p->devices.push_back(std::move(d));
     }
-    std::vector<std::string> targets = requested_targets();
+    std::vector<std::string> targets = hpf_plugin_common::targets_from_env("HPF_CUDA_TARGETS");
     if (targets.empty() && p->devices.empty()) targets.push_back("");
     for (const std::string& t : targets) {
       Device d;

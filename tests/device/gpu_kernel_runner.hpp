@@ -71,20 +71,15 @@ class LoadedKernel {
     return l;
   }
 
-  // Queues one launch (grid/block from the kernel; none given: the plugin derives them).
+  // Queues one launch: no grid or block given, so the plugin applies the GPU launch rule
+  // (gpu_codegen.hpp: grain threads a block, ceil(work_items / grain) blocks).
   Status launch() const {
     Launch l;
     l.args = args_;
     l.work_items = gen_.work_items;
     l.grain = gen_.grain;
-    if (gen_.grid[0] > 0) {
-      l.grid = {gen_.grid[0], gen_.grid[1], gen_.grid[2]};
-      l.block = {gen_.block[0], gen_.block[1], gen_.block[2]};
-      l.shared_bytes = gen_.shared_bytes;
-    } else {
-      l.grid = {0, 0, 0};
-      l.block = {0, 0, 0};
-    }
+    l.grid = {0, 0, 0};
+    l.block = {0, 0, 0};
     return kernel_.launch(l);
   }
 
