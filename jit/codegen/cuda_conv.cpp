@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "core/ir/op_geometry.hpp"
 #include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_geometry.hpp"
 #include "jit/codegen/cuda_codegen.hpp"
 #include "jit/codegen/cuda_gemm.hpp"
 #include "jit/codegen/gpu_generators.hpp"
@@ -20,32 +20,13 @@
 namespace hpf::jit {
 
 Expected<GeneratedKernel> generate_cuda_conv(const KernelSpec& in_spec, const std::string& name) {
-  if (in_spec.inputs.size() < 2 || in_spec.inputs.size() > 3 || in_spec.outputs.size() != 1)
-    return Status::invalid("conv: needs X, W, optional B and one output");
-  const KernelSpec spec = in_spec.inputs[0].shape.size() == 3 ? lift_1d(in_spec) : in_spec;
+  HPF_ASSIGN_OR_RETURN(const ConvGeometry geo, conv_geometry(in_spec, "CUDA codegen"));
+  const KernelSpec& spec = geo.spec;
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
-  const bool has_b = spec.inputs.size() == 3;
-  for (const TensorDesc& t : spec.inputs)
-    if (!is_float(t.dtype)) return Status::unsupported("CUDA codegen: Conv on " + std::string(dtype_name(t.dtype)));
-  if (!is_float(Y.dtype)) return Status::unsupported("CUDA codegen: Conv to " + std::string(dtype_name(Y.dtype)));
-  if (X.shape.size() != 4 || Wt.shape.size() != 4)
-    return Status::unsupported("CUDA codegen: Conv other than 1-D or 2-D (input " + shape_string(X.shape) + ")");
-  const int64_t NB = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
-  const int64_t M = Wt.shape[0], CG = Wt.shape[1], KH = Wt.shape[2], KW = Wt.shape[3];
-  const int64_t group = attr_i(spec.attrs, "group", 1);
-  if (group < 1 || C != CG * group || M % group != 0)
-    return Status::invalid("conv: input " + shape_string(X.shape) + ", weight " + shape_string(Wt.shape) +
-                           " and group " + std::to_string(group) + " disagree");
-  if (has_b && numel(spec.inputs[2].shape) != M) return Status::invalid("conv: bias must have " + std::to_string(M) + " values");
-  const std::vector<int64_t> in{H, W};
-  HPF_ASSIGN_OR_RETURN(auto geo, ir::window_geometry(in, {KH, KW}, attr_ints(spec.attrs, "strides"),
-                                                     attr_ints(spec.attrs, "dilations"), attr_ints(spec.attrs, "pads"),
-                                                     attr_s(spec.attrs, "auto_pad"), false));
-  const int64_t OH = geo.out[0], OW = geo.out[1];
-  if (Y.shape != std::vector<int64_t>{NB, M, OH, OW})
-    return Status::invalid("conv: output " + shape_string(Y.shape) + " does not match the geometry");
-  const int64_t SH = geo.strides[0], SW = geo.strides[1], DH = geo.dilations[0], DW = geo.dilations[1];
-  const int64_t PH = geo.pads_begin[0], PW = geo.pads_begin[1];
+  const bool has_b = geo.has_bias;
+  const int64_t NB = geo.N, C = geo.C, H = geo.H, W = geo.W, M = geo.M, CG = geo.CG, KH = geo.KH, KW = geo.KW;
+  const int64_t group = geo.group, OH = geo.OH, OW = geo.OW, SH = geo.SH, SW = geo.SW, DH = geo.DH, DW = geo.DW;
+  const int64_t PH = geo.PH, PW = geo.PW;
   const int64_t MG = M / group, K = CG * KH * KW, OHW = OH * OW;
   const std::string xt = cuda_gemm_storage_type(X.dtype), wt = cuda_gemm_storage_type(Wt.dtype),
                     yt = cuda_gemm_storage_type(Y.dtype);

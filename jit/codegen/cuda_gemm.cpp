@@ -110,6 +110,12 @@ static __device__ __forceinline__ void hpf_cp_async16(void* smem, const void* gm
   const unsigned dst = (unsigned)__cvta_generic_to_shared(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(gmem), "r"(ok ? 16 : 0));
 }
+/* Four 8x8 b16 matrices from shared memory: lanes 8i..8i+7 give matrix i's row addresses. */
+static __device__ __forceinline__ void hpf_ldmatrix_x4(unsigned* r, const unsigned* smem) {
+  const unsigned a = (unsigned)__cvta_generic_to_shared(smem);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+}
 static __device__ __forceinline__ void hpf_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 static __device__ __forceinline__ void hpf_cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 )";
@@ -227,13 +233,17 @@ std::string kernel(const GemmProblem& p, const std::string& name, const Variant&
   if (tc)
     s << "#pragma unroll\n      for (int ks = 0; ks < " << kWords << "; ks += 8) {\n"
       << "        unsigned a[4][4], b[4][2];\n"
-      << "#pragma unroll\n        for (int mt = 0; mt < 4; ++mt) {\n"
-      << "          const unsigned* s0 = &As[cur][(wm * 64 + mt * 16 + g) * " << kRowWords << " + ks + tg];\n"
-      << "          a[mt][0] = s0[0]; a[mt][1] = s0[8 * " << kRowWords << "]; a[mt][2] = s0[4]; a[mt][3] = s0[8 * "
-      << kRowWords << " + 4];\n        }\n"
-      << "#pragma unroll\n        for (int nt = 0; nt < 4; ++nt) {\n"
-      << "          const unsigned* s0 = &Bs[cur][(wn * 32 + nt * 8 + g) * " << kRowWords << " + ks + tg];\n"
-      << "          b[nt][0] = s0[0]; b[nt][1] = s0[4];\n        }\n"
+      // ldmatrix.x4 hands lane l the word (row l/4, word l%4) of each of four 8x4-word
+      // matrices, which is the mma fragment layout for every format here (they are all
+      // 32-bit words along k): A = rows 0-7 | 8-15 x words ks | ks+4; B = two n8 tiles.
+      << "#pragma unroll\n        for (int mt = 0; mt < 4; ++mt)\n"
+      << "          hpf_ldmatrix_x4(a[mt], &As[cur][(wm * 64 + mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * "
+      << kRowWords << " + ks + (lane >> 4) * 4]);\n"
+      << "#pragma unroll\n        for (int nt = 0; nt < 4; nt += 2) {\n"
+      << "          unsigned r[4];\n"
+      << "          hpf_ldmatrix_x4(r, &Bs[cur][(wn * 32 + nt * 8 + (lane & 7) + (lane >> 4) * 8) * " << kRowWords
+      << " + ks + ((lane >> 3) & 1) * 4]);\n"
+      << "          b[nt][0] = r[0]; b[nt][1] = r[1]; b[nt + 1][0] = r[2]; b[nt + 1][1] = r[3];\n        }\n"
       << "#pragma unroll\n        for (int mt = 0; mt < 4; ++mt)\n"
       << "#pragma unroll\n          for (int nt = 0; nt < 4; ++nt) hpf_mma(acc[mt][nt], a[mt], b[nt]);\n      }\n";
   else

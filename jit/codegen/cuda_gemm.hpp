@@ -23,8 +23,8 @@
 // are K-contiguous, 16-byte aligned and already in the instruction's format, otherwise through
 // registers (loaded and converted before the multiply, stored to shared memory after it).
 // Tensor-core path: 8 warps as 2x4, each 64x32 (4x4 mma tiles); shared memory holds both
-// operands K-contiguous in 32-bit words (20-word rows: fragment loads are bank-conflict-free),
-// which makes the fragment layout the same for every format. Edge tiles: loads past M, N or K
+// operands K-contiguous in 32-bit words (20-word rows: ldmatrix fragment loads are
+// bank-conflict-free), which makes the fragment layout the same for every format. Edge tiles: loads past M, N or K
 // read zero, stores past M or N are skipped, so any M, N, K works.
 #pragma once
 

@@ -163,12 +163,8 @@ TEST_CASE("device cuda: Conv (grouped, depthwise, 1-D) in every format against t
 TEST_CASE("device cuda: every CUDA kernel of bert-tiny and cnn-small in f32 f16 bf16 against the reference") {
   NEED_GPU();
   for (const char* model : {"bert-tiny", "cnn-small"}) {
-    auto g = models::builtin(model);
-    REQUIRE(g.ok());
-    for (ValueId id : g->inputs())
-      for (Dim& d : g->value(id).shape)
-        if (!d.known()) d = Dim(1);
-    REQUIRE(g->infer_shapes().ok());
+    auto g = cuda_cases::concrete_builtin(model);
+    REQUIRE_MESSAGE(g.ok(), g.status().message());
     auto inputs = models::example_inputs(*g);
     REQUIRE(inputs.ok());
     // The reference's value of every node output: all of them made graph outputs.

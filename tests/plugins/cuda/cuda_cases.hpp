@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "hpf/dtype.hpp"
+#include "hpf/models.hpp"
 #include "jit/codegen/kernel_spec.hpp"
 
 namespace hpf::cuda_cases {
@@ -120,6 +121,16 @@ inline std::vector<Formats> conv_formats() {
   return {{DType::F32, DType::F32, DType::F32},     {DType::F16, DType::F16, DType::F16},
           {DType::BF16, DType::BF16, DType::BF16},  {DType::TF32, DType::TF32, DType::F32},
           {DType::F8E4M3, DType::F8E4M3, DType::F16}};
+}
+
+// A built-in model with batch 1 and every shape known (what lowering needs).
+inline Expected<Graph> concrete_builtin(const std::string& model) {
+  HPF_ASSIGN_OR_RETURN(Graph g, models::builtin(model));
+  for (ValueId id : g.inputs())
+    for (Dim& d : g.value(id).shape)
+      if (!d.known()) d = Dim(1);
+  HPF_RETURN_IF_ERROR(g.infer_shapes());
+  return g;
 }
 
 }  // namespace hpf::cuda_cases

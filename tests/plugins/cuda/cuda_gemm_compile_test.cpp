@@ -90,6 +90,7 @@ TEST_CASE("cuda gemm: sources carry the format's mma.sync, cp.async where rows a
   CHECK(f16.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
   CHECK(f16.find("hpf_cp_async16(&As") != std::string::npos);
   CHECK(f16.find("hpf_cp_async16(&Bs") != std::string::npos);
+  CHECK(f16.find("hpf_ldmatrix_x4(a[mt]") != std::string::npos);
   const std::string odd = src(matmul({DType::BF16, DType::BF16, DType::BF16}, {37, 29}, {29, 53}, {37, 53}));
   CHECK(odd.find("m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
   CHECK(odd.find("hpf_cp_async16(&") == std::string::npos);  // K = 29: rows not 16-byte aligned
@@ -145,12 +146,8 @@ TEST_CASE("cuda dialect: every kernel of bert-tiny and cnn-small generates and c
   std::set<std::string> seen;  // equal specs give equal kernels: compile each once
   for (const char* model : {"bert-tiny", "cnn-small"})
     for (DType format : {DType::F32, DType::F16, DType::BF16}) {
-      auto g = models::builtin(model);
-      REQUIRE(g.ok());
-      for (ValueId id : g->inputs())
-        for (Dim& d : g->value(id).shape)
-          if (!d.known()) d = Dim(1);
-      REQUIRE(g->infer_shapes().ok());
+      auto g = cuda_cases::concrete_builtin(model);
+      REQUIRE_MESSAGE(g.ok(), g.status().message());
       std::vector<DType> storage(g->values().size());
       for (size_t v = 0; v < storage.size(); ++v) {
         const DType t = g->value(static_cast<ValueId>(v)).dtype;
