@@ -118,17 +118,32 @@ static __device__ __forceinline__ void hpf_ldmatrix_x4(unsigned* r, const unsign
 }
 static __device__ __forceinline__ void hpf_cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 static __device__ __forceinline__ void hpf_cp_async_wait_all() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+/* Waits until at most N committed groups are still in flight. */
+template <int N>
+static __device__ __forceinline__ void hpf_cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
 )";
 }
 
+// The schedule: the instruction, which operands arrive by cp.async, and the shared-memory
+// pipeline. Two stages of 16 words of k (any loaders); with both operands by cp.async, four
+// stages of 8 words (48 KiB, the most static shared memory a block may have), so three k-slices
+// are in flight while one is multiplied. Rows are `words + 4` words apart: with 20 or 12, the
+// eight rows one ldmatrix phase reads fall in distinct banks.
 struct Variant {
   Mma mma;
   bool async_a, async_b;
+  int stages = 2, words = 16;
+  int row_words() const { return words + 4; }
 };
 
+Variant variant(Mma m, bool async_a, bool async_b) {
+  Variant v{m, async_a, async_b};
+  if (async_a && async_b) v.stages = 4, v.words = 8;
+  return v;
+}
+
 constexpr int kTile = 128;      // BM = BN
-constexpr int kWords = 16;      // 32-bit words of k per shared-memory stage
-constexpr int kRowWords = 20;   // tensor-core stage row stride (bank-conflict-free fragments)
+constexpr int kFmaWords = 16;   // FMA: k per stage
 constexpr int kFmaStride = kTile + 4;
 
 std::string elem_function(const char* fn, const GemmOperand& op, Mma m) {
@@ -146,20 +161,23 @@ struct Loader {
   std::string issue, store;
 };
 
-Loader loader(const char* X, const char* fn, const GemmOperand& op, bool async, bool k_major_fill, Mma m,
-              int64_t rows, int64_t K) {
+Loader loader(const char* X, const char* fn, const GemmOperand& op, bool async, const Variant& v, int64_t rows,
+              int64_t K) {
+  const Mma m = v.mma;
   const int epw = elems_per_word(m), bits = 32 / epw;
   const bool tc = m != Mma::fma;
+  const int words = tc ? v.words : kFmaWords;
   Loader l;
   std::ostringstream s;
   if (async) {
-    // 128 rows x 4 chunks of 16 bytes: two chunks per thread.
-    s << "#pragma unroll\n      for (int j = 0; j < 2; ++j) {\n"
-      << "        const int c = tid + 256 * j, rr = c >> 2, q = c & 3;\n"
-      << "        const i64 r = r0" << X << " + rr, k = kt * " << kWords * epw << "LL + q * " << 4 * epw << ";\n"
+    // 128 rows x words/4 chunks of 16 bytes: one or two chunks per thread.
+    const int chunks = words / 4;
+    s << "#pragma unroll\n      for (int j = 0; j < " << kTile * chunks / 256 << "; ++j) {\n"
+      << "        const int c = tid + 256 * j, rr = c / " << chunks << ", q = c % " << chunks << ";\n"
+      << "        const i64 r = r0" << X << " + rr, k = kt * " << words * epw << "LL + q * " << 4 * epw << ";\n"
       << "        const bool ok = r < " << L(rows) << " && k < " << L(K) << ";\n"
-      << "        hpf_cp_async16(&" << X << "s[buf][rr * " << kRowWords << " + q * 4], ok ? p" << X << " + (" << op.index
-      << ") : p" << X << ", ok);\n      }\n";
+      << "        hpf_cp_async16(&" << X << "s[buf][rr * " << v.row_words() << " + q * 4], ok ? p" << X << " + ("
+      << op.index << ") : p" << X << ", ok);\n      }\n";
     l.issue = s.str();
     return l;
   }
@@ -173,14 +191,13 @@ Loader loader(const char* X, const char* fn, const GemmOperand& op, bool async, 
     << "        const i64 r = r0" << X << " + rr;\n"
     << "        unsigned word = 0u;\n"
     << "#pragma unroll\n        for (int e = 0; e < " << epw << "; ++e) {\n"
-    << "          const i64 k = kt * " << kWords * epw << "LL + w * " << epw << " + e;\n"
+    << "          const i64 k = kt * " << words * epw << "LL + w * " << epw << " + e;\n"
     << "          if (r < " << L(rows) << " && k < " << L(K) << ") word |= " << fn << "(p" << X << ", bz, r, k) << (e * "
     << bits << ");\n"
     << "        }\n        reg" << X << "[j] = word;\n      }\n";
   l.issue = s.str();
   std::ostringstream t;
-  const std::string at = tc || !k_major_fill ? "rr * " + std::to_string(kRowWords) + " + w"
-                                             : "w * " + std::to_string(kFmaStride) + " + rr";
+  const std::string at = tc ? "rr * " + std::to_string(v.row_words()) + " + w" : "w * " + std::to_string(kFmaStride) + " + rr";
   t << "#pragma unroll\n      for (int j = 0; j < 8; ++j) {\n"
     << "        const int rr = " << rr << ", w = " << w << ";\n"
     << "        " << X << "s[buf][" << at << "] = reg" << X << "[j];\n      }\n";
@@ -192,13 +209,14 @@ std::string kernel(const GemmProblem& p, const std::string& name, const Variant&
   const Mma m = v.mma;
   const bool tc = m != Mma::fma;
   const int epw = elems_per_word(m);
-  const int64_t bk = static_cast<int64_t>(kWords) * epw;
+  const int words = tc ? v.words : kFmaWords, row_words = v.row_words();
+  const int64_t bk = static_cast<int64_t>(words) * epw;
   const int64_t kt_count = (p.K + bk - 1) / bk;
   const int64_t tm = (p.M + kTile - 1) / kTile, tn = (p.N + kTile - 1) / kTile;
   const int64_t tiles = p.batches * tm * tn;
-  const int stage = tc ? kTile * kRowWords : kWords * kFmaStride;
-  const Loader la = loader("A", "hpf_elem_a", p.a, v.async_a, true, m, p.M, p.K);
-  const Loader lb = loader("B", "hpf_elem_b", p.b, v.async_b, true, m, p.N, p.K);
+  const int stage = tc ? kTile * row_words : kFmaWords * kFmaStride;
+  const Loader la = loader("A", "hpf_elem_a", p.a, v.async_a, v, p.M, p.K);
+  const Loader lb = loader("B", "hpf_elem_b", p.b, v.async_b, v, p.N, p.K);
   const std::string acc = p.int_result ? "int" : "float";
   std::ostringstream s;
   if (tc) s << mma_function(m, p.a.dtype, p.b.dtype);
@@ -206,8 +224,8 @@ std::string kernel(const GemmProblem& p, const std::string& name, const Variant&
   s << "\nextern \"C\" __global__ void __launch_bounds__(256) " << name << "(const " << cuda_gemm_storage_type(p.a.dtype)
     << "* __restrict__ pA, const " << cuda_gemm_storage_type(p.b.dtype) << "* __restrict__ pB"
     << (p.extra_params.empty() ? "" : ", ") << p.extra_params << ") {\n"
-    << "  __shared__ __align__(16) unsigned As[2][" << stage << "];\n"
-    << "  __shared__ __align__(16) unsigned Bs[2][" << stage << "];\n"
+    << "  __shared__ __align__(16) unsigned As[" << v.stages << "][" << stage << "];\n"
+    << "  __shared__ __align__(16) unsigned Bs[" << v.stages << "][" << stage << "];\n"
     << "  const int tid = threadIdx.x;\n";
   if (tc)
     s << "  const int lane = tid & 31, warp = tid >> 5, wm = warp >> 2, wn = warp & 3, g = lane >> 2, tg = lane & 3;\n";
@@ -221,42 +239,64 @@ std::string kernel(const GemmProblem& p, const std::string& name, const Variant&
   else s << "    float acc[8][8];\n";
   s << "#pragma unroll\n    for (int x = 0; x < " << (tc ? 64 : 64) << "; ++x) (&acc[0][0]" << (tc ? "[0]" : "")
     << ")[x] = 0;\n";
-  // Stage 0.
-  s << "    {\n      const i64 kt = 0;\n      const int buf = 0;\n"
-    << la.issue << lb.issue << la.store << lb.store
-    << "      hpf_cp_async_commit();\n      hpf_cp_async_wait_all();\n      __syncthreads();\n    }\n";
-  s << "    for (i64 kt0 = 0; kt0 < " << L(kt_count) << "; ++kt0) {\n"
-    << "      const int cur = (int)(kt0 & 1);\n"
-    << "      if (kt0 + 1 < " << L(kt_count) << ") {\n"
-    << "        const i64 kt = kt0 + 1;\n        const int buf = cur ^ 1;\n"
-    << la.issue << lb.issue << "        hpf_cp_async_commit();\n      }\n";
+  if (v.stages == 2) {
+    // Stage 0, then per k-slice: fetch the next into the other stage, multiply this one, store
+    // the fetched registers, wait for the copies.
+    s << "    {\n      const i64 kt = 0;\n      const int buf = 0;\n"
+      << la.issue << lb.issue << la.store << lb.store
+      << "      hpf_cp_async_commit();\n      hpf_cp_async_wait_all();\n      __syncthreads();\n    }\n";
+    s << "    for (i64 kt0 = 0; kt0 < " << L(kt_count) << "; ++kt0) {\n"
+      << "      const int cur = (int)(kt0 & 1);\n"
+      << "      if (kt0 + 1 < " << L(kt_count) << ") {\n"
+      << "        const i64 kt = kt0 + 1;\n        const int buf = cur ^ 1;\n"
+      << la.issue << lb.issue << "        hpf_cp_async_commit();\n      }\n";
+  } else {
+    // cp.async only: slices 0..S-2 in flight first; per slice: wait for it (at most S-2 groups
+    // pending), barrier (also: everyone is done with the stage refilled next), fetch slice
+    // kt0+S-1 into the stage slice kt0-1 used, multiply this one. One group per slice, empty
+    // past the end, so the counting holds.
+    const int S = v.stages;
+    s << "#pragma unroll\n    for (int s0 = 0; s0 < " << S - 1 << "; ++s0) {\n"
+      << "      const i64 kt = s0;\n      const int buf = s0;\n"
+      << "      if (kt < " << L(kt_count) << ") {\n" << la.issue << lb.issue << "      }\n"
+      << "      hpf_cp_async_commit();\n    }\n";
+    s << "    for (i64 kt0 = 0; kt0 < " << L(kt_count) << "; ++kt0) {\n"
+      << "      const int cur = (int)(kt0 % " << S << ");\n"
+      << "      hpf_cp_async_wait<" << S - 2 << ">();\n      __syncthreads();\n"
+      << "      {\n        const i64 kt = kt0 + " << S - 1 << ";\n        const int buf = (int)(kt % " << S << ");\n"
+      << "        if (kt < " << L(kt_count) << ") {\n" << la.issue << lb.issue << "        }\n"
+      << "        hpf_cp_async_commit();\n      }\n";
+  }
   if (tc)
-    s << "#pragma unroll\n      for (int ks = 0; ks < " << kWords << "; ks += 8) {\n"
+    s << "#pragma unroll\n      for (int ks = 0; ks < " << words << "; ks += 8) {\n"
       << "        unsigned a[4][4], b[4][2];\n"
       // ldmatrix.x4 hands lane l the word (row l/4, word l%4) of each of four 8x4-word
       // matrices, which is the mma fragment layout for every format here (they are all
       // 32-bit words along k): A = rows 0-7 | 8-15 x words ks | ks+4; B = two n8 tiles.
       << "#pragma unroll\n        for (int mt = 0; mt < 4; ++mt)\n"
       << "          hpf_ldmatrix_x4(a[mt], &As[cur][(wm * 64 + mt * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * "
-      << kRowWords << " + ks + (lane >> 4) * 4]);\n"
+      << row_words << " + ks + (lane >> 4) * 4]);\n"
       << "#pragma unroll\n        for (int nt = 0; nt < 4; nt += 2) {\n"
       << "          unsigned r[4];\n"
-      << "          hpf_ldmatrix_x4(r, &Bs[cur][(wn * 32 + nt * 8 + (lane & 7) + (lane >> 4) * 8) * " << kRowWords
+      << "          hpf_ldmatrix_x4(r, &Bs[cur][(wn * 32 + nt * 8 + (lane & 7) + (lane >> 4) * 8) * " << row_words
       << " + ks + ((lane >> 3) & 1) * 4]);\n"
       << "          b[nt][0] = r[0]; b[nt][1] = r[1]; b[nt + 1][0] = r[2]; b[nt + 1][1] = r[3];\n        }\n"
       << "#pragma unroll\n        for (int mt = 0; mt < 4; ++mt)\n"
       << "#pragma unroll\n          for (int nt = 0; nt < 4; ++nt) hpf_mma(acc[mt][nt], a[mt], b[nt]);\n      }\n";
   else
-    s << "#pragma unroll\n      for (int kk = 0; kk < " << kWords << "; ++kk) {\n"
+    s << "#pragma unroll\n      for (int kk = 0; kk < " << kFmaWords << "; ++kk) {\n"
       << "        float a[8], b[8];\n"
       << "#pragma unroll\n        for (int x = 0; x < 8; ++x) {\n"
       << "          a[x] = __uint_as_float(As[cur][kk * " << kFmaStride << " + ty + 16 * x]);\n"
       << "          b[x] = __uint_as_float(Bs[cur][kk * " << kFmaStride << " + tx + 16 * x]);\n        }\n"
       << "#pragma unroll\n        for (int x = 0; x < 8; ++x)\n"
       << "#pragma unroll\n          for (int y = 0; y < 8; ++y) acc[x][y] = fmaf(a[x], b[y], acc[x][y]);\n      }\n";
-  s << "      if (kt0 + 1 < " << L(kt_count) << ") {\n        const int buf = cur ^ 1;\n"
-    << la.store << lb.store << "      }\n"
-    << "      hpf_cp_async_wait_all();\n      __syncthreads();\n    }\n";
+  if (v.stages == 2)
+    s << "      if (kt0 + 1 < " << L(kt_count) << ") {\n        const int buf = cur ^ 1;\n"
+      << la.store << lb.store << "      }\n"
+      << "      hpf_cp_async_wait_all();\n      __syncthreads();\n    }\n";
+  else  // drain the (empty) groups; nobody refills a stage of this tile while another reads it
+    s << "    }\n    hpf_cp_async_wait_all();\n    __syncthreads();\n";
   // Epilogue: each accumulator to its output element.
   if (tc)
     s << "#pragma unroll\n    for (int x = 0; x < 64; ++x) {\n"
@@ -269,7 +309,6 @@ std::string kernel(const GemmProblem& p, const std::string& name, const Variant&
       << "      const float v = acc[x >> 3][x & 7];\n";
   s << "      if (i < " << L(p.M) << " && j < " << L(p.N) << ") {\n        " << p.epilogue << "\n      }\n    }\n";
   s << "  }\n}\n";
-  (void)la;
   return s.str();
 }
 
@@ -321,10 +360,10 @@ Expected<GeneratedKernel> generate_cuda_gemm(const GemmProblem& p, const std::st
   if (m == Mma::fp8) {
     // FP8 instructions from sm_89; before that the same kernel runs f16 on exact conversions.
     s << "#if __CUDA_ARCH__ >= 890\n"
-      << kernel(p, name, {m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K)}) << "#else\n"
-      << kernel(p, name, {Mma::f16, false, false}) << "#endif\n";
+      << kernel(p, name, variant(m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K))) << "#else\n"
+      << kernel(p, name, variant(Mma::f16, false, false)) << "#endif\n";
   } else {
-    s << kernel(p, name, {m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K)});
+    s << kernel(p, name, variant(m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K)));
   }
   const int64_t tiles = p.batches * ((p.M + kTile - 1) / kTile) * ((p.N + kTile - 1) / kTile);
   // The GPU launch rule (gpu_codegen.hpp): one block of 256 threads per output tile.

@@ -18,12 +18,13 @@
 // the FP32 reference only by the order of FP32 additions.
 //
 // Schedule (both paths): 256 threads, 128x128 output tiles, a grid-stride loop over
-// (batch, tile row, tile column); two shared-memory stages: while one k-slice is multiplied the
-// next is fetched, with cp.async (16-byte, zero-filled past the edges) where the operand's rows
-// are K-contiguous, 16-byte aligned and already in the instruction's format, otherwise through
-// registers (loaded and converted before the multiply, stored to shared memory after it).
+// (batch, tile row, tile column), shared-memory stages filled while others are multiplied.
+// When both operands' rows are K-contiguous, 16-byte aligned and already in the instruction's
+// format: cp.async only (16-byte copies, zero-filled past the edges), four stages of 8 words
+// of k, three in flight. Otherwise two stages of 16 words: the next k-slice comes through
+// registers (loaded and converted before the multiply, stored after it) or cp.async per operand.
 // Tensor-core path: 8 warps as 2x4, each 64x32 (4x4 mma tiles); shared memory holds both
-// operands K-contiguous in 32-bit words (20-word rows: ldmatrix fragment loads are
+// operands K-contiguous in 32-bit words (rows of words + 4: ldmatrix fragment loads are
 // bank-conflict-free), which makes the fragment layout the same for every format. Edge tiles: loads past M, N or K
 // read zero, stores past M or N are skipped, so any M, N, K works.
 #pragma once
