@@ -25,8 +25,8 @@
 // registers (loaded and converted before the multiply, stored after it) or cp.async per operand.
 // Tensor-core path: 8 warps as 2x4, each 64x32 (4x4 mma tiles); shared memory holds both
 // operands K-contiguous in 32-bit words (rows of words + 4: ldmatrix fragment loads are
-// bank-conflict-free), which makes the fragment layout the same for every format. Edge tiles: loads past M, N or K
-// read zero, stores past M or N are skipped, so any M, N, K works.
+// bank-conflict-free), which makes the fragment layout the same for every format. Edge tiles:
+// loads past M, N or K read zero, stores past M or N are skipped, so any M, N, K works.
 #pragma once
 
 #include <string>
