@@ -112,7 +112,8 @@ void describe_precisions(Device& d) {
   d.precisions = {{sizeof(hpf_precision_support), "matmul", d.precisions_matmul.c_str()},
                   {sizeof(hpf_precision_support), "conv", d.precisions_conv.c_str()},
                   {sizeof(hpf_precision_support), "elementwise", "f32,f16,bf16"},
-                  {sizeof(hpf_precision_support), "normalization", "f32,f16,bf16"}};
+                  {sizeof(hpf_precision_support), "normalization", "f32,f16,bf16"},
+                  {sizeof(hpf_precision_support), "softmax", "f32,f16,bf16"}};
 }
 
 hpf_error* cuda_plugin_init(hpf_plugin** out) {
