@@ -172,10 +172,12 @@ Expected<GeneratedKernel> generate_gpu(const KernelSpec& spec, GpuDialect d) {
   if (f == "slice") return generate_gpu_slice(spec, name, d);
   if (f == "pad") return generate_gpu_pad(spec, name, d);
   if (f == "expand") return generate_gpu_expand(spec, name, d);
-  // GEMM-like families: the tiled FMA schedule for HIP. The CUDA dialect takes its own tensor-core
-  // generators here (cuda_matmul.cpp, cuda_conv.cpp), not the tiled one.
+  // GEMM-like families: tensor-core generators for CUDA (cuda_matmul.cpp, cuda_conv.cpp), the
+  // tiled FMA schedule for HIP.
   if (d == GpuDialect::hip && f == "matmul") return generate_gpu_matmul(spec, name, d);
   if (d == GpuDialect::hip && f == "conv") return generate_gpu_conv(spec, name, d);
+  if (d == GpuDialect::cuda && f == "matmul") return generate_cuda_matmul(spec, name);
+  if (d == GpuDialect::cuda && f == "conv") return generate_cuda_conv(spec, name);
   return Status::unsupported("op family '" + f + "' is unsupported in the " + gpu_dialect_name(d) + " dialect");
 }
 

@@ -49,4 +49,9 @@ std::string gpu_tiled_gemm_body(const TiledGemm& g);
 Expected<GeneratedKernel> generate_gpu_matmul(const KernelSpec& spec, const std::string& name, GpuDialect d);
 Expected<GeneratedKernel> generate_gpu_conv(const KernelSpec& spec, const std::string& name, GpuDialect d);
 
+// CUDA only (inline PTX mma.sync): MatMul/Gemm and Conv on the tensor-core GEMM machinery of
+// cuda_gemm.hpp, the instruction chosen from the operand formats.
+Expected<GeneratedKernel> generate_cuda_matmul(const KernelSpec& spec, const std::string& name);
+Expected<GeneratedKernel> generate_cuda_conv(const KernelSpec& spec, const std::string& name);
+
 }  // namespace hpf::jit

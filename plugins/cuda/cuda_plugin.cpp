@@ -1,14 +1,20 @@
-// The CUDA plugin, compile-only slice: NVRTC turns "cuda" dialect source into CUBIN for each
-// target architecture; running kernels (driver API: memory, modules, launches) is not there yet,
-// so every device scores 0 with the reason, and compile-only use (hpf compile-check) still works.
+// The CUDA plugin: NVRTC compiles "cuda" dialect source to CUBIN (PTX when HPF_CUDA_PTX=1) and
+// the driver API (cuda_driver.hpp) runs it: device memory, modules, launches on one
+// non-blocking stream per GPU, events for the timer. Both libraries are dlopen'ed.
 //
-// Devices. One per target of HPF_CUDA_TARGETS (comma-separated sm_NN, read at plugin_init), so a
-// machine without a GPU can compile for any architecture NVRTC knows. Unset: one device
-// "cuda (no target)" whose compiles fail asking for HPF_CUDA_TARGETS.
+// Devices. One per GPU the driver reports (architecture sm_XY from its compute capability,
+// score 50: usable, but below the CPU plugin's 100 while libhpf's Session generates C kernels
+// only, so a Session does not pick a GPU it cannot drive), then one compile-only device per
+// target of HPF_CUDA_TARGETS (comma-separated sm_NN, read at plugin_init; score 0 "compile-only
+// target"). No driver or no GPU and no targets: one device "cuda (no target)" with score 0 and
+// the reason, whose compiles fail asking for HPF_CUDA_TARGETS.
+//
+// Power: the extra symbol hpf_cuda_get_power_api (cuda_power.h) reads NVML for `hpf bench`.
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -16,6 +22,9 @@
 
 #include "hpf/plugin.h"
 #include "plugins/common/plugin_common.hpp"
+#include "plugins/cuda/cuda_driver.hpp"
+#include "plugins/cuda/cuda_power.h"
+#include "plugins/cuda/nvml_power.hpp"
 #include "plugins/cuda/nvrtc_loader.hpp"
 
 #define HPF_CUDA_EXPORT __attribute__((visibility("default")))
@@ -24,6 +33,9 @@ namespace {
 
 using namespace hpf_cuda;
 
+constexpr int32_t kGpuScore = 50;
+constexpr int kFuncMaxDynamicShared = 8;
+
 hpf_error out_of_memory_error{HPF_ERROR_OUT_OF_MEMORY, "cuda: out of memory", true};
 
 hpf_error* make_error(hpf_error_code code, std::string message) {
@@ -31,8 +43,10 @@ hpf_error* make_error(hpf_error_code code, std::string message) {
 }
 
 struct Device {
-  std::string name, architecture;
+  std::string name, architecture, reason, precisions_matmul, precisions_conv;
+  int gpu = -1;  // index into Driver::gpus; -1 = compile-only target
   std::vector<hpf_kv> fingerprint;
+  std::vector<hpf_precision_support> precisions;
 };
 
 }  // namespace
@@ -41,14 +55,37 @@ struct hpf_plugin {
   hpf_plugin_info info{};
   Nvrtc nvrtc;
   Driver driver;
+  Nvml nvml;
   std::string include_dir;
-  std::string reason;      // why every device scores 0
-  std::string compiler;    // "nvrtc 13.0"
-  std::string flags;       // common flags, part of the cache key
+  std::string compiler;  // "nvrtc 13.0"
+  std::string flags;     // common flags, part of the cache key
+  std::string nvrtc_version, driver_version;
+  bool ptx = false;      // HPF_CUDA_PTX=1: blobs are PTX text, JIT-compiled by the driver at load
   std::vector<Device> devices;
   std::vector<hpf_device_info> infos;
-  std::vector<hpf_precision_support> precisions;
-  std::string nvrtc_version;
+};
+
+struct hpf_buffer {
+  int32_t device;
+  CUdeviceptr ptr;
+  size_t size;
+};
+
+struct hpf_kernel {
+  hpf_program* program;
+  CUfunction fn;
+  uint32_t shared_opt_in = 48 * 1024;  // dynamic shared bytes allowed so far
+};
+
+struct hpf_program {
+  int32_t device;
+  CUmodule module;
+  std::map<std::string, std::unique_ptr<hpf_kernel>> kernels;
+};
+
+struct hpf_timer {
+  int32_t device;
+  CUevent start = nullptr, stop = nullptr;
 };
 
 namespace {
@@ -60,43 +97,80 @@ bool valid_target(const std::string& t) {
   return true;
 }
 
+// sm_89 -> 89 (0 when not a target).
+int arch_number(const std::string& t) { return valid_target(t) ? std::atoi(t.c_str() + 3) : 0; }
+
+// What the generated kernels run per op class on an architecture (cuda_gemm.hpp's instructions).
+void describe_precisions(Device& d) {
+  const int sm = arch_number(d.architecture);
+  d.precisions_matmul = sm >= 80 ? "f32,tf32,bf16,f16,i8,u8" : "f32,f16,bf16";
+  d.precisions_conv = sm >= 80 ? "f32,tf32,bf16,f16" : "f32,f16,bf16";
+  if (sm >= 89) {
+    d.precisions_matmul += ",f8e4m3,f8e5m2";
+    d.precisions_conv += ",f8e4m3,f8e5m2";
+  }
+  d.precisions = {{sizeof(hpf_precision_support), "matmul", d.precisions_matmul.c_str()},
+                  {sizeof(hpf_precision_support), "conv", d.precisions_conv.c_str()},
+                  {sizeof(hpf_precision_support), "elementwise", "f32,f16,bf16"},
+                  {sizeof(hpf_precision_support), "normalization", "f32,f16,bf16"},
+                  {sizeof(hpf_precision_support), "softmax", "f32,f16,bf16"}};
+}
+
 hpf_error* cuda_plugin_init(hpf_plugin** out) {
   *out = nullptr;
   try {
     auto p = std::make_unique<hpf_plugin>();
-    p->info = {sizeof(hpf_plugin_info), "cuda", "0.1.0"};
+    p->info = {sizeof(hpf_plugin_info), "cuda", "0.2.0"};
     p->nvrtc = load_nvrtc();
-    p->driver = load_driver();
+    load_driver(p->driver);
     p->include_dir = cuda_include_dir();
-    p->reason = p->driver.lib ? "compile-only: running kernels on the GPU is not implemented yet" : p->driver.reason;
-    if (!p->nvrtc.ok()) p->reason += "; " + p->nvrtc.reason;
     p->nvrtc_version = std::to_string(p->nvrtc.major) + "." + std::to_string(p->nvrtc.minor);
+    p->driver_version = p->driver.version ? std::to_string(p->driver.version / 1000) + "." +
+                                                std::to_string(p->driver.version % 1000 / 10)
+                                          : "none";
     p->compiler = p->nvrtc.ok() ? "nvrtc " + p->nvrtc_version : "none";
+    const char* ptx = std::getenv("HPF_CUDA_PTX");
+    p->ptx = ptx && *ptx && std::strcmp(ptx, "0") != 0;
     p->flags = "-default-device --std=c++17";
+    if (p->ptx) p->flags += " --ptx";
     if (!p->include_dir.empty()) p->flags += " --include-path=" + p->include_dir;
-    p->precisions.push_back({sizeof(hpf_precision_support), "elementwise", "f32,f16,bf16"});
+    const std::string no_nvrtc = p->nvrtc.ok() ? "" : "; " + p->nvrtc.reason;
+    for (size_t g = 0; g < p->driver.gpus.size(); ++g) {
+      Device d;
+      d.gpu = static_cast<int>(g);
+      d.name = p->driver.gpus[g].name;
+      d.architecture = p->driver.gpus[g].architecture;
+      d.reason = p->nvrtc.ok() ? "" : "no kernel compiler" + no_nvrtc;
+      p->devices.push_back(std::move(d));
+    }
     std::vector<std::string> targets = hpf_plugin_common::targets_from_env("HPF_CUDA_TARGETS");
-    if (targets.empty()) targets.push_back("");
-    p->devices.reserve(targets.size());
+    if (targets.empty() && p->devices.empty()) targets.push_back("");
     for (const std::string& t : targets) {
       Device d;
       d.architecture = t;
       d.name = t.empty() ? "cuda (no target: set HPF_CUDA_TARGETS)" : "cuda compile target " + t;
+      d.reason = (p->driver.gpus.empty() ? p->driver.reason : "compile-only target") + no_nvrtc;
       p->devices.push_back(std::move(d));
     }
     for (Device& d : p->devices) {
+      describe_precisions(d);
       d.fingerprint = {{sizeof(hpf_kv), "architecture", d.architecture.c_str()},
-                       {sizeof(hpf_kv), "nvrtc", p->nvrtc_version.c_str()}};
+                       {sizeof(hpf_kv), "nvrtc", p->nvrtc_version.c_str()},
+                       {sizeof(hpf_kv), "driver", p->driver_version.c_str()},
+                       {sizeof(hpf_kv), "flags", p->flags.c_str()}};
       hpf_device_info i{};
       i.struct_size = sizeof i;
       i.name = d.name.c_str();
       i.architecture = d.architecture.c_str();
       i.dialect = "cuda";
-      i.score = 0;
-      i.score_reason = p->reason.c_str();
-      i.compute_units = 0;
-      i.precisions = p->precisions.data();
-      i.precision_count = p->precisions.size();
+      i.score = d.gpu >= 0 && d.reason.empty() ? kGpuScore : 0;
+      i.score_reason = d.reason.c_str();
+      if (d.gpu >= 0) {
+        i.memory_bytes = p->driver.gpus[d.gpu].memory_bytes;
+        i.compute_units = p->driver.gpus[d.gpu].sms;
+      }
+      i.precisions = d.precisions.data();
+      i.precision_count = d.precisions.size();
       i.fingerprint = d.fingerprint.data();
       i.fingerprint_count = d.fingerprint.size();
       i.compiler = p->compiler.c_str();
@@ -130,33 +204,88 @@ hpf_error* check_device(const hpf_plugin* p, int32_t d) {
   return make_error(HPF_ERROR_INVALID_ARGUMENT, "no device " + std::to_string(d));
 }
 
-// Everything that needs the GPU: refused with the reason.
-hpf_error* no_gpu(const hpf_plugin* p, const char* what) {
-  return make_error(HPF_ERROR_UNSUPPORTED, std::string(what) + ": " + p->reason);
+hpf_error* driver_error(const hpf_plugin* p, const char* function, CUresult r) {
+  return make_error(r == 2 ? HPF_ERROR_OUT_OF_MEMORY : HPF_ERROR_DEVICE, p->driver.error(function, r));
+}
+
+// Checks `d` is a GPU and makes its context current; `what` names the refused function.
+hpf_error* gpu_of(const hpf_plugin* p, int32_t d, const char* what, const Gpu** out) {
+  if (hpf_error* e = check_device(p, d)) return e;
+  const Device& dev = p->devices[d];
+  if (dev.gpu < 0) return make_error(HPF_ERROR_UNSUPPORTED, std::string(what) + ": " + dev.reason);
+  if (CUresult r = p->driver.use(dev.gpu); r != 0) return driver_error(p, "cuCtxSetCurrent", r);
+  *out = &p->driver.gpus[dev.gpu];
+  return nullptr;
 }
 
 hpf_error* cuda_device_synchronize(hpf_plugin* p, int32_t d) {
   if (hpf_error* e = check_device(p, d)) return e;
-  return nullptr;  // nothing is ever queued
-}
-hpf_error* cuda_buffer_alloc(hpf_plugin* p, int32_t d, size_t, hpf_buffer** out) {
-  *out = nullptr;
-  if (hpf_error* e = check_device(p, d)) return e;
-  return no_gpu(p, "buffer_alloc");
-}
-void cuda_buffer_free(hpf_plugin*, hpf_buffer*) {}
-void* cuda_buffer_pointer(hpf_plugin*, hpf_buffer*) { return nullptr; }
-hpf_error* cuda_buffer_copy_in(hpf_plugin* p, hpf_buffer*, size_t, const void*, size_t) {
-  return no_gpu(p, "buffer_copy_in");
-}
-hpf_error* cuda_buffer_copy_out(hpf_plugin* p, const hpf_buffer*, size_t, void*, size_t) {
-  return no_gpu(p, "buffer_copy_out");
+  if (p->devices[d].gpu < 0) return nullptr;  // nothing is ever queued on a compile-only target
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, d, "device_synchronize", &g)) return e;
+  if (CUresult r = p->driver.StreamSynchronize(g->stream); r != 0) return driver_error(p, "cuStreamSynchronize", r);
+  return nullptr;
 }
 
-struct Program {
+hpf_error* cuda_buffer_alloc(hpf_plugin* p, int32_t d, size_t bytes, hpf_buffer** out) {
+  *out = nullptr;
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, d, "buffer_alloc", &g)) return e;
+  CUdeviceptr ptr = 0;
+  if (CUresult r = p->driver.MemAlloc(&ptr, bytes ? bytes : 1); r != 0) return driver_error(p, "cuMemAlloc", r);
+  *out = new (std::nothrow) hpf_buffer{d, ptr, bytes};
+  if (!*out) {
+    p->driver.MemFree(ptr);
+    return &out_of_memory_error;
+  }
+  return nullptr;
+}
+
+void cuda_buffer_free(hpf_plugin* p, hpf_buffer* b) {
+  if (!b) return;
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, b->device, "buffer_free", &g)) cuda_error_destroy(e);
+  else {
+    p->driver.StreamSynchronize(g->stream);  // launches still reading it
+    p->driver.MemFree(b->ptr);
+  }
+  delete b;
+}
+
+void* cuda_buffer_pointer(hpf_plugin*, hpf_buffer* b) { return b ? reinterpret_cast<void*>(b->ptr) : nullptr; }
+
+hpf_error* copy_range(hpf_plugin* p, const hpf_buffer* b, size_t offset, size_t bytes, const char* what, const Gpu** g) {
+  if (!b) return make_error(HPF_ERROR_INVALID_ARGUMENT, std::string(what) + ": NULL buffer");
+  if (offset > b->size || bytes > b->size - offset)
+    return make_error(HPF_ERROR_INVALID_ARGUMENT, std::string(what) + ": range outside the buffer");
+  return gpu_of(p, b->device, what, g);
+}
+
+// Copies are ordered with the launches on the device's stream and complete before returning.
+hpf_error* cuda_buffer_copy_in(hpf_plugin* p, hpf_buffer* b, size_t offset, const void* src, size_t bytes) {
+  const Gpu* g = nullptr;
+  if (hpf_error* e = copy_range(p, b, offset, bytes, "buffer_copy_in", &g)) return e;
+  if (!bytes) return nullptr;
+  if (CUresult r = p->driver.MemcpyHtoDAsync(b->ptr + offset, src, bytes, g->stream); r != 0)
+    return driver_error(p, "cuMemcpyHtoDAsync", r);
+  if (CUresult r = p->driver.StreamSynchronize(g->stream); r != 0) return driver_error(p, "cuStreamSynchronize", r);
+  return nullptr;
+}
+
+hpf_error* cuda_buffer_copy_out(hpf_plugin* p, const hpf_buffer* b, size_t offset, void* dst, size_t bytes) {
+  const Gpu* g = nullptr;
+  if (hpf_error* e = copy_range(p, b, offset, bytes, "buffer_copy_out", &g)) return e;
+  if (!bytes) return nullptr;
+  if (CUresult r = p->driver.MemcpyDtoHAsync(dst, b->ptr + offset, bytes, g->stream); r != 0)
+    return driver_error(p, "cuMemcpyDtoHAsync", r);
+  if (CUresult r = p->driver.StreamSynchronize(g->stream); r != 0) return driver_error(p, "cuStreamSynchronize", r);
+  return nullptr;
+}
+
+struct NvrtcProgram {
   hpf_plugin* plugin;
   nvrtcProgram prog = nullptr;
-  ~Program() {
+  ~NvrtcProgram() {
     if (prog) plugin->nvrtc.DestroyProgram(&prog);
   }
 };
@@ -177,10 +306,12 @@ hpf_error* cuda_program_compile(hpf_plugin* p, int32_t d, const char* source, si
   if (!valid_target(arch)) return make_error(HPF_ERROR_INVALID_ARGUMENT, "'" + arch + "' is not an sm_NN target");
   try {
     const std::string src(source ? source : "", size);
-    Program prog{p};
+    NvrtcProgram prog{p};
     nvrtcResult r = p->nvrtc.CreateProgram(&prog.prog, src.c_str(), "hpf_kernel.cu", 0, nullptr, nullptr);
     if (r != 0) return make_error(HPF_ERROR_INTERNAL, "nvrtcCreateProgram: " + nvrtc_error(p, r));
-    const std::string gpu = "--gpu-architecture=" + arch, inc = "--include-path=" + p->include_dir;
+    // PTX: a virtual architecture (compute_XY), JIT-compiled by the driver at load.
+    const std::string gpu = "--gpu-architecture=" + (p->ptx ? "compute_" + arch.substr(3) : arch);
+    const std::string inc = "--include-path=" + p->include_dir;
     std::vector<const char*> opts{gpu.c_str(), "-default-device", "--std=c++17"};
     if (!p->include_dir.empty()) opts.push_back(inc.c_str());
     r = p->nvrtc.CompileProgram(prog.prog, static_cast<int>(opts.size()), opts.data());
@@ -191,22 +322,21 @@ hpf_error* cuda_program_compile(hpf_plugin* p, int32_t d, const char* source, si
       p->nvrtc.GetProgramLog(prog.prog, log.data());
       log.resize(std::strlen(log.c_str()));
     }
-    if (r != 0)
-      return make_error(HPF_ERROR_COMPILE, "nvrtc (" + arch + "): " + nvrtc_error(p, r) + "\n" + log);
+    if (r != 0) return make_error(HPF_ERROR_COMPILE, "nvrtc (" + arch + "): " + nvrtc_error(p, r) + "\n" + log);
     size_t n = 0;
-    r = p->nvrtc.GetCUBINSize(prog.prog, &n);
-    if (r != 0 || n == 0) return make_error(HPF_ERROR_COMPILE, "nvrtcGetCUBINSize: " + nvrtc_error(p, r));
+    r = p->ptx ? p->nvrtc.GetPTXSize(prog.prog, &n) : p->nvrtc.GetCUBINSize(prog.prog, &n);
+    if (r != 0 || n == 0) return make_error(HPF_ERROR_COMPILE, "nvrtcGet{CUBIN,PTX}Size: " + nvrtc_error(p, r));
     auto* blob = static_cast<hpf_blob*>(std::malloc(sizeof(hpf_blob) + n));
     if (!blob) return &out_of_memory_error;
     char* bytes = reinterpret_cast<char*>(blob + 1);
-    r = p->nvrtc.GetCUBIN(prog.prog, bytes);
+    r = p->ptx ? p->nvrtc.GetPTX(prog.prog, bytes) : p->nvrtc.GetCUBIN(prog.prog, bytes);
     if (r != 0) {
       std::free(blob);
-      return make_error(HPF_ERROR_COMPILE, "nvrtcGetCUBIN: " + nvrtc_error(p, r));
+      return make_error(HPF_ERROR_COMPILE, "nvrtcGet{CUBIN,PTX}: " + nvrtc_error(p, r));
     }
     blob->struct_size = sizeof(hpf_blob);
     blob->data = bytes;
-    blob->size = n;
+    blob->size = n;  // PTX: includes its terminating NUL, as cuModuleLoadData wants
     *out = blob;
     return nullptr;
   } catch (const std::bad_alloc&) {
@@ -215,25 +345,159 @@ hpf_error* cuda_program_compile(hpf_plugin* p, int32_t d, const char* source, si
 }
 
 void cuda_blob_free(hpf_plugin*, hpf_blob* b) { std::free(b); }
-hpf_error* cuda_program_load(hpf_plugin* p, int32_t d, const void*, size_t, hpf_program** out) {
+
+hpf_error* cuda_program_load(hpf_plugin* p, int32_t d, const void* data, size_t size, hpf_program** out) {
   *out = nullptr;
-  if (hpf_error* e = check_device(p, d)) return e;
-  return no_gpu(p, "program_load");
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, d, "program_load", &g)) return e;
+  if (!data || size < 4) return make_error(HPF_ERROR_INVALID_ARGUMENT, "program_load: empty binary");
+  // cuModuleLoadData reads PTX up to its NUL: a PTX blob must carry one inside `size`.
+  const bool elf = std::memcmp(data, "\x7f" "ELF", 4) == 0;
+  if (!elf && std::memchr(data, 0, size) == nullptr)
+    return make_error(HPF_ERROR_INVALID_ARGUMENT, "program_load: neither CUBIN (ELF) nor NUL-terminated PTX");
+  CUmodule m = nullptr;
+  if (CUresult r = p->driver.ModuleLoadData(&m, data); r != 0) return driver_error(p, "cuModuleLoadData", r);
+  *out = new (std::nothrow) hpf_program{d, m, {}};
+  if (!*out) {
+    p->driver.ModuleUnload(m);
+    return &out_of_memory_error;
+  }
+  return nullptr;
 }
-void cuda_program_unload(hpf_plugin*, hpf_program*) {}
-hpf_error* cuda_kernel_get(hpf_plugin* p, hpf_program*, const char*, hpf_kernel** out) {
+
+void cuda_program_unload(hpf_plugin* p, hpf_program* prog) {
+  if (!prog) return;
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, prog->device, "program_unload", &g)) cuda_error_destroy(e);
+  else {
+    p->driver.StreamSynchronize(g->stream);
+    p->driver.ModuleUnload(prog->module);
+  }
+  delete prog;
+}
+
+hpf_error* cuda_kernel_get(hpf_plugin* p, hpf_program* prog, const char* name, hpf_kernel** out) {
   *out = nullptr;
-  return no_gpu(p, "kernel_get");
+  if (!prog || !name) return make_error(HPF_ERROR_INVALID_ARGUMENT, "kernel_get: NULL program or name");
+  try {
+    auto it = prog->kernels.find(name);
+    if (it != prog->kernels.end()) {
+      *out = it->second.get();
+      return nullptr;
+    }
+    const Gpu* g = nullptr;
+    if (hpf_error* e = gpu_of(p, prog->device, "kernel_get", &g)) return e;
+    CUfunction fn = nullptr;
+    if (CUresult r = p->driver.ModuleGetFunction(&fn, prog->module, name); r != 0)
+      return make_error(r == 500 ? HPF_ERROR_NOT_FOUND : HPF_ERROR_DEVICE,
+                        "kernel_get '" + std::string(name) + "': " + p->driver.error("cuModuleGetFunction", r));
+    auto k = std::make_unique<hpf_kernel>(hpf_kernel{prog, fn});
+    *out = k.get();
+    prog->kernels.emplace(name, std::move(k));
+    return nullptr;
+  } catch (const std::bad_alloc&) {
+    return &out_of_memory_error;
+  }
 }
-hpf_error* cuda_kernel_launch(hpf_plugin* p, hpf_kernel*, const hpf_launch*) { return no_gpu(p, "kernel_launch"); }
+
+// Launch geometry: the caller's grid/block when block[0] > 0; otherwise grain (256 when 0)
+// threads per block over ceil(work_items / grain) blocks.
+hpf_error* cuda_kernel_launch(hpf_plugin* p, hpf_kernel* k, const hpf_launch* l) {
+  if (!k || !l) return make_error(HPF_ERROR_INVALID_ARGUMENT, "kernel_launch: NULL kernel or launch");
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, k->program->device, "kernel_launch", &g)) return e;
+  uint32_t grid[3] = {l->grid[0], l->grid[1], l->grid[2]}, block[3] = {l->block[0], l->block[1], l->block[2]};
+  if (block[0] == 0) {
+    const int64_t threads = l->grain > 0 ? std::min<int64_t>(l->grain, 1024) : 256;
+    const int64_t blocks = std::max<int64_t>(1, (l->work_items + threads - 1) / threads);
+    block[0] = static_cast<uint32_t>(threads), block[1] = block[2] = 1;
+    grid[0] = static_cast<uint32_t>(std::min<int64_t>(blocks, 0x7fffffff)), grid[1] = grid[2] = 1;
+  }
+  for (int a = 0; a < 3; ++a)
+    if (grid[a] == 0 || block[a] == 0) return nullptr;  // an empty launch
+  if (l->shared_bytes > k->shared_opt_in) {
+    if (CUresult r = p->driver.FuncSetAttribute(k->fn, kFuncMaxDynamicShared, static_cast<int>(l->shared_bytes)); r != 0)
+      return driver_error(p, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", r);
+    k->shared_opt_in = l->shared_bytes;
+  }
+  // Each argument is one 8-byte value (a device pointer or a scalar widened to 8 bytes);
+  // kernelParams points at each.
+  std::vector<void*> params(l->arg_count);
+  for (size_t a = 0; a < l->arg_count; ++a) params[a] = const_cast<void**>(&l->args[a]);
+  if (CUresult r = p->driver.LaunchKernel(k->fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], l->shared_bytes,
+                                          g->stream, params.data(), nullptr);
+      r != 0)
+    return driver_error(p, "cuLaunchKernel", r);
+  return nullptr;
+}
+
 hpf_error* cuda_timer_create(hpf_plugin* p, int32_t d, hpf_timer** out) {
   *out = nullptr;
-  if (hpf_error* e = check_device(p, d)) return e;
-  return no_gpu(p, "timer_create");
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, d, "timer_create", &g)) return e;
+  auto t = std::unique_ptr<hpf_timer>(new (std::nothrow) hpf_timer{d});
+  if (!t) return &out_of_memory_error;
+  if (CUresult r = p->driver.EventCreate(&t->start, 0); r != 0) return driver_error(p, "cuEventCreate", r);
+  if (CUresult r = p->driver.EventCreate(&t->stop, 0); r != 0) {
+    p->driver.EventDestroy(t->start);
+    return driver_error(p, "cuEventCreate", r);
+  }
+  *out = t.release();
+  return nullptr;
 }
-void cuda_timer_destroy(hpf_plugin*, hpf_timer*) {}
-hpf_error* cuda_timer_start(hpf_plugin* p, hpf_timer*) { return no_gpu(p, "timer_start"); }
-hpf_error* cuda_timer_stop(hpf_plugin* p, hpf_timer*, uint64_t*) { return no_gpu(p, "timer_stop"); }
+
+void cuda_timer_destroy(hpf_plugin* p, hpf_timer* t) {
+  if (!t) return;
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, t->device, "timer_destroy", &g)) cuda_error_destroy(e);
+  else {
+    p->driver.EventDestroy(t->start);
+    p->driver.EventDestroy(t->stop);
+  }
+  delete t;
+}
+
+hpf_error* cuda_timer_start(hpf_plugin* p, hpf_timer* t) {
+  if (!t) return make_error(HPF_ERROR_INVALID_ARGUMENT, "timer_start: NULL timer");
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, t->device, "timer_start", &g)) return e;
+  if (CUresult r = p->driver.EventRecord(t->start, g->stream); r != 0) return driver_error(p, "cuEventRecord", r);
+  return nullptr;
+}
+
+hpf_error* cuda_timer_stop(hpf_plugin* p, hpf_timer* t, uint64_t* ns) {
+  if (!t || !ns) return make_error(HPF_ERROR_INVALID_ARGUMENT, "timer_stop: NULL timer or result");
+  const Gpu* g = nullptr;
+  if (hpf_error* e = gpu_of(p, t->device, "timer_stop", &g)) return e;
+  if (CUresult r = p->driver.EventRecord(t->stop, g->stream); r != 0) return driver_error(p, "cuEventRecord", r);
+  if (CUresult r = p->driver.EventSynchronize(t->stop); r != 0) return driver_error(p, "cuEventSynchronize", r);
+  float ms = 0;
+  if (CUresult r = p->driver.EventElapsedTime(&ms, t->start, t->stop); r != 0)
+    return driver_error(p, "cuEventElapsedTime", r);
+  *ns = static_cast<uint64_t>(static_cast<double>(ms) * 1e6);
+  return nullptr;
+}
+
+// -- the power extension (cuda_power.h) --
+
+hpf_error* power_gpu(hpf_plugin* p, int32_t d, const Gpu** g) {
+  if (!p) return make_error(HPF_ERROR_INVALID_ARGUMENT, "power: NULL plugin");
+  return gpu_of(p, d, "power", g);
+}
+
+hpf_error* cuda_power_mw(hpf_plugin* p, int32_t d, uint32_t* mw) {
+  const Gpu* g = nullptr;
+  if (hpf_error* e = power_gpu(p, d, &g)) return e;
+  if (std::string why = p->nvml.power_mw(g->pci_bus_id, mw); !why.empty()) return make_error(HPF_ERROR_UNSUPPORTED, why);
+  return nullptr;
+}
+
+hpf_error* cuda_energy_mj(hpf_plugin* p, int32_t d, uint64_t* mj) {
+  const Gpu* g = nullptr;
+  if (hpf_error* e = power_gpu(p, d, &g)) return e;
+  if (std::string why = p->nvml.energy_mj(g->pci_bus_id, mj); !why.empty()) return make_error(HPF_ERROR_UNSUPPORTED, why);
+  return nullptr;
+}
 
 const hpf_plugin_api kApi = {
     sizeof(hpf_plugin_api), HPF_PLUGIN_ABI_MAJOR, HPF_PLUGIN_ABI_MINOR,
@@ -246,6 +510,9 @@ const hpf_plugin_api kApi = {
     cuda_timer_create, cuda_timer_destroy, cuda_timer_start, cuda_timer_stop,
 };
 
+const hpf_cuda_power_api kPowerApi = {sizeof(hpf_cuda_power_api), cuda_power_mw, cuda_energy_mj};
+
 }  // namespace
 
 extern "C" HPF_CUDA_EXPORT const hpf_plugin_api* hpf_get_plugin_api(void) { return &kApi; }
+extern "C" HPF_CUDA_EXPORT const hpf_cuda_power_api* hpf_cuda_get_power_api(void) { return &kPowerApi; }

@@ -1,4 +1,4 @@
-// dlopen of NVRTC and the driver; see nvrtc_loader.hpp.
+// dlopen of NVRTC; see nvrtc_loader.hpp.
 #include "plugins/cuda/nvrtc_loader.hpp"
 
 #include <dlfcn.h>
@@ -67,6 +67,8 @@ Nvrtc load_nvrtc() {
   sym(n.lib, "nvrtcGetProgramLog", n.GetProgramLog, missing);
   sym(n.lib, "nvrtcGetCUBINSize", n.GetCUBINSize, missing);
   sym(n.lib, "nvrtcGetCUBIN", n.GetCUBIN, missing);
+  sym(n.lib, "nvrtcGetPTXSize", n.GetPTXSize, missing);
+  sym(n.lib, "nvrtcGetPTX", n.GetPTX, missing);
   if (!missing.empty()) {
     n.reason = n.path + " lacks " + missing;
     n.lib = nullptr;  // left loaded: plugins never unload anything
@@ -74,13 +76,6 @@ Nvrtc load_nvrtc() {
   }
   if (n.Version(&n.major, &n.minor) != 0) n.major = n.minor = 0;
   return n;
-}
-
-Driver load_driver() {
-  Driver d;
-  d.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!d.lib) d.reason = "no CUDA driver (libcuda.so.1 not found)";
-  return d;
 }
 
 std::string cuda_include_dir() {

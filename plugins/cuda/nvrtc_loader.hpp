@@ -1,4 +1,4 @@
-// NVRTC and the CUDA driver, found with dlopen (never linked): the functions this plugin calls,
+// NVRTC, found with dlopen (never linked): the functions this plugin calls,
 // and why a library is missing when it is.
 #pragma once
 
@@ -25,19 +25,14 @@ struct Nvrtc {
   nvrtcResult (*GetProgramLog)(nvrtcProgram, char*) = nullptr;
   nvrtcResult (*GetCUBINSize)(nvrtcProgram, size_t*) = nullptr;
   nvrtcResult (*GetCUBIN)(nvrtcProgram, char*) = nullptr;
+  nvrtcResult (*GetPTXSize)(nvrtcProgram, size_t*) = nullptr;
+  nvrtcResult (*GetPTX)(nvrtcProgram, char*) = nullptr;
   bool ok() const { return lib != nullptr; }
 };
 
 // libnvrtc.so.13, then .12: by soname, then under $CUDA_HOME/lib64 and /usr/local/cuda/lib64;
 // only $HPF_NVRTC_LIBRARY when that is set.
 Nvrtc load_nvrtc();
-
-// libcuda.so.1 opened (by soname only: the driver is installed system-wide) or the reason.
-struct Driver {
-  void* lib = nullptr;
-  std::string reason;
-};
-Driver load_driver();
 
 // The CUDA include directory holding cuda_fp16.h ("" when none): $CUDA_HOME/include or
 // /usr/local/cuda/include.

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "doctest/doctest.h"
@@ -77,6 +78,10 @@ TEST_CASE("cuda plugin: loads without a GPU with one compile-only device per tar
   auto host = host_for("sm_80,sm_90");
   Plugin* p = host->plugin("cuda");
   REQUIRE_MESSAGE(p != nullptr, "libhpf-plugin-cuda.so not found in " << HPF_TEST_PLUGIN_OUTPUT_DIR);
+  if (have_driver()) {
+    WARN_MESSAGE(false, "skipped: a CUDA driver is installed here (the device suite covers it)");
+    return;
+  }
   REQUIRE(p->devices().size() == 2);
   CHECK(p->devices()[0].architecture == "sm_80");
   CHECK(p->devices()[1].architecture == "sm_90");
@@ -107,7 +112,8 @@ TEST_CASE("cuda dialect: elementwise chains per format and softmax per row and o
   auto bf16 = elementwise_kernels(DType::BF16);
   auto f16 = elementwise_kernels(DType::F16);
   REQUIRE(!f32.empty());
-  CHECK(f32[0].source.find("extern \"C\" __global__ void " + f32[0].name + "(") != std::string::npos);
+  CHECK(f32[0].source.find("extern \"C\" __global__ void ") != std::string::npos);
+  CHECK(f32[0].source.find(" " + f32[0].name + "(") != std::string::npos);
   bool rounds_bf16 = false, rounds_f16 = false;
   for (const auto& k : bf16) rounds_bf16 = rounds_bf16 || k.source.find("hpf_round_bf16(") != std::string::npos;
   for (const auto& k : f16) rounds_f16 = rounds_f16 || k.source.find("__half*") != std::string::npos;
@@ -117,7 +123,7 @@ TEST_CASE("cuda dialect: elementwise chains per format and softmax per row and o
   for (const auto& k : f32) block_softmax = block_softmax || k.source.find("hpf_block_sum(sum, scratch)") != std::string::npos;
   CHECK(block_softmax);
   jit::KernelSpec mm;
-  mm.family = "matmul";
+  mm.family = "gather";
   auto k = jit::generate_cuda(mm);
   REQUIRE_FALSE(k.ok());
   CHECK(k.status().message().find("unsupported in the cuda dialect") != std::string::npos);
@@ -165,4 +171,29 @@ TEST_CASE("cuda plugin: a broken source is a compile error carrying NVRTC's log"
   p->api().error_destroy(e);
   CHECK(log.find("undeclared_thing") != std::string::npos);
   CHECK(log.find("error") != std::string::npos);
+}
+
+TEST_CASE("cuda plugin: a driver that finds no GPU (the CUDA stub library) scores 0 with cuInit's reason") {
+  const char* stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
+  if (!std::ifstream(stub)) {
+    MESSAGE("skipped: no CUDA stub library at " << stub);
+    return;
+  }
+  setenv("HPF_CUDA_DRIVER_LIBRARY", stub, 1);
+  auto host = host_for("sm_90");
+  unsetenv("HPF_CUDA_DRIVER_LIBRARY");
+  Plugin* p = host->plugin("cuda");
+  REQUIRE(p != nullptr);
+  REQUIRE(p->devices().size() == 1);
+  CHECK(p->devices()[0].score == 0);
+  CHECK_MESSAGE(p->devices()[0].score_reason.rfind("cuInit: CUDA_ERROR_", 0) == 0, p->devices()[0].score_reason);
+  auto b = p->alloc(0, 64);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.status().message().find("buffer_alloc: cuInit: CUDA_ERROR_") != std::string::npos);
+  // The fingerprint names what changes the binary.
+  std::string keys;
+  for (const auto& [k, v] : p->devices()[0].fingerprint) keys += k + "=" + v + ";";
+  CHECK(keys.find("architecture=sm_90;") != std::string::npos);
+  CHECK(keys.find("nvrtc=") != std::string::npos);
+  CHECK(keys.find("driver=none;") != std::string::npos);
 }

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# The GPU check in one prepared script: the CUDA device suite (tests/device) and the GEMM
+# benchmark against cuBLAS (bench/gpu_gemm_bench.cpp), results under $OUT. Two steps, because
+# a build directory is far over what can be carried to a GPU machine (64 MiB):
+#
+#   here (build machine):  scripts/device-check.sh pack build build/device-kit
+#       copies the two binaries, the CUDA plugin, libhpf (debug info stripped) and the shared
+#       libraries they need that are not glibc into build/device-kit/ (~13 MiB; build/ is
+#       ignored by git, so the device tool carries it) and prints its size;
+#   there (GPU machine):   scripts/device-check.sh run build/device-kit   (the device tool's
+#                          run with carry=["build/device-kit"]; $OUT is where results go)
+#       writes to $OUT (default ./device-check-out): env.txt (GPU, driver, NVRTC, what ran),
+#       device-tests.txt and device-tests.junit.xml, gemm-bench.txt and gemm-bench.jsonl,
+#       summary.txt. Stays inside ~8 minutes on an H200: the suite has a 330 s limit, the
+#       benchmark 150 s; each prints its command first. Exit status: the device suite's.
+#
+# `run` also accepts a build directory (on a GPU machine that built libhpf itself).
+# Environment: CUDA_HOME (default /usr/local/cuda) must hold include/cuda_fp16.h for NVRTC;
+# DEVICE_CHECK_SIZES (default 4096,2048), DEVICE_CHECK_REPS (default 20).
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+
+usage() { echo "usage: $0 pack BUILD_DIR KIT_DIR | run KIT_OR_BUILD_DIR" >&2; exit 2; }
+
+pack() {
+  local build=$1 kit=$2
+  for f in tests/device/test_device_cuda bench/hpf-gpu-gemm-bench hpf/plugins/libhpf-plugin-cuda.so; do
+    [ -e "$build/$f" ] || { echo "device-check: $build/$f is missing; build it: cmake --build $build -j2 --target test_device_cuda hpf-gpu-gemm-bench hpf-plugin-cuda" >&2; exit 2; }
+  done
+  rm -rf "$kit" && mkdir -p "$kit/bin" "$kit/lib" "$kit/plugins"
+  cp "$build/tests/device/test_device_cuda" "$build/bench/hpf-gpu-gemm-bench" "$kit/bin/"
+  cp "$build/hpf/plugins/libhpf-plugin-cuda.so" "$kit/plugins/"
+  # Shared libraries outside glibc (libhpf, spdlog, fmt, sqlite, protobuf, onnx, libstdc++ ...).
+  for bin in "$kit/bin/"* "$kit/plugins/"*; do
+    ldd "$bin" | awk '/=> \//{print $3}'
+  done | sort -u | while read -r lib; do
+    case $(basename "$lib") in
+      libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+      *) cp -L "$lib" "$kit/lib/" ;;
+    esac
+  done
+  strip --strip-debug "$kit/bin/"* "$kit/plugins/"* "$kit/lib/"* 2>/dev/null
+  echo "device-check: packed $(du -sh "$kit" | cut -f1) into $kit (carry it; then: $0 run $kit)"
+}
+
+run() {
+  local kit=$1 out=${OUT:-$PWD/device-check-out}
+  mkdir -p "$out"
+  local tests bench plugins libs
+  if [ -d "$kit/bin" ]; then
+    tests=$kit/bin/test_device_cuda bench=$kit/bin/hpf-gpu-gemm-bench plugins=$kit/plugins libs=$kit/lib
+  else
+    tests=$kit/tests/device/test_device_cuda bench=$kit/bench/hpf-gpu-gemm-bench plugins=$kit/hpf/plugins libs=$kit
+  fi
+  export LD_LIBRARY_PATH="$(cd "$libs" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export HPF_DEVICE_PLUGIN_DIR="$(cd "$plugins" && pwd)" HPF_CACHE=0
+  export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+  unset HPF_CUDA_TARGETS
+  local sizes=${DEVICE_CHECK_SIZES:-4096,2048} reps=${DEVICE_CHECK_REPS:-20}
+  {
+    echo "device-check $(date -u +%FT%TZ) kit=$kit out=$out"
+    echo "git: $(git -C "$here" log -1 --oneline 2>/dev/null || echo unknown)"
+    command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total,power.draw --format=csv
+    ls "$CUDA_HOME"/lib64/libnvrtc.so* 2>/dev/null || echo "no NVRTC under $CUDA_HOME/lib64"
+    [ -f "$CUDA_HOME/include/cuda_fp16.h" ] || echo "no $CUDA_HOME/include/cuda_fp16.h: NVRTC compiles will fail"
+  } 2>&1 | tee "$out/env.txt"
+
+  local cmd=("$tests" --reporters=console --duration=true)
+  echo "+ timeout 330 ${cmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 10 330 "${cmd[@]}" >"$out/device-tests.txt" 2>&1
+  local rc=$?
+  tail -5 "$out/device-tests.txt"
+  timeout -k 5 60 "$tests" --reporters=junit --test-case="device cuda: plugin memory*" \
+    >"$out/device-tests.junit.xml" 2>/dev/null
+
+  local bcmd=("$bench" --size "$sizes" --reps "$reps" --plugins "$HPF_DEVICE_PLUGIN_DIR" --json "$out/gemm-bench.jsonl")
+  echo "+ timeout 150 ${bcmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 5 150 "${bcmd[@]}" >"$out/gemm-bench.txt" 2>&1
+  local brc=$?
+  cat "$out/gemm-bench.txt"
+
+  {
+    echo "device suite: exit $rc$([ $rc = 124 ] && echo ' (timed out)')"
+    grep -E "test cases:|assertions:|skipped: " "$out/device-tests.txt" | head -5
+    grep -E "ERROR|max error .* > " "$out/device-tests.txt" | head -20
+    echo "gemm bench: exit $brc$([ $brc = 124 ] && echo ' (timed out)')"
+  } | tee "$out/summary.txt"
+  return $rc
+}
+
+case ${1:-} in
+  pack) [ $# = 3 ] || usage; pack "$2" "$3" ;;
+  run) [ $# = 2 ] || usage; run "$2" ;;
+  *) usage ;;
+esac

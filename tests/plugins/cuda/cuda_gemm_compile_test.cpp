@@ -1,0 +1,181 @@
+// The CUDA GEMM and Conv generators, compile-verified with NVRTC (no GPU needed): every case of
+// cuda_cases.hpp for sm_80 and sm_90, the FP8 cases also for sm_89 (where the FP8 instruction
+// is used) — plus the instruction each format gets, read from the generated source.
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <set>
+
+#include "cuda_cases.hpp"
+#include "doctest/doctest.h"
+#include "hpf/models.hpp"
+#include "hpf/plugin_host.hpp"
+#include "jit/codegen/cuda_codegen.hpp"
+#include "jit/codegen/cuda_gemm.hpp"
+#include "jit/codegen/lowering.hpp"
+
+using namespace hpf;
+
+namespace {
+
+std::unique_ptr<PluginHost> compile_host() {
+  setenv("HPF_CUDA_TARGETS", "sm_80,sm_89,sm_90", 1);
+  PluginHostOptions o;
+  o.dirs = {HPF_TEST_PLUGIN_OUTPUT_DIR};
+  o.use_env_path = false;
+  o.use_installed_dir = false;
+  return std::make_unique<PluginHost>(o);
+}
+
+// The compile-only device of `arch` ("sm_90") on `p`; -1 when absent.
+int32_t target(Plugin& p, const std::string& arch) {
+  for (const DeviceRecord& d : p.devices())
+    if (d.architecture == arch && d.score == 0) return d.index;
+  return -1;
+}
+
+// Compiles every case for its architectures; returns how many compiled.
+int compile_all(Plugin& p, const std::vector<cuda_cases::Case>& cases) {
+  int compiled = 0;
+  for (const auto& c : cases) {
+    auto k = jit::generate_cuda(c.spec);
+    REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
+    CHECK(k->grain == 256);  // the GPU launch rule: 256 threads a block
+    CHECK(k->work_items >= 256);
+    std::vector<std::string> archs{"sm_80", "sm_90"};
+    if (c.fp8) archs.push_back("sm_89");
+    for (const std::string& arch : archs) {
+      auto bin = p.compile(target(p, arch), k->source);
+      CHECK_MESSAGE(bin.ok(), c.label << " " << arch << ": " << bin.status().message());
+      if (bin.ok()) {
+        CHECK(std::memcmp(bin->data(), "\x7f" "ELF", 4) == 0);
+        ++compiled;
+      }
+    }
+  }
+  return compiled;
+}
+
+bool nvrtc_missing(Plugin* p) {
+  if (p->devices()[0].compiler != "none") return false;
+  WARN_MESSAGE(false, "skipped: NVRTC is not available here (" << p->devices()[0].score_reason << ")");
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("cuda gemm: the matrix instruction follows the operand formats") {
+  CHECK(jit::cuda_gemm_instruction(DType::F16, DType::F16) == "mma.f16");
+  CHECK(jit::cuda_gemm_instruction(DType::F8E4M3, DType::F16) == "mma.f16");
+  CHECK(jit::cuda_gemm_instruction(DType::BF16, DType::BF16) == "mma.bf16");
+  CHECK(jit::cuda_gemm_instruction(DType::F8E5M2, DType::BF16) == "mma.bf16");
+  CHECK(jit::cuda_gemm_instruction(DType::TF32, DType::F32) == "mma.tf32");
+  CHECK(jit::cuda_gemm_instruction(DType::F32, DType::F32, DType::TF32) == "mma.tf32");
+  CHECK(jit::cuda_gemm_instruction(DType::F32, DType::F32) == "fma");
+  CHECK(jit::cuda_gemm_instruction(DType::F16, DType::F32) == "fma");
+  CHECK(jit::cuda_gemm_instruction(DType::F16, DType::BF16) == "fma");
+  CHECK(jit::cuda_gemm_instruction(DType::I8, DType::U8) == "mma.int8");
+  CHECK(jit::cuda_gemm_instruction(DType::F8E4M3, DType::F8E5M2) == "mma.fp8");
+}
+
+TEST_CASE("cuda gemm: sources carry the format's mma.sync, cp.async where rows are aligned, the sm_89 guard for FP8") {
+  using cuda_cases::matmul;
+  auto src = [](const cuda_cases::Case& c) {
+    auto k = jit::generate_cuda(c.spec);
+    REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
+    return k->source;
+  };
+  const std::string f16 = src(matmul({DType::F16, DType::F16, DType::F16}, {130, 256}, {136, 256}, {130, 136}, true,
+                                     false, true, {136}));
+  CHECK(f16.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
+  CHECK(f16.find("hpf_cp_async16(&As") != std::string::npos);
+  CHECK(f16.find("hpf_cp_async16(&Bs") != std::string::npos);
+  CHECK(f16.find("hpf_ldmatrix_x4(a[mt]") != std::string::npos);
+  const std::string odd = src(matmul({DType::BF16, DType::BF16, DType::BF16}, {37, 29}, {29, 53}, {37, 53}));
+  CHECK(odd.find("m16n8k16.row.col.f32.bf16.bf16.f32") != std::string::npos);
+  CHECK(odd.find("hpf_cp_async16(&") == std::string::npos);  // K = 29: rows not 16-byte aligned
+  const std::string i8 = src(matmul({DType::U8, DType::I8, DType::I32}, {37, 64}, {64, 53}, {37, 53}));
+  CHECK(i8.find("m16n8k32.row.col.s32.u8.s8.s32") != std::string::npos);
+  const std::string f8 = src(matmul({DType::F8E4M3, DType::F8E5M2, DType::F16}, {64, 64}, {64, 64}, {64, 64}));
+  CHECK(f8.find("#if __CUDA_ARCH__ >= 890") != std::string::npos);
+  CHECK(f8.find("m16n8k32.row.col.f32.e4m3.e5m2.f32") != std::string::npos);
+  CHECK(f8.find("m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);  // the fallback
+  const std::string tf32 = src(matmul({DType::F32, DType::F32, DType::F32, DType::TF32}, {8, 8}, {8, 8}, {8, 8}));
+  CHECK(tf32.find("m16n8k8.row.col.f32.tf32.tf32.f32") != std::string::npos);
+  const std::string f32 = src(matmul({DType::F32, DType::F32, DType::F32}, {8, 8}, {8, 8}, {8, 8}));
+  CHECK(f32.find("mma.sync") == std::string::npos);
+  CHECK(f32.find("fmaf(") != std::string::npos);
+  // Mismatched shapes are an error naming them.
+  auto bad = jit::generate_cuda(matmul({DType::F16, DType::F16, DType::F16}, {4, 5}, {6, 7}, {4, 7}).spec);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("inner dimensions differ ([4,5] x [6,7])") != std::string::npos);
+}
+
+TEST_CASE("cuda gemm: NVRTC compiles MatMul/Gemm in every format on odd and aligned shapes for sm_80 sm_90 (sm_89 FP8)") {
+  auto host = compile_host();
+  Plugin* p = host->plugin("cuda");
+  REQUIRE(p != nullptr);
+  if (nvrtc_missing(p)) return;
+  int compiled = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const auto& f : cuda_cases::matmul_formats()) {
+    const bool all = f.a == f.b && (f.a == DType::F16 || f.a == DType::I8);  // compile time: ~0.6 s a kernel
+    compiled += compile_all(*p, cuda_cases::matmul_cases(f, all));
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE(compiled << " MatMul/Gemm kernels compiled in " << s << " s");
+  CHECK(compiled >= 60);
+}
+
+TEST_CASE("cuda conv: NVRTC compiles grouped, depthwise and 1-D Conv in every format for sm_80 sm_90 (sm_89 FP8)") {
+  auto host = compile_host();
+  Plugin* p = host->plugin("cuda");
+  REQUIRE(p != nullptr);
+  if (nvrtc_missing(p)) return;
+  int compiled = 0;
+  for (const auto& f : cuda_cases::conv_formats()) compiled += compile_all(*p, cuda_cases::conv_cases(f.a, f.b, f.y));
+  CHECK(compiled >= 30);
+}
+
+TEST_CASE("cuda dialect: every kernel of bert-tiny and cnn-small generates and compiles for sm_80 and sm_90 in f32 f16 bf16") {
+  auto host = compile_host();
+  Plugin* p = host->plugin("cuda");
+  REQUIRE(p != nullptr);
+  const bool compile = !nvrtc_missing(p);
+  int generated = 0, compiled = 0;
+  std::set<std::string> seen;  // equal specs give equal kernels: compile each once
+  for (const char* model : {"bert-tiny", "cnn-small"})
+    for (DType format : {DType::F32, DType::F16, DType::BF16}) {
+      auto g = cuda_cases::concrete_builtin(model);
+      REQUIRE_MESSAGE(g.ok(), g.status().message());
+      std::vector<DType> storage(g->values().size());
+      for (size_t v = 0; v < storage.size(); ++v) {
+        const DType t = g->value(static_cast<ValueId>(v)).dtype;
+        storage[v] = t == DType::F32 ? format : t;
+      }
+      auto steps = jit::lower(*g, storage);
+      REQUIRE_MESSAGE(steps.ok(), steps.status().message());
+      for (const auto& s : *steps) {
+        if (s.kind != jit::LoweredStep::Kind::kernel) continue;
+        if (s.spec.family != "elementwise" && s.spec.family != "softmax" && s.spec.family != "matmul" &&
+            s.spec.family != "conv")
+          continue;  // families without a CUDA generator yet
+        auto k = jit::generate_cuda(s.spec);
+        if (!k.ok() && k.status().code() == StatusCode::unsupported) {
+          MESSAGE(model << " " << s.label << ": " << k.status().message());
+          continue;
+        }
+        REQUIRE_MESSAGE(k.ok(), model << " " << s.label << ": " << k.status().message());
+        ++generated;
+        if (!compile || (s.spec.family != "matmul" && s.spec.family != "conv") || !seen.insert(k->name).second) continue;
+        for (const char* arch : {"sm_80", "sm_90"}) {
+          auto bin = p->compile(target(*p, arch), k->source);
+          CHECK_MESSAGE(bin.ok(), model << " " << dtype_name(format) << " " << arch << " " << s.label << ": "
+                                        << bin.status().message());
+          compiled += bin.ok();
+        }
+      }
+    }
+  CHECK(generated > 20);
+  if (compile) CHECK(compiled > 10);
+}
