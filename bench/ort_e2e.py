@@ -15,7 +15,9 @@ For each model and thread count:
     HPF_NUM_THREADS at start);
   * ONNX Runtime: a separate process of this script (--ort-worker) with intra_op_num_threads=N,
     inter_op_num_threads=1, ORT_SEQUENTIAL, CPU execution provider, graph optimisations `all`;
-    W untimed runs, then the median, min and max of R timed runs, and the process's peak RSS.
+    W untimed runs, then the median, min and max of R timed runs, and the process's peak RSS;
+    once before libhpf and once after (the ratios use the mean of the two medians, and both are
+    printed: on a shared machine their spread is the noise).
 
 Prints per model and thread count the medians and the ratios hpf fp32 / ort fp32 and
 hpf auto / ort fp32 (below 1: libhpf faster), the auto plan's divergence from the FP32 reference
@@ -102,18 +104,28 @@ def measure(model, threads, a, workdir):
         hpf_cmd += ["--input", f"{name}={path}"]
     for sym, v in dims.items():
         hpf_cmd += ["--dim", f"{sym}={v}"]
-    t0 = time.time()
-    hpf = run_json(hpf_cmd)
-    hpf_s = time.time() - t0
-
     ort_cmd = [sys.executable, __file__, "--ort-worker", model, "--threads", str(threads), "--runs", str(a.runs),
                "--warmup", str(a.warmup), "--ort-opt", a.ort_opt]
     for name, path in files:
         ort_cmd += ["--feed", f"{name}={path}"]
-    r = subprocess.run(ort_cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"onnxruntime: exit {r.returncode}: {r.stderr.strip()[-2000:]}")
-    ort = json.loads(r.stdout.strip().splitlines()[-1])
+
+    def run_ort():
+        r = subprocess.run(ort_cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"onnxruntime: exit {r.returncode}: {r.stderr.strip()[-2000:]}")
+        return json.loads(r.stdout.strip().splitlines()[-1])
+
+    # ONNX Runtime before and after libhpf: on a shared machine the load drifts, and the two
+    # medians show by how much; the ratios use their mean.
+    ort_before = run_ort()
+    t0 = time.time()
+    hpf = run_json(hpf_cmd)
+    hpf_s = time.time() - t0
+    ort = run_ort()
+    ort["median_ms_before"] = ort_before["median_ms"]
+    ort["median_ms_after"] = ort["median_ms"]
+    ort["median_ms"] = (ort_before["median_ms"] + ort["median_ms"]) / 2
+    ort["peak_rss_bytes"] = max(ort_before["peak_rss_bytes"], ort["peak_rss_bytes"])
     plans = {p["plan"]: p for p in hpf["plans"]}
     for name, p in plans.items():
         if "error" in p:
@@ -178,7 +190,7 @@ def main():
 
 def print_row(r, header):
     if header:
-        print(f"{'model':22} {'thr':>3} {'ort fp32':>10} {'hpf fp32':>10} {'hpf auto':>10} {'fp32/ort':>9} "
+        print(f"{'model':22} {'thr':>3} {'ort before/after':>17} {'ort fp32':>10} {'hpf fp32':>10} {'hpf auto':>10} {'fp32/ort':>9} "
               f"{'auto/ort':>9} {'auto KL':>10} {'peak auto/fp32':>15} {'ort RSS MiB':>12}  auto modes")
     name = pathlib.Path(r["model"]).stem
     if "error" in r:
@@ -186,7 +198,8 @@ def print_row(r, header):
         return
     f32, auto = r.get("hpf_fp32", {}), r.get("hpf_auto", {})
     modes = " ".join(f"{k} {v}" for k, v in sorted(auto.get("modes", {}).items()))
-    print(f"{name:22} {r['threads']:3d} {r['ort']['median_ms']:10.2f} {fmt(f32.get('median_ms'), '10.2f')} "
+    spread = f"{r['ort']['median_ms_before']:.1f}/{r['ort']['median_ms_after']:.1f}"
+    print(f"{name:22} {r['threads']:3d} {spread:>17} {r['ort']['median_ms']:10.2f} {fmt(f32.get('median_ms'), '10.2f')} "
           f"{fmt(auto.get('median_ms'), '10.2f')} {fmt(r.get('ratio_fp32_vs_ort'), '9.2f')} "
           f"{fmt(r.get('ratio_auto_vs_ort'), '9.2f')} {fmt(auto.get('kl'), '10.2e')} "
           f"{fmt(r.get('peak_auto_vs_fp32'), '15.2f')} {r['ort']['peak_rss_bytes'] / 2**20:12.0f}  {modes}")

@@ -17,11 +17,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_double(f, v); }
 // A number as `f`, or "-" when the JSON has none (null: NaN or Inf).
 std::string num(const json& v, const char* f) { return v.is_number() ? fmt(f, v.get<double>()) : "-"; }
 std::string field(const json& o, const char* key, const char* f) {
@@ -51,6 +47,12 @@ std::string md_escape(const std::string& s) {
 const char* kColours[] = {"#7f7f7f", "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2"};
 
 }  // namespace
+
+std::string format_double(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
 
 std::string bench_svg_path(const std::string& markdown_path) {
   std::filesystem::path p(markdown_path);

@@ -12,6 +12,9 @@
 
 namespace hpf::cli {
 
+// `v` through printf's `format` (one double conversion), e.g. format_double("%.3e", kl).
+std::string format_double(const char* format, double v);
+
 // FILE.md -> FILE.svg (any other name gets ".svg" appended).
 std::string bench_svg_path(const std::string& markdown_path);
 

@@ -261,13 +261,21 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
   so.plan = chosen->plan;
 
   // Cold start: a fresh, empty kernel cache; then a second executable on that cache (warm).
+  // The cache is removed on every way out, after the executables that use it (declared first,
+  // destroyed last).
+  struct TempCache {
+    fs::path dir;
+    ~TempCache() {
+      std::error_code ec;
+      if (!dir.empty()) fs::remove_all(dir, ec);
+    }
+  } cache;
   std::optional<LiveExecutable> live;
   const bool cold = !c.args.skip.count("cold-start");
-  fs::path cache;
   if (cold) {
-    cache = fs::temp_directory_path() / ("hpf-bench-cache-" + std::to_string(::getpid()) + "-" + std::to_string(index));
-    fs::remove_all(cache);
-    so.cache_dir = cache.string();
+    cache.dir = fs::temp_directory_path() / ("hpf-bench-cache-" + std::to_string(::getpid()) + "-" + std::to_string(index));
+    fs::remove_all(cache.dir);
+    so.cache_dir = cache.dir.string();
     HPF_ASSIGN_OR_RETURN(FirstRun first, first_output(c.g, live_options(so), c.inputs));
     const CompileStats cold_stats = first.live.current()->compile_stats();
     HPF_ASSIGN_OR_RETURN(FirstRun second, first_output(c.g, live_options(so), c.inputs));
@@ -288,7 +296,6 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
     HPF_RETURN_IF_ERROR(live.emplace(std::move(l)).prepare(shapes));
   }
   auto timed = time_runs(*live, c.inputs, c.args.warmup, c.args.runs);
-  if (cold) fs::remove_all(cache);
   if (!timed.ok()) return timed.status();
 
   const Executable* exe = live->current();
@@ -362,11 +369,7 @@ json consistency(Context& c) {
   return {{"plan", "fp32"}, {"backends", backends}, {"pairs", pairs}};
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_double(f, v); }
 std::string fmt_or_dash(const char* f, const json& v) { return v.is_number() ? fmt(f, v.get<double>()) : "-"; }
 
 void print_text(const json& j) {
