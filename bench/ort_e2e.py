@@ -84,6 +84,7 @@ def run_json(cmd, env=None):
 
 
 def measure(model, threads, a, workdir):
+    sys.dont_write_bytecode = True  # no __pycache__ in the source tree
     sys.path.insert(0, str(ROOT / "tools" / "onnx_models"))
     import numpy as np
     import onnx
