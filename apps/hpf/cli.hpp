@@ -56,6 +56,7 @@ inline Expected<Args> parse_args(const std::string& command, const std::vector<s
 }
 
 int cmd_run(const std::vector<std::string>& argv);
+int cmd_bench(const std::vector<std::string>& argv);
 int cmd_models();
 int cmd_ops();
 int cmd_hwdb(const std::vector<std::string>& argv);

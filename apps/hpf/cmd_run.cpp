@@ -21,6 +21,7 @@
 #include <cstdlib>
 
 #include "apps/hpf/cli.hpp"
+#include "apps/hpf/run_common.hpp"
 #include "hpf/fingerprint.hpp"
 #include "hpf/live.hpp"
 #include "hpf/onnx.hpp"
@@ -31,18 +32,6 @@ namespace hpf::cli {
 namespace {
 
 using hpf::DType;
-
-double ms_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::string human_bytes(double b) {
-  char buf[32];
-  if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1 << 20));
-  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
-  return buf;
-}
 
 std::string preview(const hpf::Tensor& t, size_t n = 4) {
   std::ostringstream os;
@@ -81,21 +70,16 @@ int cmd_ops() {
 
 namespace {
 
-struct RunArgs {
+// ModelSpec: --input, --dim, --batch, --random-inputs, --kl-budget, --calib.
+struct RunArgs : ModelSpec {
   std::string model = "builtin:bert-tiny";
-  std::vector<std::pair<std::string, std::string>> input_files;  // --input NAME=FILE
-  std::map<std::string, int64_t> dims;                             // --dim NAME=VALUE
   std::string output_dir;
-  int64_t batch = 1;
-  uint64_t seed = 7;
   int64_t repeat = 10;
   int threads = 0;  // 0: the plugin's default (all cores)
   bool profile = false, json = false, reference_only = false;
   DType precision = DType::F32;
   std::string plan;       // --plan: a mode (fp32, bf16, ...) or a plan file
   std::string save_plan;  // --save-plan FILE
-  double kl_budget = 1e-3;  // --kl-budget, for --plan auto
-  std::string calib;        // --calib DIR, for --plan auto
   std::vector<DType> formats = {DType::F32, DType::TF32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2};
 };
 
@@ -107,53 +91,16 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   RunArgs r;
   if (a.positional.size() > 1) return hpf::Status::invalid("unexpected argument '" + a.positional[1] + "'");
   if (!a.positional.empty()) r.model = a.positional[0];
-  auto number = [&](const char* opt, int64_t min, int64_t def) -> hpf::Expected<int64_t> {
-    if (!a.options.count(opt)) return def;
-    const std::string v = a.option(opt);
-    char* end = nullptr;
-    const long long n = std::strtoll(v.c_str(), &end, 10);
-    if (v.empty() || *end || n < min) return hpf::Status::invalid("option " + std::string(opt) + ": bad value '" + v + "'");
-    return n;
-  };
-  HPF_ASSIGN_OR_RETURN(r.batch, number("--batch", 1, r.batch));
-  HPF_ASSIGN_OR_RETURN(int64_t seed, number("--seed", 0, 7));
-  HPF_ASSIGN_OR_RETURN(seed, number("--random-inputs", 0, seed));
-  r.seed = static_cast<uint64_t>(seed);
-  auto pairs = [&](const char* opt) -> hpf::Expected<std::vector<std::pair<std::string, std::string>>> {
-    std::vector<std::pair<std::string, std::string>> out;
-    auto it = a.lists.find(opt);
-    if (it == a.lists.end()) return out;
-    for (const std::string& v : it->second) {
-      const size_t eq = v.rfind('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-        return hpf::Status::invalid("option " + std::string(opt) + ": '" + v + "' is not NAME=VALUE");
-      out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
-    }
-    return out;
-  };
-  HPF_ASSIGN_OR_RETURN(r.input_files, pairs("--input"));
-  HPF_ASSIGN_OR_RETURN(auto dims, pairs("--dim"));
-  for (const auto& [name, v] : dims) {
-    char* end = nullptr;
-    const long long n = std::strtoll(v.c_str(), &end, 10);
-    if (*end || n < 0) return hpf::Status::invalid("option --dim: '" + v + "' is not a size for '" + name + "'");
-    r.dims[name] = n;
-  }
+  HPF_RETURN_IF_ERROR(parse_model_spec(a, r));
   r.output_dir = a.option("--output-dir");
-  HPF_ASSIGN_OR_RETURN(r.repeat, number("--repeat", 1, r.repeat));
-  HPF_ASSIGN_OR_RETURN(int64_t threads, number("--threads", 1, 0));
+  HPF_ASSIGN_OR_RETURN(r.repeat, int_option(a, "--repeat", 1, r.repeat));
+  HPF_ASSIGN_OR_RETURN(int64_t threads, int_option(a, "--threads", 1, 0));
   r.threads = static_cast<int>(threads);
   r.profile = a.flag("--profile");
   r.json = a.flag("--json");
   r.reference_only = a.flag("--reference-only");
   r.plan = a.option("--plan");
   r.save_plan = a.option("--save-plan");
-  r.calib = a.option("--calib");
-  if (a.options.count("--kl-budget")) {
-    char* end = nullptr;
-    r.kl_budget = std::strtod(a.option("--kl-budget").c_str(), &end);
-    if (*end || !(r.kl_budget > 0)) return hpf::Status::invalid("--kl-budget: '" + a.option("--kl-budget") + "' is not a positive number");
-  }
   if ((a.options.count("--kl-budget") || !r.calib.empty()) && r.plan.empty())
     return hpf::Status::invalid("--kl-budget and --calib go with --plan auto (or a policy with auto in it)");
   if (!r.plan.empty() && a.options.count("--precision"))
@@ -177,22 +124,6 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   return r;
 }
 
-// A tensor from a .npy or ONNX TensorProto (.pb) file, in `want`'s dtype when both are float or
-// both integer (a float file for an integer input, or the reverse, is an error).
-hpf::Expected<hpf::Tensor> load_input(const std::string& name, const std::string& path, DType want) {
-  const std::string ext = std::filesystem::path(path).extension().string();
-  hpf::Expected<hpf::Tensor> t = hpf::Status::internal("unset");
-  if (ext == ".npy") t = hpf::load_npy(path);
-  else if (ext == ".pb") t = hpf::load_tensor_pb(path);
-  else return hpf::Status::invalid("--input " + name + "=" + path + ": unknown file type (.npy or .pb)");
-  if (!t.ok()) return t.status().with_context("input '" + name + "'");
-  if (t->dtype() == want) return t;
-  if (hpf::is_float(t->dtype()) != hpf::is_float(want) || (want == DType::BOOL) != (t->dtype() == DType::BOOL))
-    return hpf::Status::invalid("input '" + name + "': " + path + " holds " + std::string(hpf::dtype_name(t->dtype())) +
-                                ", the model takes " + std::string(hpf::dtype_name(want)));
-  return t->cast(want);
-}
-
 // A file name for output `name`: characters other than letters, digits, '.', '-' and '_' become
 // '_'; a name taken already gets a numeric suffix.
 std::string output_file_name(const std::string& name, std::set<std::string>& taken) {
@@ -203,125 +134,6 @@ std::string output_file_name(const std::string& name, std::set<std::string>& tak
   for (int k = 1; taken.count(file); ++k) file = base + "_" + std::to_string(k) + ".npy";
   taken.insert(file);
   return file;
-}
-
-// The inputs of `g`: the files given, seeded random values for the rest. Symbolic dimensions
-// are bound from --dim, then from the files' shapes; the rest get `batch` (the first symbol of
-// an input) or 1. `g`'s input shapes are made concrete to match.
-hpf::Expected<std::vector<hpf::Tensor>> make_inputs(hpf::Graph& g, const RunArgs& a,
-                                                    std::vector<std::string>& sources) {
-  std::map<std::string, int64_t> bound = a.dims;
-  std::map<std::string, std::string> bound_by;
-  for (const auto& [sym, v] : a.dims) bound_by[sym] = "--dim " + sym + "=" + std::to_string(v);
-  std::map<ValueId, hpf::Tensor> given;
-  for (const auto& [name, path] : a.input_files) {
-    auto id = g.find_value(name);
-    if (!id || std::find(g.inputs().begin(), g.inputs().end(), *id) == g.inputs().end()) {
-      std::string names;
-      for (ValueId v : g.inputs()) names += (names.empty() ? "" : ", ") + g.value(v).name;
-      return hpf::Status::invalid("--input " + name + "=" + path + ": the model has no input '" + name +
-                                  "' (inputs: " + names + ")");
-    }
-    if (given.count(*id)) return hpf::Status::invalid("--input: '" + name + "' is given twice");
-    const hpf::Value& v = g.value(*id);
-    HPF_ASSIGN_OR_RETURN(hpf::Tensor t, load_input(name, path, v.dtype));
-    if (v.has_shape) {
-      if (t.rank() != static_cast<int64_t>(v.shape.size()))
-        return hpf::Status::invalid("input '" + name + "': " + path + " has shape " + hpf::shape_string(t.shape()) +
-                                    ", the model takes " + hpf::to_string(v.shape));
-      for (size_t d = 0; d < v.shape.size(); ++d) {
-        const hpf::Dim& dim = v.shape[d];
-        const int64_t got = t.shape()[d];
-        if (dim.known() && dim.value != got)
-          return hpf::Status::invalid("input '" + name + "': " + path + " has shape " + hpf::shape_string(t.shape()) +
-                                      ", the model takes " + hpf::to_string(v.shape));
-        if (!dim.known() && !dim.symbol.empty()) {
-          auto [it, fresh] = bound.emplace(dim.symbol, got);
-          if (!fresh && it->second != got)
-            return hpf::Status::invalid("input '" + name + "': dimension '" + dim.symbol + "' is " + std::to_string(got) +
-                                        " in " + path + " but " + std::to_string(it->second) + " from " +
-                                        bound_by[dim.symbol]);
-          bound_by.emplace(dim.symbol, path);
-        }
-      }
-    }
-    given.emplace(*id, std::move(t));
-  }
-  // Bind the remaining symbols and fix the input shapes.
-  for (ValueId id : g.inputs()) {
-    hpf::Value& v = g.value(id);
-    if (given.count(id)) {
-      v.shape = hpf::make_shape(given.at(id).shape());
-      v.has_shape = true;
-      continue;
-    }
-    if (!v.has_shape) return hpf::Status::invalid("input '" + v.name + "' has no shape in the model; give it with --input");
-    bool first = true;
-    for (hpf::Dim& d : v.shape) {
-      if (d.known()) continue;
-      int64_t value = first ? a.batch : 1;
-      if (!d.symbol.empty()) value = bound.emplace(d.symbol, value).first->second;
-      d = hpf::Dim(value);
-      first = false;
-    }
-  }
-  HPF_RETURN_IF_ERROR(g.infer_shapes());
-  HPF_ASSIGN_OR_RETURN(auto random, hpf::models::example_inputs(g, a.seed, a.batch));
-  std::vector<hpf::Tensor> out;
-  for (size_t k = 0; k < g.inputs().size(); ++k) {
-    auto it = given.find(g.inputs()[k]);
-    if (it != given.end()) {
-      out.push_back(std::move(it->second));
-      for (const auto& [name, path] : a.input_files)
-        if (name == g.value(g.inputs()[k]).name) sources.push_back(path);
-    } else {
-      out.push_back(std::move(random[k]));
-      sources.push_back("seed " + std::to_string(a.seed));
-    }
-  }
-  return out;
-}
-
-// --plan auto: the planner with plans measured on the device, on calibration inputs from
-// --calib DIR or seeded random ones (not the run's own inputs, which then check the plan).
-hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const RunArgs& a, const hpf::SessionOptions& so,
-                                            const hpf::Policy& policy, const hpf::DeviceFormats& formats, bool quiet,
-                                            nlohmann::json& j) {
-  const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<hpf::Tensor>> calib;
-  if (!a.calib.empty()) {
-    HPF_ASSIGN_OR_RETURN(calib, hpf::load_calibration_dir(g, a.calib));
-  } else {
-    HPF_ASSIGN_OR_RETURN(calib, hpf::random_calibration_inputs(g, 2, a.seed + 1000, a.batch));
-  }
-  HPF_ASSIGN_OR_RETURN(hpf::DeviceEvaluator ev, hpf::DeviceEvaluator::create(so, g, calib));
-  hpf::PlannerOptions po;
-  po.kl_budget = a.kl_budget;
-  po.device = formats;
-  po.policy = policy;
-  hpf::PlannerReport report;
-  HPF_ASSIGN_OR_RETURN(hpf::Plan plan, hpf::plan_auto(g, po, ev.evaluators(), &calib, &report));
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::string modes;
-  for (const auto& [m, n] : report.modes) modes += (modes.empty() ? "" : ", ") + m + " " + std::to_string(n);
-  if (!quiet) {
-    std::printf("planner  %s; %d evaluations (%d for sensitivity, %d groups) in %.1f s; calibration: %s\n",
-                ev.describe().c_str(), report.evaluations, report.sensitivity_evaluations, report.groups, ms / 1000,
-                a.calib.empty() ? "2 seeded random batches" : a.calib.c_str());
-    std::printf("planner  nodes: %s; divergence %.3e (budget %.1e); predicted %.3f -> %.3f ms, bytes %lld -> %lld\n",
-                modes.c_str(), plan.divergence, a.kl_budget, report.fp32_ms, report.plan_ms,
-                static_cast<long long>(report.fp32_bytes), static_cast<long long>(report.plan_bytes));
-  }
-  j["planner"] = {{"metric", ev.describe()}, {"evaluations", report.evaluations}, {"seconds", ms / 1000},
-                  {"budget", a.kl_budget}, {"divergence", plan.divergence}, {"modes", report.modes},
-                  {"predicted_ms", {{"fp32", report.fp32_ms}, {"plan", report.plan_ms}}},
-                  {"bytes", {{"fp32", report.fp32_bytes}, {"plan", report.plan_bytes}}}};
-  return plan;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
 }  // namespace
@@ -338,7 +150,7 @@ int cmd_run(const std::vector<std::string>& argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   // builtin:NAME, or an ONNX file (inputs: seeded random values of the declared shapes).
-  auto graph = args->model.rfind("builtin:", 0) == 0 ? hpf::models::builtin(args->model) : hpf::import_onnx(args->model);
+  auto graph = load_model(args->model);
   if (!graph.ok()) return fail(graph.status().message());
   const double build_ms = ms_since(t0);
   hpf::Graph& g = *graph;
@@ -402,43 +214,11 @@ int cmd_run(const std::vector<std::string>& argv) {
     // --plan: a plan file, or a mode every node gets (where the device has it).
     std::string plan_label = std::string(hpf::dtype_name(args->precision)) + " storage";
     if (!args->plan.empty()) {
-      auto plan = std::make_shared<hpf::Plan>();
-      if (std::filesystem::exists(args->plan)) {
-        // A saved plan ("format": "libhpf-plan"), or a policy ({"attention": "fp16", ...}).
-        std::ifstream in(args->plan);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        if (text.find("\"libhpf-plan\"") != std::string::npos) {
-          auto loaded = hpf::Plan::load(args->plan);
-          if (!loaded.ok()) return fail(loaded.status().message());
-          *plan = std::move(loaded).value();
-        } else {
-          auto policy = hpf::Policy::from_json(text);
-          if (!policy.ok()) return fail("--plan " + args->plan + ": neither a plan nor a policy: " + policy.status().message());
-          bool any_auto = policy->default_mode == hpf::Mode::auto_;
-          for (const auto& [c, m] : policy->by_class) any_auto = any_auto || m == hpf::Mode::auto_;
-          for (const auto& [glob, m] : policy->by_node) any_auto = any_auto || m == hpf::Mode::auto_;
-          auto made = any_auto ? plan_automatically(g, *args, so, *policy, session->device_formats(), quiet, j)
-                               : hpf::plan_from_policy(g, *policy, session->device_formats());
-          if (!made.ok()) return fail(made.status().to_string());
-          *plan = std::move(made).value();
-        }
-        plan_label = "plan " + args->plan;
-      } else if (args->plan == "auto") {
-        auto planned = plan_automatically(g, *args, so, hpf::Policy::uniform(hpf::Mode::auto_),
-                                          session->device_formats(), quiet, j);
-        if (!planned.ok()) return fail(planned.status().to_string());
-        *plan = std::move(planned).value();
-        plan_label = "plan auto";
-      } else {
-        auto mode = hpf::parse_mode(args->plan);
-        if (!mode.ok())
-          return fail("--plan " + args->plan + ": neither a plan file nor a mode (" + mode.status().message() + ")", 2);
-        auto made = hpf::plan_from_policy(g, hpf::Policy::uniform(*mode), session->device_formats());
-        if (!made.ok()) return fail(made.status().to_string());
-        *plan = std::move(made).value();
-        plan_label = std::string("plan ") + hpf::mode_name(*mode);
-      }
-      so.plan = plan;
+      bool usage_error = false;
+      auto chosen = choose_plan(g, *args, args->plan, so, session->device_formats(), quiet, j, &usage_error);
+      if (!chosen.ok()) return fail(chosen.status().message(), usage_error ? 2 : 1);
+      plan_label = chosen->label;
+      so.plan = chosen->plan;
       session = hpf::Session::create(so);
       if (!session.ok()) return fail(session.status().message());
     }

@@ -31,6 +31,19 @@ const char* kUsage =
     "      --reference-only skip the device\n"
     "      --formats LIST   formats to emulate on the reference, comma-separated\n"
     "                       (default f32,tf32,bf16,f16,f8e4m3,f8e5m2; 'none' for no table)\n"
+    "  bench MODEL   benchmark MODEL (an ONNX file or builtin:NAME) per precision plan: divergence\n"
+    "                from the FP32 reference (KL, top-1, max relative error), latency (median, min,\n"
+    "                max), inferences/s, GFLOP/s, peak and weight memory, TOPS/W (estimated from the\n"
+    "                hwdb TDP), cold start with an empty and a warm kernel cache; and the FP32 plan on\n"
+    "                every loaded backend and the reference, compared pairwise\n"
+    "      --plans LIST     plans, comma-separated: modes (fp32, bf16, fp16, fp8, int8, int4-weights),\n"
+    "                       auto, or plan files (default fp32,bf16,auto)\n"
+    "      --threads N      device threads (HPF_NUM_THREADS; default: all cores)\n"
+    "      --runs N         timed runs per plan (default 10)   --warmup N  untimed runs first (default 2)\n"
+    "      --report FILE.md markdown report, with an SVG chart written to FILE.svg\n"
+    "      --skip LIST      leave out cold-start and/or consistency\n"
+    "      --json           machine-readable results only\n"
+    "      (also --input, --dim, --batch, --random-inputs, --kl-budget, --calib as for run)\n"
     "  models        list the built-in models (MODEL = builtin:NAME)\n"
     "  ops           list the op table: class, formats, what stays wide\n"
     "  info [--json]          this machine: CPU, hardware-database match, plugins and devices\n"
@@ -77,6 +90,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return cmd_run(rest);
+  if (cmd == "bench") return cmd_bench(rest);
   if (cmd == "models") return cmd_models();
   if (cmd == "ops") return cmd_ops();
   if (cmd == "hwdb") return cmd_hwdb(rest);

@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """Export small, seeded, real-architecture models to ONNX for comparing libhpf with ONNX Runtime.
 
-    export_models.py OUTDIR [--only SUBSTRING]...
+    export_models.py OUTDIR [--only SUBSTRING]... [--bench]
 
-Writes OUTDIR/<model>_opset<N>.onnx for every model and opset below (see README.md). Weights are
+Writes OUTDIR/<model>_opset<N>.onnx for every model and opset below (see README.md). The
+full-size benchmark models (bert_base, resnet50, mobilenetv2: tens to hundreds of MB, built in
+plain torch with random seeded weights; the architecture matters for speed, not the training)
+are written only with --bench or when an --only names them. Weights are
 drawn from fixed seeds (BatchNorm running statistics included), so a rerun with the same torch
 version writes the same models. Each file carries metadata_props the comparison script reads:
   hpf.dim.<SYMBOL>=<VALUE>        the size compare_ort.py gives a symbolic dimension
@@ -259,6 +262,93 @@ class TinyMobileNet(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------
+# Full-size benchmark models (bench/ort_e2e.py), written only with --bench or a matching --only.
+# Plain torch (no torchvision in Debian 12): the published architectures with random weights
+# from a fixed seed (randomize_), which is what latency and memory depend on.
+
+class BertBaseEncoder(nn.Module):
+    """BERT-base: token + position embeddings, LayerNorm, 12 post-LN encoder layers (hidden 768,
+    12 heads, FFN 3072, exact GELU), a tanh pooler on the first token and a 2-way classifier.
+    Outputs the last hidden state and the logits, like libhpf's builtin:bert-base."""
+    def __init__(self, vocab=30522, d=768, heads=12, ffn=3072, layers=12, max_len=512, labels=2):
+        super().__init__()
+        self.tok = nn.Embedding(vocab, d)
+        self.pos = nn.Embedding(max_len, d)
+        self.norm = nn.LayerNorm(d, eps=1e-12)
+        layer = nn.TransformerEncoderLayer(d, heads, dim_feedforward=ffn, dropout=0.0,
+                                           activation="gelu", batch_first=True, layer_norm_eps=1e-12)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.pooler = nn.Linear(d, d)
+        self.cls = nn.Linear(d, labels)
+
+    def forward(self, input_ids):
+        positions = torch.arange(input_ids.shape[1]).unsqueeze(0)
+        x = self.norm(self.tok(input_ids) + self.pos(positions))
+        h = self.encoder(x)
+        return h, self.cls(torch.tanh(self.pooler(h[:, 0])))
+
+
+class Bottleneck(nn.Module):
+    expansion = 4
+
+    def __init__(self, cin, width, stride):
+        super().__init__()
+        cout = width * self.expansion
+        self.conv1 = ConvBNAct(cin, width, 1)
+        self.conv2 = ConvBNAct(width, width, 3, stride)
+        self.conv3 = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(cout)
+        self.down = None
+        if stride != 1 or cin != cout:
+            self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+    def forward(self, x):
+        idt = x if self.down is None else self.down(x)
+        return F.relu(self.bn3(self.conv3(self.conv2(self.conv1(x)))) + idt)
+
+
+class ResNet50(nn.Module):
+    """torchvision's resnet50: 7x7 stem, max pool, bottleneck stages [3, 4, 6, 3] of widths
+    64..512 (stride on the 3x3 conv, v1.5), global average pool, 1000-way fc."""
+    def __init__(self, classes=1000):
+        super().__init__()
+        self.stem = ConvBNAct(3, 64, 7, 2)
+        self.pool = nn.MaxPool2d(3, 2, 1)
+        blocks, cin = [], 64
+        for width, n, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for k in range(n):
+                blocks.append(Bottleneck(cin, width, stride if k == 0 else 1))
+                cin = width * Bottleneck.expansion
+        self.layers = nn.Sequential(*blocks)
+        self.fc = nn.Linear(cin, classes)
+
+    def forward(self, x):
+        x = self.layers(self.pool(self.stem(x)))
+        return self.fc(torch.flatten(F.adaptive_avg_pool2d(x, 1), 1))
+
+
+class MobileNetV2(nn.Module):
+    """torchvision's mobilenet_v2 (width 1.0): inverted residual settings (t, c, n, s) as in the
+    paper, ReLU6, 1280-channel head, 1000-way classifier."""
+    SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                (6, 320, 1, 1))
+
+    def __init__(self, classes=1000):
+        super().__init__()
+        layers, cin = [ConvBNAct(3, 32, 3, 2, act=nn.ReLU6)], 32
+        for t, c, n, s in self.SETTINGS:
+            for k in range(n):
+                layers.append(InvertedResidual(cin, c, s if k == 0 else 1, t))
+                cin = c
+        layers.append(ConvBNAct(cin, 1280, 1, act=nn.ReLU6))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, classes))
+
+    def forward(self, x):
+        return self.classifier(self.features(x).mean([2, 3]))
+
+
+# ---------------------------------------------------------------------------------------------
 
 IMG = (1, 3, 64, 64)
 
@@ -304,6 +394,18 @@ MODELS = [
          inputs=["image"], outputs=["logits"], dynamic=None, opsets=[9, 11, 17],
          covers="depthwise Conv (group=C), ReLU6 -> Clip (min/max attributes at opset 9, "
                 "inputs from 11), inverted residual Add, ReduceMean, Gemm"),
+    # Benchmark models (bench=True): no size cap, exported only with --bench or a matching --only.
+    dict(name="bert_base", make=BertBaseEncoder, seed=11, args=lambda: (torch.randint(0, 30522, (1, 128)),),
+         inputs=["input_ids"], outputs=["last_hidden_state", "logits"], dynamic=None, opsets=[17], bench=True,
+         meta={"hpf.range.input_ids": "0:30522"},
+         covers="BERT-base encoder, sequence 128: 12 post-LN layers, hidden 768, 12 heads, FFN 3072, GELU (Erf), "
+                "LayerNormalization, pooler and classifier; random seeded weights"),
+    dict(name="resnet50", make=ResNet50, seed=12, args=lambda: (torch.randn(1, 3, 224, 224),),
+         inputs=["image"], outputs=["logits"], dynamic=None, opsets=[17], bench=True,
+         covers="ResNet-50 v1.5 at 224x224 (torchvision's architecture, random seeded weights)"),
+    dict(name="mobilenetv2", make=MobileNetV2, seed=13, args=lambda: (torch.randn(1, 3, 224, 224),),
+         inputs=["image"], outputs=["logits"], dynamic=None, opsets=[17], bench=True,
+         covers="MobileNetV2 1.0 at 224x224 (torchvision's architecture, random seeded weights)"),
 ]
 
 
@@ -327,7 +429,7 @@ def export_one(spec, opset, outdir):
     onnx.checker.check_model(m)
     onnx.save(m, path)
     size = os.path.getsize(path)
-    if size > MAX_BYTES:
+    if size > MAX_BYTES and not spec.get("bench"):
         raise RuntimeError(f"{path} is {size} bytes, over {MAX_BYTES}")
     ops = sorted({n.op_type for n in m.graph.node})
     return path, size, ops
@@ -337,11 +439,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
     ap.add_argument("--only", action="append", default=[], help="export models whose name contains this")
+    ap.add_argument("--bench", action="store_true", help="also the full-size benchmark models")
     a = ap.parse_args()
     os.makedirs(a.outdir, exist_ok=True)
     failed = 0
     for spec in MODELS:
         if a.only and not any(s in spec["name"] for s in a.only):
+            continue
+        if spec.get("bench") and not (a.bench or a.only):
             continue
         for opset in spec["opsets"]:
             try:
