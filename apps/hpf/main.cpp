@@ -53,6 +53,9 @@ const char* kUsage =
     "  compile-check MODEL --target sm_80,sm_90[,gfx90a] [--plan fp32|bf16|fp16] [--json]\n"
     "                generate each kernel of MODEL in the GPU dialect and compile it for each\n"
     "                target without a GPU (NVRTC): compiled, failed with logs, unsupported families\n"
+    "  bench gemm --m M --n N --k K [--dtype f32|int8|bf16w|fp16w|int8w|int4w] [--threads N]\n"
+    "             [--runs N] [--json]\n"
+    "                one MatMul with the weights in that format: median/min/max ms, GFLOP/s\n"
     "  --version     print the version\n"
     "  --help        print this help\n"
     "\n"
@@ -85,5 +88,6 @@ int main(int argc, char** argv) {
   if (cmd == "onnx-test") return cmd_onnx_test(rest);
   if (cmd == "plan") return cmd_plan(rest);
   if (cmd == "compile-check") return cmd_compile_check(rest);
+  if (cmd == "bench" && !rest.empty() && rest[0] == "gemm") return cmd_bench_gemm({rest.begin() + 1, rest.end()});
   return fail("unknown command '" + cmd + "'\n" + kUsage, 2);
 }

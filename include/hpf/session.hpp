@@ -43,6 +43,9 @@ struct CompileStats {
   int64_t fallbacks = 0;     // nodes run by the reference interpreter (no generator, or
                              // value-dependent shapes)
   std::vector<std::string> fallback_nodes;  // "name (Op)" of each
+  // MatMul/Gemm nodes whose constant weights the plan stores as INT8, INT4, BF16 or F16: packed
+  // once at compile (weight_bytes counts the packed bytes) and run by matmul_wq kernels.
+  std::vector<std::string> packed_weight_nodes;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"
 };
