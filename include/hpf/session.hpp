@@ -46,6 +46,8 @@ struct CompileStats {
   // MatMul/Gemm nodes whose constant weights the plan stores as INT8, INT4, BF16 or F16: packed
   // once at compile (weight_bytes counts the packed bytes) and run by matmul_wq kernels.
   std::vector<std::string> packed_weight_nodes;
+  // Those of them computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is held quantised.
+  std::vector<std::string> int8_compute_nodes;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"
 };

@@ -460,6 +460,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, *impl_->options.plan, impl->storage,
                                                                      impl->shapes, lowered));
     impl->stats.packed_weight_nodes = std::move(packed.nodes);
+    impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);
     impl->dynamic.value_in_region.resize(g->values().size(), false);
   }
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)

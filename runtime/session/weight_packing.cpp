@@ -3,6 +3,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <span>
 
 #include "hpf/calibration.hpp"
 #include "hpf/log.hpp"
@@ -56,9 +57,10 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
     pw.scales = Tensor(DType::F32, {1});
     return pw;
   }
-  if ((format != "i8" && format != "i4") || !q)
+  if ((format != "i8" && format != "i4" && format != "i8vnni") || !q)
     return Status::invalid("pack_weights: format '" + format + "' needs quantisation parameters");
-  const DType t = format == "i8" ? DType::I8 : DType::I4;
+  const bool vnni = format == "i8vnni";
+  const DType t = format == "i4" ? DType::I4 : DType::I8;
   if (q->type != t || !q->zero_points.empty() || q->scales.empty())
     return Status::unsupported("pack_weights: " + format + " weights need symmetric " + format + " parameters with scales");
   const int n_axis = trans_b ? 0 : 1, k_axis = trans_b ? 1 : 0;
@@ -82,6 +84,27 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
   std::vector<std::byte> qs(storage_bytes(t, x.size()));
   HPF_RETURN_IF_ERROR(quantize(x, b.shape(), *q, qs));
   const int64_t NG = K / pw.group;
+  if (vnni) {
+    const int64_t KG = (K + 3) / 4;
+    pw.data = Tensor(DType::U8, {P * KG * kPanel * 4});
+    pw.scales = Tensor(DType::F32, {P * kPanel});
+    pw.column_sums = Tensor(DType::I32, {P * kPanel});
+    auto* d = reinterpret_cast<int8_t*>(pw.data.bytes().data());
+    auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
+    auto* cs = reinterpret_cast<int32_t*>(pw.column_sums.bytes().data());
+    std::memset(d, 0, pw.data.nbytes());
+    for (int64_t n = 0; n < P * kPanel; ++n) {
+      sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
+      int32_t sum = 0;
+      for (int64_t k = 0; n < N && k < K; ++k) {
+        const int32_t v = stored_int(qs, t, at(k, n));
+        d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(v);
+        sum += v;
+      }
+      cs[n] = 128 * sum;
+    }
+    return pw;
+  }
   if (t == DType::I8) {
     pw.data = Tensor(DType::U8, {P * K * kPanel});
     pw.scales = Tensor(DType::F32, {P * kPanel});
@@ -130,6 +153,18 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
   return int4_weight_params(w, axes.reduction, int4_group_for(w.shape()[axes.reduction], wanted));
 }
 
+// The per-tensor INT8 scale the plan gives the producer of `v` (0 when none): the emulation
+// holds `v` fake-quantised with it.
+float producer_scale(const Graph& g, const Plan& plan, ValueId v) {
+  const int32_t id = g.value(v).producer;
+  if (id < 0) return 0;
+  const NodePlan* p = plan.find(g.node(id).name);
+  if (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_ || !p->activation_quant) return 0;
+  const QuantParams& a = *p->activation_quant;
+  if (a.type != DType::I8 || a.scales.size() != 1 || !a.zero_points.empty()) return 0;
+  return a.scales[0];
+}
+
 }  // namespace
 
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan& plan, std::vector<DType>& storage,
@@ -146,6 +181,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     const bool gemm = n.op == "Gemm", trans_b = gemm && trans_attr(n, "transB");
     std::string format;
     std::optional<QuantParams> q;
+    float a_scale = 0;  // W8A8: the INT8 scale A is held in
     if (p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
@@ -154,6 +190,10 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       }
       q = std::move(params).value();
       format = q->type == DType::I8 ? "i8" : "i4";
+      if (format == "i8" && p->mode == Mode::int8) {
+        a_scale = producer_scale(g, plan, n.inputs[0]);
+        if (a_scale > 0) format = "i8vnni";
+      }
     } else if (p->weights == DType::BF16 || p->weights == DType::F16) {
       format = p->weights == DType::BF16 ? "bf16" : "f16";
     } else {
@@ -175,12 +215,22 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       shapes[id] = std::move(shape);
       return id;
     };
+    if (a_scale > 0)  // s_a * s_w[n]: one multiply per output in the kernel
+      for (float& x : std::span<float>(reinterpret_cast<float*>(packed->scales.bytes().data()),
+                                       static_cast<size_t>(packed->scales.numel())))
+        x *= a_scale;
     HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", std::move(packed->data)));
     HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", std::move(packed->scales)));
     jit::KernelSpec spec;
-    spec.family = "matmul_wq";
+    spec.family = a_scale > 0 ? "matmul_i8" : "matmul_wq";
     spec.inputs = {st.spec.inputs[0], {DType::U8, shapes[wid]}, {DType::F32, shapes[sid]}};
     std::vector<ValueId> ins = {st.inputs[0], wid, sid};
+    if (a_scale > 0) {
+      HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/colsums", std::move(packed->column_sums)));
+      spec.inputs.push_back({DType::I32, shapes[zid]});
+      ins.push_back(zid);
+      spec.attrs["a_scale"] = a_scale;
+    }
     if (gemm && st.inputs.size() > 2) {
       spec.inputs.push_back(st.spec.inputs[2]);
       ins.push_back(st.inputs[2]);
@@ -209,6 +259,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     st.inputs = std::move(ins);
     ++stats.kernels;
     stats.nodes.push_back(n.name);
+    if (a_scale > 0) stats.int8_nodes.push_back(n.name);
   }
   return stats;
 }

@@ -18,15 +18,17 @@
 namespace hpf {
 
 struct PackedWeights {
-  std::string format;  // f32 | bf16 | f16 | i8 | i4 (the kernel's wformat)
+  std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni (matmul_i8)
   int64_t k = 0, n = 0, group = 0;
   Tensor data;    // U8 bytes in the panel layout
-  Tensor scales;  // F32: i8 [P*16], i4 [P][K/group][16], float formats one placeholder 0
+  Tensor scales;  // F32: i8 / i8vnni [P*16], i4 [P][K/group][16], float formats one placeholder 0
+  Tensor column_sums;  // i8vnni: I32 [P*16], 128 * sum over k of column n (the u8 zero point's share)
 };
 
 // Packs `b` (F32; [K, N], or [N, K] when trans_b) into `format`. i8/i4 need `q`, symmetric,
 // with scales: i8 per output column (or one per tensor), i4 groups along K (one scale per
-// column and group). Errors: another layout of parameters (unsupported), a non-F32 or
+// column and group). i8vnni: the same INT8 values in matmul_i8's order, [P][ceil(K/4)][16][4]
+// (K padded with zeros). Errors: another layout of parameters (unsupported), a non-F32 or
 // non-2-D weight (invalid).
 Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format,
                                      const QuantParams* q = nullptr);
@@ -38,6 +40,7 @@ int int4_group_for(int64_t k, int wanted);
 struct WeightLoweringStats {
   int64_t kernels = 0;  // MatMul/Gemm steps turned into matmul_wq
   std::vector<std::string> nodes;
+  std::vector<std::string> int8_nodes;  // of them, those given matmul_i8
 };
 
 // For every single-node MatMul/Gemm kernel step of `steps` whose plan gives its constant 2-D
@@ -47,6 +50,9 @@ struct WeightLoweringStats {
 // rewrites the step into a matmul_wq kernel reading them (the original weight is then read by
 // no step, so it gets no device memory). An int8 node with a calibrated activation scale also
 // fake-quantises its output with it in the kernel's epilogue, as the emulation stores it.
+// An int8 node whose input A comes from a node with a calibrated INT8 activation scale (the
+// emulation holds A quantised with it) becomes a matmul_i8 kernel (u8 x s8 -> s32) quantising
+// A with that scale; otherwise its INT8 weights are dequantised to FP32 (matmul_wq).
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan& plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
