@@ -3,7 +3,8 @@
 //   f32    libhpf's FP32 GEMM kernel
 //   bf16w  fp16w  int8w  int4w   weights in that format (INT8 per channel, INT4 groups of 32),
 //          FP32 activations and compute (matmul_wq kernels)
-//   int8   the int8 plan: INT8 weights, the output fake-quantised with a calibrated scale
+//   int8   the int8 plan with A held in INT8 (an Identity with a calibrated scale before the
+//          MatMul): u8 x s8 -> s32 (matmul_i8), the output fake-quantised with its scale
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -57,15 +58,24 @@ Expected<std::shared_ptr<Plan>> plan_for(const std::string& dtype, const Graph& 
   else return Status::invalid("--dtype " + dtype + ": expected f32, int8, bf16w, fp16w, int8w or int4w");
   HPF_ASSIGN_OR_RETURN(Plan plan, plan_from_policy(g, Policy::uniform(m), f));
   NodePlan& p = plan.nodes[0];
-  if (p.mode != m)
+  if (plan.nodes.back().mode != m)
     return Status::unsupported("--dtype " + dtype + ": the device has no " + mode_name(m) + " MatMul (plan gave " +
-                               mode_name(p.mode) + ")");
+                               mode_name(plan.nodes.back().mode) + ")");
+  NodePlan& mm = plan.nodes.back();
   if (dtype == "int8w") {  // weight-only: activations and output stay FP32
-    p.activation_quant.reset();
-    p.storage = DType::F32;
+    mm.activation_quant.reset();
+    mm.storage = DType::F32;
   }
+  std::vector<std::string> observed;
+  if (dtype == "int8") {  // A held in INT8 by its producer (an Identity): u8 x s8 -> s32
+    p.mode = Mode::int8;
+    p.storage = DType::I8;
+    p.activation_quant = QuantParams{DType::I8, {}, {}, -1, 0};
+    observed.push_back(g.value(g.node(0).outputs[0]).name);
+  }
+  if (mm.activation_quant) observed.push_back("y");
   std::map<std::string, Observer> obs;
-  if (p.activation_quant) HPF_RETURN_IF_ERROR(observe_values(g, {{a}}, {"y"}, obs));
+  if (!observed.empty()) HPF_RETURN_IF_ERROR(observe_values(g, {{a}}, observed, obs));
   HPF_RETURN_IF_ERROR(calibrate_plan(g, plan, obs));
   return std::make_shared<Plan>(std::move(plan));
 }
@@ -93,6 +103,7 @@ int cmd_bench_gemm(const std::vector<std::string>& argv) {
   GraphBuilder b("gemm");
   auto x = b.input("a", DType::F32, make_shape(std::vector<int64_t>{*M, *K}));
   auto w = b.constant("b", random_tensor(std::vector<int64_t>{*K, *N}, 2));
+  if (dtype == "int8") x = b.op1("Identity", {x}, {}, "a_int8");  // holds A quantised (no kernel: a view)
   b.output(b.op1("MatMul", {x, w}, {}, "mm"), "y");
   auto g = b.build();
   if (!g.ok()) return fail(g.status().to_string());
@@ -110,6 +121,7 @@ int cmd_bench_gemm(const std::vector<std::string>& argv) {
   const CompileStats& st = exe->compile_stats();
   if (dtype != "f32" && st.packed_weight_nodes.empty())
     return fail("--dtype " + dtype + ": the MatMul did not get a packed-weight kernel");
+  if (dtype == "int8" && st.int8_compute_nodes.empty()) return fail("--dtype int8: the MatMul did not get an INT8 kernel");
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> ms;
@@ -129,7 +141,7 @@ int cmd_bench_gemm(const std::vector<std::string>& argv) {
     nlohmann::json j = {{"dtype", dtype},     {"m", *M},          {"n", *N},           {"k", *K},
                         {"threads", nthreads}, {"runs", *runs},    {"median_ms", median}, {"min_ms", ms.front()},
                         {"max_ms", ms.back()}, {"gflops", gflops}, {"weight_bytes", st.weight_bytes},
-                        {"kernel", st.packed_weight_nodes.empty() ? "matmul" : "matmul_wq"}, {"device", st.device}};
+                        {"kernel", !st.int8_compute_nodes.empty() ? "matmul_i8" : st.packed_weight_nodes.empty() ? "matmul" : "matmul_wq"}, {"device", st.device}};
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("gemm %lldx%lldx%lld %s, %s threads, %lld runs: median %.4f ms (min %.4f, max %.4f), %.2f GFLOP/s, "

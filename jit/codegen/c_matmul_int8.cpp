@@ -18,9 +18,11 @@
 //   otherwise     exact without saturation: bytes widened to 16 bits and multiplied pairwise
 //                 into 32 bits (vpmaddwd on AVX2), never vpmaddubsw, whose 16-bit pair sums
 //                 saturate at 255 * 127 * 2 > 32767.
-// Work item = 12 rows (a multiple of both tiles' row counts): its rows are quantised once into
-// a k-group-major buffer, then every column block runs over the whole K (the packed panels are
-// already in the multiply's order, nothing of B is repacked at run time).
+// Work item = 12 rows (a multiple of both tiles' row counts). A launch range is cut into chunks
+// of up to 4 items whose rows are quantised once into a k-group-major buffer; then per block of
+// panels (~128 KiB of weights, kept in L2 across the chunk) every tile runs over the whole K
+// (the packed panels are already in the multiply's order: nothing of B is repacked at run time).
+#include <algorithm>
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
@@ -106,6 +108,10 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
                            shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4;
   const bool has_c = spec.inputs.size() > 4;
+  // Rows quantised at once (whole work items, at most ~192 KiB of u8 on the stack) and panels per
+  // column block (~128 KiB of weights, a multiple of 4 panels).
+  const int64_t chunk = kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
   std::ostringstream s;
   s << c_prelude() << i8_micro() << c_matmul_epilogue(spec, 4)
     // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
@@ -125,7 +131,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    for (int c = 0; c < I8_NP; ++c) if (c < np) b[c] = *(const i8_v16*)(wp + c * " << L(KG * 64) << " + g * 64);\n"
     << "#pragma clang loop unroll(full)\n"
     << "    for (int r = 0; r < I8_MR; ++r) {\n"
-    << "      const i8_v16 a = (i8_v16){} + ap[g * " << kRows << " + r];\n"
+    << "      const i8_v16 a = (i8_v16){} + ap[g * " << chunk << " + r];\n"
     << "#pragma clang loop unroll(full)\n"
     << "      for (int c = 0; c < I8_NP; ++c) if (c < np) acc[r][c] = i8_dp(acc[r][c], a, b[c]);\n"
     << "    }\n"
@@ -146,13 +152,14 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  const void* restrict Cv = " << (has_c ? "args[4]" : "0") << ";\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
-    << "  i32 ap[" << KG * kRows << "] __attribute__((aligned(64)));\n"
-    << "  for (i64 w = begin; w < end; ++w) {\n"
-    << "    const i64 i0 = w * " << kRows << "LL, rows = " << L(M) << " - i0 < " << kRows << " ? " << L(M) << " - i0 : " << kRows
-    << ";\n"
-    // Quantise the block's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0 weight).
+    << "  i32 ap[" << KG * chunk << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 w0 = begin; w0 < end; w0 += " << chunk / kRows << ") {\n"
+    << "    const i64 i0 = w0 * " << kRows << "LL, w1 = w0 + " << chunk / kRows << " < end ? w0 + " << chunk / kRows
+    << " : end;\n"
+    << "    const i64 rows = (w1 * " << kRows << "LL < " << L(M) << " ? w1 * " << kRows << "LL : " << L(M) << ") - i0;\n"
+    // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0 weight).
     << "    u8* restrict aq = (u8*)ap;\n"
-    << "    for (i64 r = 0; r < " << kRows << "; ++r)\n"
+    << "    for (i64 r = 0; r < " << chunk << "; ++r)\n"
     << "      for (i64 k = 0; k < " << L(KG * 4) << "; ++k) {\n"
     << "        u8 q = 128;\n"
     << "        if (r < rows && k < " << L(K) << ") { const i64 i = i0 + r;\n"
@@ -160,13 +167,17 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "          x = x != x ? 0.0f : (__builtin_fabsf(x) < 8388608.0f ? __builtin_rintf(x) : x);\n"
     << "          x = x < -128.0f ? -128.0f : (x > 127.0f ? 127.0f : x);\n"
     << "          q = (u8)((i32)x + 128); }\n"
-    << "        aq[((k >> 2) * " << kRows << " + r) * 4 + (k & 3)] = q;\n"
+    << "        aq[((k >> 2) * " << chunk << " + r) * 4 + (k & 3)] = q;\n"
     << "      }\n"
-    << "    for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
-    << "      const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "      i64 p = 0;\n"
-    << "      for (; p + I8_NP <= " << L(P) << "; p += I8_NP) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "      for (; p < " << L(P) << "; ++p) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, 1);\n"
+    // Column blocks of B small enough to stay in L2 across the chunk's rows.
+    << "    for (i64 pb = 0; pb < " << L(P) << "; pb += " << block << ") {\n"
+    << "      const i64 pe = pb + " << block << " < " << L(P) << " ? pb + " << block << " : " << L(P) << ";\n"
+    << "      for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
+    << "        const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
+    << "        i64 p = pb;\n"
+    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "        for (; p < pe; ++p) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, 1);\n"
+    << "      }\n"
     << "    }\n"
     << "  }\n}\n";
   return GeneratedKernel{name, s.str(), (M + kRows - 1) / kRows, 1};
