@@ -156,6 +156,7 @@ double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms *
 // output) against its own FP32 GEMM and oneDNN's dnnl_gemm_u8s8s32 (integer GEMM alone: A already
 // u8, s32 output, no dequantisation), same shapes and threads.
 void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>& shapes) {
+  std::fflush(stdout);
   std::printf("\n%d thread(s): INT8 GEMM (ms; ratio = other ms / libhpf int8 ms)\n", threads);
   std::printf("thr shape              hpf f32   hpf int8  dnnl u8s8s32  int8 vs f32  int8 vs dnnl\n");
   std::mt19937 gen(3);

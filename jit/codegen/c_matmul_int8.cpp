@@ -37,8 +37,8 @@ constexpr int64_t kRows = 12;
 
 const char* i8_micro() {
   return R"(
-typedef i32 i8_v16 __attribute__((vector_size(64), aligned(64)));
-typedef i32 i8_v8 __attribute__((vector_size(32), aligned(32)));
+typedef i32 i8_v16 __attribute__((vector_size(64), aligned(4)));  /* unaligned loads: buffers are not 64-aligned everywhere */
+typedef i32 i8_v8 __attribute__((vector_size(32), aligned(4)));
 #if defined(__AVX512VNNI__) && defined(__AVX512F__)
 #define I8_MR 6
 #define I8_NP 4
