@@ -187,7 +187,12 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
       dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bs.data(), s.n, 0, 0.0f, ci.data(), s.n, &co);
     }, runs);
 #endif
-    auto ms = [](double v) { char b[32]; std::snprintf(b, sizeof b, v < 0 ? "%9s" : "%9.3f", v < 0 ? "-" : "", v); return std::string(v < 0 ? "        -" : b); };
+    auto ms = [](double v) {
+      if (v < 0) return std::string("        -");
+      char b[32];
+      std::snprintf(b, sizeof b, "%9.3f", v);
+      return std::string(b);
+    };
     auto ratio = [&](double v) { char b[32]; if (v < 0 || i8_ms < 0) return std::string("    -"); std::snprintf(b, sizeof b, "%5.2f", v / i8_ms); return std::string(b); };
     std::printf("%2d  %-18s %s  %s  %s     %s        %s\n", threads, s.tag, ms(f32_ms).c_str(), ms(i8_ms).c_str(),
                 ms(dnnl_ms).c_str(), ratio(f32_ms).c_str(), ratio(dnnl_ms).c_str());
