@@ -145,6 +145,7 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
       x *= a_scale;
     spec.inputs.push_back({DType::I32, pw->column_sums.shape()});
     spec.attrs["a_scale"] = a_scale;
+    spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
   }
   held = {pw->data, pw->scales, pw->column_sums};
   return compile_spec(cpu, spec, k, kern);

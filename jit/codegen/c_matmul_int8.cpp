@@ -15,9 +15,13 @@
 //   AVX512-VNNI   vpdpbusd zmm: 64 multiply-adds per instruction; tile 6 rows x 64 columns
 //                 (24 accumulators);
 //   AVX-VNNI      vpdpbusd ymm (VEX): tile 4 rows x 16 columns;
-//   otherwise     exact without saturation: bytes widened to 16 bits and multiplied pairwise
-//                 into 32 bits (vpmaddwd on AVX2), never vpmaddubsw, whose 16-bit pair sums
-//                 saturate at 255 * 127 * 2 > 32767.
+//   AVX2          vpmaddubsw, exact: A is stored signed (no zero point) and the sign moves to
+//                 the weights (vpsignb), so the u8 operand is |q_a| <= 128 and the s8 one
+//                 |q_w| <= 127 (symmetric weights never reach -128; attr w_has_m128 = 0 says so),
+//                 pair sums <= 32512 < 32767; vpmaddwd by ones adds the pairs into 32 bits.
+//                 (u8 = q + 128 with vpmaddubsw would saturate: 255 * 127 * 2 > 32767.)
+//   otherwise     (or weights holding -128) bytes widened to 16 bits and multiplied pairwise into
+//                 32 bits (vpmaddwd), exact.
 // Work item = 12 rows (a multiple of both tiles' row counts). A launch range is cut into chunks
 // of up to 4 items whose rows are quantised once into a k-group-major buffer; then per block of
 // panels (~128 KiB of weights, kept in L2 across the chunk) every tile runs over the whole K
@@ -56,6 +60,25 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, alo, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
   return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
+#elif defined(__AVX2__) && !I8_W_HAS_M128
+/* AVX2 without VNNI: vpmaddubsw on |q_a| (u8, <= 128) and q_w * sign(q_a) (s8, |q_w| <= 127),
+   then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767: exact,
+   never saturating (weights holding -128 take the widening path below). A is stored signed. */
+#define I8_MR 4
+#define I8_NP 1
+#define I8_SIGNED 1
+typedef char i8_c32 __attribute__((vector_size(32)));
+typedef short i8_h16 __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
+  const i8_c32 a8 = (i8_c32)__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+  const i8_c32 aa = __builtin_elementwise_abs(a8);
+  const i8_h16 ones = (i8_h16){} + 1;
+  const i8_c32 bl = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7), a8);
+  const i8_c32 bh = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15), a8);
+  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(aa, bl), ones);
+  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(aa, bh), ones);
+  return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
 #else
 #define I8_MR 4
 #define I8_NP 1
@@ -90,6 +113,11 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 #endif
 }
 #endif
+#if defined(I8_SIGNED)
+#define I8_ZP 0   /* A stored as s8 q; no zero point to compensate */
+#else
+#define I8_ZP 128 /* A stored as u8 q + 128; Z holds 128 * the weights' column sums */
+#endif
 )";
 }
 
@@ -113,7 +141,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   const int64_t chunk = kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
   const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
   std::ostringstream s;
-  s << c_prelude() << i8_micro() << c_matmul_epilogue(spec, 4)
+  s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
+    << i8_micro() << c_matmul_epilogue(spec, 4)
     // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
@@ -140,7 +169,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    for (int c = 0; c < np; ++c) {\n"
     << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
     << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
-    << "        const float v = (float)(o[jj] - Z[j]) * S[j];\n"
+    << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j];\n"
     << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, Cv, i0 + r, j)") << "; }\n"
     << "    }\n"
     << "}\n"
@@ -161,12 +190,12 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    u8* restrict aq = (u8*)ap;\n"
     << "    for (i64 r = 0; r < " << chunk << "; ++r)\n"
     << "      for (i64 k = 0; k < " << L(KG * 4) << "; ++k) {\n"
-    << "        u8 q = 128;\n"
+    << "        u8 q = I8_ZP;\n"
     << "        if (r < rows && k < " << L(K) << ") { const i64 i = i0 + r;\n"
     << "          float x = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << " / " << c_float(a_scale) << ";\n"
     << "          x = x != x ? 0.0f : (__builtin_fabsf(x) < 8388608.0f ? __builtin_rintf(x) : x);\n"
     << "          x = x < -128.0f ? -128.0f : (x > 127.0f ? 127.0f : x);\n"
-    << "          q = (u8)((i32)x + 128); }\n"
+    << "          q = (u8)((i32)x + I8_ZP); }\n"
     << "        aq[((k >> 2) * " << chunk << " + r) * 4 + (k & 3)] = q;\n"
     << "      }\n"
     // Column blocks of B small enough to stay in L2 across the chunk's rows.

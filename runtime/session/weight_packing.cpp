@@ -100,6 +100,7 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
         const int32_t v = stored_int(qs, t, at(k, n));
         d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(v);
         sum += v;
+        pw.has_m128 = pw.has_m128 || v == -128;
       }
       cs[n] = 128 * sum;
     }
@@ -230,6 +231,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       spec.inputs.push_back({DType::I32, shapes[zid]});
       ins.push_back(zid);
       spec.attrs["a_scale"] = a_scale;
+      spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
     }
     if (gemm && st.inputs.size() > 2) {
       spec.inputs.push_back(st.spec.inputs[2]);

@@ -23,6 +23,7 @@ struct PackedWeights {
   Tensor data;    // U8 bytes in the panel layout
   Tensor scales;  // F32: i8 / i8vnni [P*16], i4 [P][K/group][16], float formats one placeholder 0
   Tensor column_sums;  // i8vnni: I32 [P*16], 128 * sum over k of column n (the u8 zero point's share)
+  bool has_m128 = false;  // i8vnni: some weight is -128 (the AVX2 vpmaddubsw path needs |q| <= 127)
 };
 
 // Packs `b` (F32; [K, N], or [N, K] when trans_b) into `format`. i8/i4 need `q`, symmetric,
