@@ -456,8 +456,8 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
   }
   HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region));
-  if (impl_->options.plan) {  // quantised / narrow constant weights: packed once, own kernels
-    HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, *impl_->options.plan, impl->storage,
+  {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
+    HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, impl_->options.plan.get(), impl->storage,
                                                                      impl->shapes, lowered));
     impl->stats.packed_weight_nodes = std::move(packed.nodes);
     impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);

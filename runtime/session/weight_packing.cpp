@@ -12,6 +12,7 @@ namespace hpf {
 namespace {
 
 constexpr int64_t kPanel = 16;
+constexpr int64_t kGemvRows = 4;  // matmul_wq streams the weights once per row up to this M
 
 // The signed integer of element i of quantised storage `q` (I8 bytes or I4 nibbles).
 int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
@@ -168,22 +169,24 @@ float producer_scale(const Graph& g, const Plan& plan, ValueId v) {
 
 }  // namespace
 
-Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan& plan, std::vector<DType>& storage,
+Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps) {
   WeightLoweringStats stats;
   for (jit::LoweredStep& st : steps) {
     if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.size() != 1) continue;
     const Node n = g.node(st.node);  // a copy: adding initializers may move the node table
-    const NodePlan* p = plan.find(n.name);
-    if (!p || n.inputs.size() < 2) continue;
+    const NodePlan* p = plan ? plan->find(n.name) : nullptr;
+    if (n.inputs.size() < 2) continue;
     const Tensor* w = g.constant(n.inputs[1]);
     if (!w || w->dtype() != DType::F32 || w->rank() != 2 || trans_attr(n, "transA")) continue;
     const bool gemm = n.op == "Gemm", trans_b = gemm && trans_attr(n, "transB");
     std::string format;
     std::optional<QuantParams> q;
     float a_scale = 0;  // W8A8: the INT8 scale A is held in
-    if (p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
+    const int64_t cols = trans_b ? w->shape()[0] : w->shape()[1];
+    const int64_t rows = cols > 0 ? numel(st.spec.outputs[0].shape) / cols : 0;
+    if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
         log(LogLevel::warn, "node '" + n.name + "': " + params.status().message() + "; its weights stay f32");
@@ -192,11 +195,14 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       q = std::move(params).value();
       format = q->type == DType::I8 ? "i8" : "i4";
       if (format == "i8" && p->mode == Mode::int8) {
-        a_scale = producer_scale(g, plan, n.inputs[0]);
+        a_scale = producer_scale(g, *plan, n.inputs[0]);
         if (a_scale > 0) format = "i8vnni";
       }
-    } else if (p->weights == DType::BF16 || p->weights == DType::F16) {
+    } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
       format = p->weights == DType::BF16 ? "bf16" : "f16";
+    } else if (rows <= kGemvRows && storage[n.inputs[1]] == DType::F32 &&
+               (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_)) {
+      format = "f32";  // FP32 GEMV: the streaming kernel instead of the packing GEMM
     } else {
       continue;
     }
@@ -254,7 +260,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     spec.attrs["k"] = packed->k;
     spec.attrs["n"] = packed->n;
     spec.attrs["group"] = packed->group;
-    if (p->mode == Mode::int8 && p->activation_quant && p->activation_quant->type == DType::I8 &&
+    if (p && p->mode == Mode::int8 && p->activation_quant && p->activation_quant->type == DType::I8 &&
         p->activation_quant->scales.size() == 1 && p->activation_quant->zero_points.empty())
       spec.attrs["out_scale"] = p->activation_quant->scales[0];
     st.spec = std::move(spec);

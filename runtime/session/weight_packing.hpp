@@ -55,7 +55,9 @@ struct WeightLoweringStats {
 // emulation holds A quantised with it) becomes a matmul_i8 kernel (u8 x s8 -> s32) quantising
 // A with that scale; otherwise its INT8 weights are dequantised to FP32 (matmul_wq).
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
-Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan& plan, std::vector<DType>& storage,
+// Without a plan (or for an fp32 node), an F32 weight read by at most 4 rows (a GEMV) is packed
+// as F32 for matmul_wq's streaming GEMV, which the packing GEMM kernel is several times slower at.
+Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps);
 
