@@ -1,6 +1,8 @@
 // FP32 GEMM throughput of libhpf's generated MatMul kernel, run through the CPU plugin's C
 // table (only kernel_launch is timed), against OpenBLAS cblas_sgemm and oneDNN dnnl_sgemm on the
-// same shapes and thread counts. Each thread count runs in a child process, since the plugin
+// same shapes and thread counts; then INT8 GEMM (libhpf matmul_i8 vs its FP32 and oneDNN's
+// dnnl_gemm_u8s8s32) and GEMV 4096x4096 with FP32/BF16/F16/INT8/INT4 weights (matmul_wq vs
+// libhpf's FP32 kernel and OpenBLAS sgemv). Each thread count runs in a child process, since the plugin
 // reads HPF_NUM_THREADS once when it initialises. Prints medians; never fails on time.
 //
 //   hpf-gemm-bench [--threads 1,2] [--runs 7]
@@ -14,13 +16,17 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
+#include <span>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "hpf/calibration.hpp"
 #include "hpf/graph.hpp"
 #include "hpf/plugin.h"
 #include "jit/codegen/lowering.hpp"
+#include "runtime/session/weight_packing.hpp"
 
 #ifdef HPF_BENCH_OPENBLAS
 #include <cblas.h>
@@ -79,17 +85,9 @@ struct Plugin {
   }
 };
 
-// The generated kernel for an M x K by K x N FP32 MatMul, compiled and loaded by the plugin.
-bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_kernel*& kern) {
-  GraphBuilder b("gemm");
-  auto a = b.input("a", DType::F32, {s.m, s.k});
-  auto w = b.input("w", DType::F32, {s.k, s.n});
-  b.output(b.matmul(a, w), "y");
-  auto g = b.build();
-  if (!g.ok()) return cpu.error = g.status().to_string(), false;
-  auto steps = jit::lower(*g, {});
-  if (!steps.ok() || steps->size() != 1) return cpu.error = "lowering did not give one kernel", false;
-  auto gk = jit::generate_c((*steps)[0].spec);
+// `spec`'s kernel, compiled and loaded by the plugin.
+bool compile_spec(Plugin& cpu, const jit::KernelSpec& spec, jit::GeneratedKernel& k, hpf_kernel*& kern) {
+  auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
   hpf_blob* blob = nullptr;
@@ -101,7 +99,143 @@ bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_k
   return !cpu.fail(cpu.api->kernel_get(cpu.p, prog, k.name.c_str(), &kern), "kernel_get");
 }
 
+// The generated kernel for an M x K by K x N FP32 MatMul, compiled and loaded by the plugin.
+bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_kernel*& kern) {
+  GraphBuilder b("gemm");
+  auto a = b.input("a", DType::F32, {s.m, s.k});
+  auto w = b.input("w", DType::F32, {s.k, s.n});
+  b.output(b.matmul(a, w), "y");
+  auto g = b.build();
+  if (!g.ok()) return cpu.error = g.status().to_string(), false;
+  auto steps = jit::lower(*g, {});
+  if (!steps.ok() || steps->size() != 1) return cpu.error = "lowering did not give one kernel", false;
+  return compile_spec(cpu, (*steps)[0].spec, k, kern);
+}
+
+// Median ms of one launch of `kern` over `args`.
+double time_kernel(Plugin& cpu, const jit::GeneratedKernel& k, hpf_kernel* kern, std::vector<void*> args, int runs) {
+  hpf_launch l{};
+  l.struct_size = sizeof l;
+  l.args = args.data();
+  l.arg_count = args.size();
+  l.work_items = k.work_items;
+  l.grain = k.grain;
+  return median_ms([&] { cpu.api->kernel_launch(cpu.p, kern, &l); }, runs);
+}
+
+// The packed-weight kernel (matmul_wq, or matmul_i8 for "i8vnni") for B [K, N] in `format`,
+// weights packed as the Session packs them; `held` keeps the packed tensors alive.
+bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
+                       jit::GeneratedKernel& k, hpf_kernel*& kern, std::vector<Tensor>& held) {
+  std::optional<QuantParams> q;
+  if (format == "i8" || format == "i8vnni") q = *int8_weight_params(B, 1);
+  if (format == "i4") q = *int4_weight_params(B, 0, int4_group_for(s.k, 32));
+  auto pw = pack_weights(B, false, format, q ? &*q : nullptr);
+  if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
+  jit::KernelSpec spec;
+  spec.family = format == "i8vnni" ? "matmul_i8" : "matmul_wq";
+  spec.inputs = {{DType::F32, {s.m, s.k}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
+  spec.outputs = {{DType::F32, {s.m, s.n}}};
+  spec.attrs["wformat"] = format;
+  spec.attrs["k"] = s.k;
+  spec.attrs["n"] = s.n;
+  spec.attrs["group"] = pw->group;
+  if (format == "i8vnni") {
+    for (float& x : std::span<float>(reinterpret_cast<float*>(pw->scales.bytes().data()), size_t(pw->scales.numel())))
+      x *= a_scale;
+    spec.inputs.push_back({DType::I32, pw->column_sums.shape()});
+    spec.attrs["a_scale"] = a_scale;
+    spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
+  }
+  held = {pw->data, pw->scales, pw->column_sums};
+  return compile_spec(cpu, spec, k, kern);
+}
+
 double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e6); }
+
+// INT8 GEMM: libhpf's matmul_i8 (A quantised on the fly, u8 x s8 -> s32, dequantised FP32
+// output) against its own FP32 GEMM and oneDNN's dnnl_gemm_u8s8s32 (integer GEMM alone: A already
+// u8, s32 output, no dequantisation), same shapes and threads.
+void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>& shapes) {
+  std::fflush(stdout);
+  std::printf("\n%d thread(s): INT8 GEMM (ms; ratio = other ms / libhpf int8 ms)\n", threads);
+  std::printf("thr shape              hpf f32   hpf int8  dnnl u8s8s32  int8 vs f32  int8 vs dnnl\n");
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (const Shape3& s : shapes) {
+    std::vector<float> A(s.m * s.k), C(s.m * s.n);
+    for (float& x : A) x = d(gen);
+    std::vector<float> bv(s.k * s.n);
+    for (float& x : bv) x = d(gen);
+    Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
+    double f32_ms = -1, i8_ms = -1, dnnl_ms = -1;
+    jit::GeneratedKernel k;
+    hpf_kernel* kern = nullptr;
+    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = time_kernel(cpu, k, kern, {A.data(), B.bytes().data(), C.data()}, runs);
+    std::vector<Tensor> held;
+    if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held))
+      i8_ms = time_kernel(cpu, k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), held[2].bytes().data(), C.data()}, runs);
+    else
+      std::printf("  %s: libhpf int8 kernel failed: %s\n", s.tag, cpu.error.c_str());
+#ifdef HPF_BENCH_DNNL
+    std::vector<uint8_t> au(s.m * s.k);
+    std::vector<int8_t> bs(s.k * s.n);
+    std::vector<int32_t> ci(s.m * s.n);
+    for (size_t i = 0; i < au.size(); ++i) au[i] = uint8_t(int(A[i] * 127) + 128);
+    for (size_t i = 0; i < bs.size(); ++i) bs[i] = int8_t(bv[i] * 127);
+    const int32_t co = 0;
+    dnnl_ms = median_ms([&] {
+      dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bs.data(), s.n, 0, 0.0f, ci.data(), s.n, &co);
+    }, runs);
+#endif
+    auto ms = [](double v) {
+      if (v < 0) return std::string("        -");
+      char b[32];
+      std::snprintf(b, sizeof b, "%9.3f", v);
+      return std::string(b);
+    };
+    auto ratio = [&](double v) { char b[32]; if (v < 0 || i8_ms < 0) return std::string("    -"); std::snprintf(b, sizeof b, "%5.2f", v / i8_ms); return std::string(b); };
+    std::printf("%2d  %-18s %s  %s  %s     %s        %s\n", threads, s.tag, ms(f32_ms).c_str(), ms(i8_ms).c_str(),
+                ms(dnnl_ms).c_str(), ratio(f32_ms).c_str(), ratio(dnnl_ms).c_str());
+    std::fflush(stdout);
+  }
+}
+
+// GEMV 1 x 4096 x 4096 (y = a B): libhpf's FP32 GEMM kernel and the packed-weight kernels (f32,
+// bf16, f16, i8, i4 weights, FP32 compute) against OpenBLAS cblas_sgemv.
+void gemv_section(Plugin& cpu, int threads, int runs) {
+  const Shape3 s{1, 4096, 4096, "gemv 4096x4096"};
+  std::printf("\n%d thread(s): GEMV 1x4096x4096 (ms; ratio = libhpf FP32 GEMM-kernel ms / this ms)\n", threads);
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> A(s.k), C(s.n), bv(s.k * s.n);
+  for (float& x : A) x = d(gen);
+  for (float& x : bv) x = d(gen);
+  Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
+  jit::GeneratedKernel k;
+  hpf_kernel* kern = nullptr;
+  double base = -1;
+  auto row = [&](const char* what, double v) {
+    if (base < 0) base = v;
+    std::printf("%2d  %-28s %9.3f  %5.2f\n", threads, what, v, base / v);
+    std::fflush(stdout);
+  };
+  if (hpf_kernel_for(cpu, s, k, kern)) row("libhpf f32 (matmul)", time_kernel(cpu, k, kern, {A.data(), B.bytes().data(), C.data()}, runs));
+  for (const char* f : {"f32", "bf16", "f16", "i8", "i4"}) {
+    std::vector<Tensor> held;
+    if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, held)) {
+      std::printf("  %s: %s\n", f, cpu.error.c_str());
+      continue;
+    }
+    row((std::string("libhpf ") + f + " weights (matmul_wq)").c_str(),
+        time_kernel(cpu, k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), C.data()}, runs));
+  }
+#ifdef HPF_BENCH_OPENBLAS
+  row("OpenBLAS sgemv f32", median_ms([&] {
+        cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1);
+      }, runs));
+#endif
+}
 
 int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
   setenv("HPF_NUM_THREADS", std::to_string(threads).c_str(), 1);
@@ -127,14 +261,7 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
     double hpf_ms = -1, blas_ms = -1, dnnl_ms = -1;
     double err = 0;
     if (hpf_kernel_for(cpu, s, k, kern)) {
-      std::vector<void*> args{A.data(), B.data(), C.data()};
-      hpf_launch l{};
-      l.struct_size = sizeof l;
-      l.args = args.data();
-      l.arg_count = args.size();
-      l.work_items = k.work_items;
-      l.grain = k.grain;
-      hpf_ms = median_ms([&] { cpu.api->kernel_launch(cpu.p, kern, &l); }, runs);
+      hpf_ms = time_kernel(cpu, k, kern, {A.data(), B.data(), C.data()}, runs);
     } else {
       std::printf("  %s: libhpf kernel failed: %s\n", s.tag, cpu.error.c_str());
     }
@@ -166,6 +293,8 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
                 cell(blas_ms).c_str(), cell(dnnl_ms).c_str(), ratio(blas_ms).c_str(), ratio(dnnl_ms).c_str(), err);
     std::fflush(stdout);
   }
+  int8_section(cpu, threads, runs, shapes);
+  gemv_section(cpu, threads, runs);
   return 0;
 }
 

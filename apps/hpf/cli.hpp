@@ -65,5 +65,7 @@ int cmd_cache(const std::vector<std::string>& argv);
 int cmd_onnx_test(const std::vector<std::string>& argv);
 int cmd_plan(const std::vector<std::string>& argv);
 int cmd_compile_check(const std::vector<std::string>& argv);
+// hpf bench gemm ... (argv after "gemm"); cmd_bench_gemm.cpp.
+int cmd_bench_gemm(const std::vector<std::string>& args);
 
 }  // namespace hpf::cli

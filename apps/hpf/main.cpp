@@ -66,6 +66,9 @@ const char* kUsage =
     "  compile-check MODEL --target sm_80,sm_90[,gfx90a] [--plan fp32|bf16|fp16] [--json]\n"
     "                generate each kernel of MODEL in the GPU dialect and compile it for each\n"
     "                target without a GPU (NVRTC): compiled, failed with logs, unsupported families\n"
+    "  bench gemm --m M --n N --k K [--dtype f32|int8|bf16w|fp16w|int8w|int4w] [--threads N]\n"
+    "             [--runs N] [--json]\n"
+    "                one MatMul with the weights in that format: median/min/max ms, GFLOP/s\n"
     "  --version     print the version\n"
     "  --help        print this help\n"
     "\n"
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd == "run") return cmd_run(rest);
+  if (cmd == "bench" && !rest.empty() && rest[0] == "gemm") return cmd_bench_gemm({rest.begin() + 1, rest.end()});
   if (cmd == "bench") return cmd_bench(rest);
   if (cmd == "models") return cmd_models();
   if (cmd == "ops") return cmd_ops();

@@ -43,6 +43,12 @@ struct CompileStats {
   int64_t fallbacks = 0;     // nodes run by the reference interpreter (no generator, or
                              // value-dependent shapes)
   std::vector<std::string> fallback_nodes;  // "name (Op)" of each
+  // MatMul/Gemm nodes whose constant weights the plan stores as INT8, INT4, BF16 or F16, or
+  // whose F32 weights serve a GEMV (at most 4 rows): packed once at compile in 16-column panels
+  // (weight_bytes counts the packed bytes) and run by matmul_wq / matmul_i8 kernels.
+  std::vector<std::string> packed_weight_nodes;
+  // Those of them computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is held quantised.
+  std::vector<std::string> int8_compute_nodes;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"
 };

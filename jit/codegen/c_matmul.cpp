@@ -41,8 +41,10 @@ std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64
 // Rows per work item: a multiple of the microkernel's MR (6), so ranges cut on whole tiles.
 constexpr int64_t kRowBlock = 6;
 
+}  // namespace
+
 // The fixed part of every MatMul kernel: tile sizes and the microkernel.
-const char* matmul_micro() {
+const char* c_matmul_micro() {
   return R"(
 #if defined(__AVX512F__)
 typedef float hpf_vf __attribute__((vector_size(64)));
@@ -89,6 +91,8 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 )";
 }
 
+namespace {
+
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 
 }  // namespace
@@ -121,7 +125,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
   const std::string b_pj = tb ? "j * " + ll(K) + " + p" : "p * " + ll(N) + " + j";
   const bool has_c = gemm && spec.inputs.size() > 2;
   std::ostringstream s;
-  s << c_prelude() << matmul_micro() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+  s << c_prelude() << c_matmul_micro() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
     << "  const " << c_storage_type(B.dtype) << "* restrict B = (const " << c_storage_type(B.dtype) << "*)args[1];\n";
   if (has_c)

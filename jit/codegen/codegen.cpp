@@ -56,6 +56,8 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   std::snprintf(name, sizeof name, "hpf_%s_%016llx", spec.family.c_str(), static_cast<unsigned long long>(h));
   if (spec.family == "elementwise") return generate_c_elementwise(spec, name);
   if (spec.family == "matmul") return generate_c_matmul(spec, name);
+  if (spec.family == "matmul_wq") return generate_c_matmul_wq(spec, name);
+  if (spec.family == "matmul_i8") return generate_c_matmul_i8(spec, name);
   if (spec.family == "softmax") return generate_c_softmax(spec, name);
   if (spec.family == "layernorm") return generate_c_layernorm(spec, name);
   if (spec.family == "gather") return generate_c_gather(spec, name);

@@ -1,5 +1,7 @@
 #include "plugins/cpu/clang_compiler.hpp"
 
+#include <cstdlib>
+
 #include <clang/Basic/Diagnostic.h>
 #include <clang/Basic/DiagnosticIDs.h>
 #include <clang/Basic/DiagnosticOptions.h>
@@ -45,6 +47,13 @@ HostTarget detect_host() {
     t.features.push_back((f.second ? "+" : "-") + f.first().str());
   std::sort(t.features.begin(), t.features.end(),
             [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
+  // HPF_CPU_TARGET=NAME (an LLVM CPU name such as znver3 or haswell): kernels for that CPU's
+  // default features instead of the host's, to run another machine's code paths here (its
+  // features must be a subset of the host's).
+  if (const char* cpu = std::getenv("HPF_CPU_TARGET"); cpu && *cpu) {
+    t.cpu = cpu;
+    t.features.clear();
+  }
   t.clang_version = CLANG_VERSION_STRING;
   t.clang_full_version = clang::getClangFullVersion();
   return t;

@@ -139,8 +139,9 @@ uint64_t physical_memory() {
 void describe_device(hpf_plugin& p) {
   static const hpf_precision_support kPrecisions[] = {
       // What libhpf's C kernels do for this backend: every listed format is storage, converted
-      // to FP32 in registers, with FP32 accumulation. INT8 arithmetic arrives with its kernels.
-      {sizeof(hpf_precision_support), "matmul", "f32,bf16,f16"},
+      // to FP32 in registers, with FP32 accumulation. MatMul/Gemm also take constant weights in
+      // INT8 (per channel) and INT4 (group-wise), dequantised in registers (matmul_wq).
+      {sizeof(hpf_precision_support), "matmul", "f32,bf16,f16,i8,i4"},
       {sizeof(hpf_precision_support), "conv", "f32,bf16,f16"},
       {sizeof(hpf_precision_support), "elementwise", "f32,bf16,f16"},
       {sizeof(hpf_precision_support), "attention", "f32,bf16,f16"},

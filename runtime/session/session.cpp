@@ -17,7 +17,9 @@
 #include "hpf/plugin_host.hpp"
 #include "hpf/reference.hpp"
 #include "jit/codegen/lowering.hpp"
+#include "runtime/planner/plan_util.hpp"
 #include "runtime/session/memory_plan.hpp"
+#include "runtime/session/weight_packing.hpp"
 
 namespace hpf {
 namespace {
@@ -155,6 +157,7 @@ DeviceFormats formats_of(const DeviceRecord& d) {
       if (!t.ok()) continue;
       if (is_float(*t) && std::find(f.storage.begin(), f.storage.end(), *t) == f.storage.end()) f.storage.push_back(*t);
       if (*t == DType::I8) f.int8_compute = true;
+      if (*t == DType::I4 && std::find(f.storage.begin(), f.storage.end(), *t) == f.storage.end()) f.storage.push_back(*t);
       if (*t == DType::F8E4M3) f.fp8_compute = true;
     }
   if (std::find(f.storage.begin(), f.storage.end(), DType::F32) == f.storage.end()) f.storage.push_back(DType::F32);
@@ -186,8 +189,9 @@ void assign_storage(const Graph& g, const SessionOptions& o, const DeviceFormats
       if (!p) continue;
       for (ValueId v : n.outputs)
         if (lowerable(v)) storage[v] = usable(p->storage);
-      for (ValueId v : n.inputs)
-        if (v != kNoValue && g.constant(v) && lowerable(v) && is_float(p->weights)) {
+      for (size_t k = 0; k < n.inputs.size(); ++k)  // inputs the op keeps wide stay f32, as emulated
+        if (const ValueId v = n.inputs[k]; v != kNoValue && g.constant(v) && lowerable(v) && is_float(p->weights) &&
+                                           !planner_detail::is_wide_input(n, k)) {
           const DType w = usable(p->weights);
           if (bit_width(w) > weight_bits[v]) weight_bits[v] = bit_width(w), storage[v] = w;
         }
@@ -452,6 +456,13 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
   }
   HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region));
+  {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
+    HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, impl_->options.plan.get(), impl->storage,
+                                                                     impl->shapes, lowered));
+    impl->stats.packed_weight_nodes = std::move(packed.nodes);
+    impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);
+    impl->dynamic.value_in_region.resize(g->values().size(), false);
+  }
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
   size_t done = 0;
   for (auto& ls : lowered) {
@@ -557,8 +568,8 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     step_outputs.emplace_back();
     alias_step.push_back(false);
   }
-  std::vector<size_t> bytes(nv);
-  for (size_t v = 0; v < nv; ++v)
+  std::vector<size_t> bytes(g->values().size());
+  for (size_t v = 0; v < bytes.size(); ++v)
     bytes[v] = impl->dynamic.value_in_region[v] ? 0 : impl->value_bytes(static_cast<ValueId>(v));
   impl->plan = plan_memory(*g, bytes, step_inputs, step_outputs, alias_step);
   for (size_t sl = 0; sl < impl->plan.slot_bytes.size(); ++sl) {
@@ -566,7 +577,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (!b.ok()) return b.status();
     impl->buffers.push_back(std::move(b).value());
   }
-  for (size_t v = 0; v < nv; ++v)
+  for (size_t v = 0; v < bytes.size(); ++v)
     if (const Tensor* c = g->constant(static_cast<ValueId>(v)); c && impl->plan.slot_of[v] >= 0) {
       HPF_RETURN_IF_ERROR(impl->upload(static_cast<ValueId>(v), *c));
       impl->stats.weight_bytes += static_cast<int64_t>(bytes[v]);

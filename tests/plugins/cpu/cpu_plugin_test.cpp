@@ -289,12 +289,13 @@ TEST_CASE("cpu plugin: one device that describes this machine") {
   CHECK(d.memory_bytes > 0);
   CHECK(d.compute_units == static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
   REQUIRE(d.precision_count > 0);
-  // Claims match the kernels libhpf generates for it: float storage formats, FP32 compute.
+  // Claims match the kernels libhpf generates for it: float storage formats, FP32 compute;
+  // MatMul/Gemm also INT8 and INT4 weights (matmul_wq, matmul_i8).
   bool matmul_listed = false;
   for (size_t i = 0; i < d.precision_count; ++i) {
     CHECK(std::string(d.precisions[i].formats).find("f32") != std::string::npos);
     if (std::string(d.precisions[i].op_class) == "matmul")
-      matmul_listed = std::string(d.precisions[i].formats) == "f32,bf16,f16";
+      matmul_listed = std::string(d.precisions[i].formats) == "f32,bf16,f16,i8,i4";
   }
   CHECK(matmul_listed);
   std::vector<std::string> keys;

@@ -1,0 +1,215 @@
+// INT8 x INT8 MatMul / Gemm ("matmul_i8"): u8 activations x s8 weights -> s32, for int8 plans.
+//
+// Activations are quantised on the fly, per tensor with attr a_scale, exactly as
+// hpf::quantize does (x / s rounded half to even, NaN -> 0, clamped to [-128, 127]) and stored
+// as u8 = q + 128. The zero point is compensated with the weights' column sums:
+//   sum_k (q_a + 128) q_w = sum_k q_a q_w + 128 * colsum[n],
+// so the s32 result is exact. Weights come pre-packed (runtime/session/weight_packing.hpp):
+// panels of 16 columns, K padded to a multiple of 4, each group of 4 k one 64-byte vector
+//   W[p][k / 4][lane][k % 4] (s8; the padding 0),
+// the order vpdpbusd multiplies. Inputs: A (float), W (U8 bytes), S (F32 [P*16], s_a * s_w[n]),
+// Z (I32 [P*16], 128 * colsum[n]), optional C; attrs k, n, a_scale and the epilogue's (alpha,
+// beta, out_scale). Output (float) = (acc - Z[n]) * S[n], then the epilogue.
+//
+// The dot products, chosen by the preprocessor on the host's features:
+//   AVX512-VNNI   vpdpbusd zmm: 64 multiply-adds per instruction; tile 6 rows x 64 columns
+//                 (24 accumulators);
+//   AVX-VNNI      vpdpbusd ymm (VEX): tile 4 rows x 16 columns;
+//   AVX2          vpmaddubsw, exact: A is stored signed (no zero point) and the sign moves to
+//                 the weights (vpsignb), so the u8 operand is |q_a| <= 128 and the s8 one
+//                 |q_w| <= 127 (symmetric weights never reach -128; attr w_has_m128 = 0 says so),
+//                 pair sums <= 32512 < 32767; vpmaddwd by ones adds the pairs into 32 bits.
+//                 (u8 = q + 128 with vpmaddubsw would saturate: 255 * 127 * 2 > 32767.)
+//   otherwise     (or weights holding -128) bytes widened to 16 bits and multiplied pairwise into
+//                 32 bits (vpmaddwd), exact.
+// Work item = 12 rows (a multiple of both tiles' row counts). A launch range is cut into chunks
+// of up to 4 items whose rows are quantised once into a k-group-major buffer; then per block of
+// panels (~128 KiB of weights, kept in L2 across the chunk) every tile runs over the whole K
+// (the packed panels are already in the multiply's order: nothing of B is repacked at run time).
+#include <algorithm>
+#include <sstream>
+
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/c_prelude.hpp"
+
+namespace hpf::jit {
+
+namespace {
+
+constexpr int64_t kRows = 12;
+
+const char* i8_micro() {
+  return R"(
+typedef i32 i8_v16 __attribute__((vector_size(64), aligned(4)));  /* unaligned loads: buffers are not 64-aligned everywhere */
+typedef i32 i8_v8 __attribute__((vector_size(32), aligned(4)));
+#if defined(__AVX512VNNI__) && defined(__AVX512F__)
+#define I8_MR 6
+#define I8_NP 4
+static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
+  return (i8_v16)__builtin_ia32_vpdpbusd512((i8_v16)acc, a, b);
+}
+#elif defined(__AVXVNNI__) || (defined(__AVX512VNNI__) && defined(__AVX512VL__))
+#define I8_MR 4
+#define I8_NP 1
+static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
+  i8_v8 lo = __builtin_shufflevector(acc, acc, 0, 1, 2, 3, 4, 5, 6, 7);
+  i8_v8 hi = __builtin_shufflevector(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15);
+  i8_v8 alo = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+  lo = (i8_v8)__builtin_ia32_vpdpbusd256(lo, alo, __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7));
+  hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, alo, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#elif defined(__AVX2__) && !I8_W_HAS_M128
+/* AVX2 without VNNI: vpmaddubsw on |q_a| (u8, <= 128) and q_w * sign(q_a) (s8, |q_w| <= 127),
+   then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767: exact,
+   never saturating (weights holding -128 take the widening path below). A is stored signed. */
+#define I8_MR 4
+#define I8_NP 1
+#define I8_SIGNED 1
+typedef char i8_c32 __attribute__((vector_size(32)));
+typedef short i8_h16 __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
+  const i8_c32 a8 = (i8_c32)__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+  const i8_c32 aa = __builtin_elementwise_abs(a8);
+  const i8_h16 ones = (i8_h16){} + 1;
+  const i8_c32 bl = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7), a8);
+  const i8_c32 bh = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15), a8);
+  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(aa, bl), ones);
+  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(aa, bh), ones);
+  return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#else
+#define I8_MR 4
+#define I8_NP 1
+typedef short i8_s16x32 __attribute__((vector_size(64)));
+typedef unsigned char i8_u8x64 __attribute__((vector_size(64)));
+typedef signed char i8_s8x64 __attribute__((vector_size(64)));
+/* Lane j of the result: sum over its 4 bytes of u8(a) * s8(b), exact in 32 bits. */
+static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
+  i8_s16x32 a0 = __builtin_convertvector(__builtin_shufflevector((i8_u8x64)a, (i8_u8x64)a, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31), i8_s16x32);
+  i8_s16x32 a1 = __builtin_convertvector(__builtin_shufflevector((i8_u8x64)a, (i8_u8x64)a, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63), i8_s16x32);
+  i8_s16x32 b0 = __builtin_convertvector(__builtin_shufflevector((i8_s8x64)b, (i8_s8x64)b, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31), i8_s16x32);
+  i8_s16x32 b1 = __builtin_convertvector(__builtin_shufflevector((i8_s8x64)b, (i8_s8x64)b, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58, 59, 60, 61, 62, 63), i8_s16x32);
+#if defined(__AVX2__)
+#define I8_MADD(x, y, o) (i8_v8)__builtin_ia32_pmaddwd256(__builtin_shufflevector(x, x, o + 0, o + 1, o + 2, o + 3, o + 4, o + 5, o + 6, o + 7, o + 8, o + 9, o + 10, o + 11, o + 12, o + 13, o + 14, o + 15), __builtin_shufflevector(y, y, o + 0, o + 1, o + 2, o + 3, o + 4, o + 5, o + 6, o + 7, o + 8, o + 9, o + 10, o + 11, o + 12, o + 13, o + 14, o + 15))
+  /* pair sums (k, k+1) and (k+2, k+3) of 4 lanes per 16 shorts; then the two pairs of a lane. */
+  i8_v8 p0 = I8_MADD(a0, b0, 0), p1 = I8_MADD(a0, b0, 16), p2 = I8_MADD(a1, b1, 0), p3 = I8_MADD(a1, b1, 16);
+#undef I8_MADD
+  i8_v16 pa = __builtin_shufflevector(p0, p1, 0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  i8_v16 pb = __builtin_shufflevector(p0, p1, 1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  i8_v16 pc = __builtin_shufflevector(p2, p3, 0, 2, 4, 6, 8, 10, 12, 14, 0, 0, 0, 0, 0, 0, 0, 0);
+  i8_v16 pd = __builtin_shufflevector(p2, p3, 1, 3, 5, 7, 9, 11, 13, 15, 0, 0, 0, 0, 0, 0, 0, 0);
+  i8_v16 lo = pa + pb, hi = pc + pd;
+  return acc + __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+#else
+  i8_v16 r = acc;
+  for (int j = 0; j < 16; ++j)
+    r[j] += (i32)((j < 8 ? a0 : a1)[(j % 8) * 4 + 0]) * (j < 8 ? b0 : b1)[(j % 8) * 4 + 0] +
+            (i32)((j < 8 ? a0 : a1)[(j % 8) * 4 + 1]) * (j < 8 ? b0 : b1)[(j % 8) * 4 + 1] +
+            (i32)((j < 8 ? a0 : a1)[(j % 8) * 4 + 2]) * (j < 8 ? b0 : b1)[(j % 8) * 4 + 2] +
+            (i32)((j < 8 ? a0 : a1)[(j % 8) * 4 + 3]) * (j < 8 ? b0 : b1)[(j % 8) * 4 + 3];
+  return r;
+#endif
+}
+#endif
+#if defined(I8_SIGNED)
+#define I8_ZP 0   /* A stored as s8 q; no zero point to compensate */
+#else
+#define I8_ZP 128 /* A stored as u8 q + 128; Z holds 128 * the weights' column sums */
+#endif
+)";
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name) {
+  if (spec.inputs.size() < 4 || spec.outputs.size() != 1) return Status::invalid("matmul_i8: needs A, W, S, Z and one output");
+  const TensorDesc &A = spec.inputs[0], &Y = spec.outputs[0];
+  if (!is_float(A.dtype) || !is_float(Y.dtype))
+    return Status::unsupported("C codegen: matmul_i8 on " + std::string(dtype_name(A.dtype)) + " -> " +
+                               std::string(dtype_name(Y.dtype)));
+  const int64_t K = attr_i(spec.attrs, "k", 0), N = attr_i(spec.attrs, "n", 0);
+  const float a_scale = attr_f(spec.attrs, "a_scale", 0.0f);
+  if (K <= 0 || N <= 0 || !(a_scale > 0) || A.shape.empty() || A.shape.back() != K || Y.shape.empty() || Y.shape.back() != N)
+    return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
+                           shape_string(Y.shape));
+  const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4;
+  const bool has_c = spec.inputs.size() > 4;
+  // Rows quantised at once (whole work items, at most ~192 KiB of u8 on the stack) and panels per
+  // column block (~128 KiB of weights, a multiple of 4 panels).
+  const int64_t chunk = kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
+  std::ostringstream s;
+  s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
+    << i8_micro() << c_matmul_epilogue(spec, 4)
+    // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
+    // panels from p; accumulators over the whole K, then the epilogue.
+    << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
+    << "    const i32* restrict ap, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+    << "    const void* restrict Cv, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
+    << "  i8_v16 acc[I8_MR][I8_NP];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int r = 0; r < I8_MR; ++r)\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < I8_NP; ++c) acc[r][c] = (i8_v16){};\n"
+    << "  const u8* restrict wp = W + p * " << L(KG * 64) << ";\n"
+    << "  for (i64 g = 0; g < " << L(KG) << "; ++g) {\n"
+    << "    i8_v16 b[I8_NP];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < I8_NP; ++c) if (c < np) b[c] = *(const i8_v16*)(wp + c * " << L(KG * 64) << " + g * 64);\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int r = 0; r < I8_MR; ++r) {\n"
+    << "      const i8_v16 a = (i8_v16){} + ap[g * " << chunk << " + r];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int c = 0; c < I8_NP; ++c) if (c < np) acc[r][c] = i8_dp(acc[r][c], a, b[c]);\n"
+    << "    }\n"
+    << "  }\n"
+    << "  for (int r = 0; r < mr; ++r)\n"
+    << "    for (int c = 0; c < np; ++c) {\n"
+    << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
+    << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
+    << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j];\n"
+    << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, Cv, i0 + r, j)") << "; }\n"
+    << "    }\n"
+    << "}\n"
+    << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
+    << "  const u8* restrict W = (const u8*)args[1];\n"
+    << "  const float* restrict S = (const float*)args[2];\n"
+    << "  const i32* restrict Z = (const i32*)args[3];\n"
+    << "  const void* restrict Cv = " << (has_c ? "args[4]" : "0") << ";\n"
+    << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
+    << "];\n"
+    << "  i32 ap[" << KG * chunk << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 w0 = begin; w0 < end; w0 += " << chunk / kRows << ") {\n"
+    << "    const i64 i0 = w0 * " << kRows << "LL, w1 = w0 + " << chunk / kRows << " < end ? w0 + " << chunk / kRows
+    << " : end;\n"
+    << "    const i64 rows = (w1 * " << kRows << "LL < " << L(M) << " ? w1 * " << kRows << "LL : " << L(M) << ") - i0;\n"
+    // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0 weight).
+    << "    u8* restrict aq = (u8*)ap;\n"
+    << "    for (i64 r = 0; r < " << chunk << "; ++r)\n"
+    << "      for (i64 k = 0; k < " << L(KG * 4) << "; ++k) {\n"
+    << "        u8 q = I8_ZP;\n"
+    << "        if (r < rows && k < " << L(K) << ") { const i64 i = i0 + r;\n"
+    << "          float x = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << " / " << c_float(a_scale) << ";\n"
+    << "          x = x != x ? 0.0f : (__builtin_fabsf(x) < 8388608.0f ? __builtin_rintf(x) : x);\n"
+    << "          x = x < -128.0f ? -128.0f : (x > 127.0f ? 127.0f : x);\n"
+    << "          q = (u8)((i32)x + I8_ZP); }\n"
+    << "        aq[((k >> 2) * " << chunk << " + r) * 4 + (k & 3)] = q;\n"
+    << "      }\n"
+    // Column blocks of B small enough to stay in L2 across the chunk's rows.
+    << "    for (i64 pb = 0; pb < " << L(P) << "; pb += " << block << ") {\n"
+    << "      const i64 pe = pb + " << block << " < " << L(P) << " ? pb + " << block << " : " << L(P) << ";\n"
+    << "      for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
+    << "        const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
+    << "        i64 p = pb;\n"
+    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "        for (; p < pe; ++p) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, 1);\n"
+    << "      }\n"
+    << "    }\n"
+    << "  }\n}\n";
+  return GeneratedKernel{name, s.str(), (M + kRows - 1) / kRows, 1};
+}
+
+}  // namespace hpf::jit

@@ -1,0 +1,229 @@
+// MatMul / Gemm with constant weights in a low-precision format, FP32 compute ("matmul_wq").
+//
+// The runtime packs the weights once (runtime/session/weight_packing.hpp) into panels of 16
+// output columns, k-major inside a panel, so one row k of a panel is one 16-lane vector:
+//   f32  float[P][K][16]     bf16 / f16  u16[P][K][16]     i8  i8[P][K][16]
+//   i4   u8[P][K][8]: byte b of row k holds column b in its low nibble and column b + 8 in its
+//        high nibble, each as q + 8 (0..15, q the signed INT4 value)
+// with P = ceil(N / 16) and the columns past N zero (q = 0). Scales (input 2, F32): i8 one per
+// column, [P][16]; i4 one per column and group of `group` rows of K, [P][K / group][16]; the
+// float formats take none (a one-element placeholder).
+//
+// Inputs: A (any float format, [.., M, K] row-major, not transposed), W (U8 bytes), S (F32),
+// optional C (Gemm bias, broadcast as ONNX says); output Y [.., M, N]. Attributes: wformat
+// (f32|bf16|f16|i8|i4), k, n, group (i4), alpha/beta (Gemm), out_scale (optional: the output is
+// fake-quantised to INT8 with that per-tensor scale, as an int8 plan's emulation stores it).
+//
+// Two schedules, chosen by M:
+//   M <= 4 (GEMV, memory-bound): work item = 4 panels (64 columns); each row streams the panels
+//     once, dequantising in registers and accumulating in FP32. Per-column (i8) and per-group
+//     (i4) scales are factored out of the sums: i8 scales once at the end, i4 per group as
+//     s * (sum a*u - 8 * sum a), so the inner loop is a widening load, a convert and an FMA.
+//   M > 4 (GEMM): the FP32 GEMM's schedule and microkernel (c_matmul_micro); B is dequantised
+//     exactly (q * s, the emulation's values) while its KC x NC block is packed.
+#include <sstream>
+
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/c_prelude.hpp"
+
+namespace hpf::jit {
+
+namespace {
+
+constexpr int64_t kGemvMaxRows = 4;
+constexpr int64_t kRowBlock = 6;      // GEMM rows per work item (the microkernel's MR)
+constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
+
+// Loads of one panel row as 16 floats, per format. `wq_row(p, k)` reads panel p, row k; for
+// i4 it gives q + 8.
+std::string row_loader(const std::string& f, int64_t K) {
+  std::ostringstream s;
+  s << "typedef u8 wq_u8x8 __attribute__((vector_size(8), aligned(1)));\n"
+    << "typedef u32 wq_u32x8 __attribute__((vector_size(32), aligned(4)));\n"
+    << "typedef i8 wq_i8x16 __attribute__((vector_size(16), aligned(1)));\n"
+    << "typedef i32 wq_i32x16 __attribute__((vector_size(64), aligned(4)));\n"
+    << "typedef u16 wq_u16x16 __attribute__((vector_size(32), aligned(2)));\n"
+    << "static inline __attribute__((always_inline)) hpf_f32x16 wq_row(const void* restrict W, i64 p, i64 k) {\n"
+    << "  const i64 r = p * " << L(K) << " + k;\n";
+  if (f == "f32") {
+    s << "  return *(const hpf_f32x16*)((const float*)W + r * 16);\n";
+  } else if (f == "bf16") {
+    s << "  hpf_u32x16 u = __builtin_convertvector(*(const wq_u16x16*)((const u16*)W + r * 16), hpf_u32x16);\n"
+      << "  return (hpf_f32x16)(u << 16);\n";
+  } else if (f == "f16") {
+    s << "#if defined(__F16C__) || defined(__AVX512FP16__)\n"
+      << "  typedef _Float16 wq_h16 __attribute__((vector_size(32), aligned(2)));\n"
+      << "  return __builtin_convertvector(*(const wq_h16*)((const u16*)W + r * 16), hpf_f32x16);\n"
+      << "#else\n"
+      << "  hpf_f32x16 v; const u16* h = (const u16*)W + r * 16;\n"
+      << "  for (int j = 0; j < 16; ++j) v[j] = hpf_f16_f32(h[j]);\n"
+      << "  return v;\n"
+      << "#endif\n";
+  } else if (f == "i8") {
+    s << "  return __builtin_convertvector(*(const wq_i8x16*)((const i8*)W + r * 16), hpf_f32x16);\n";
+  } else {  // i4
+    s << "  wq_u32x8 v = __builtin_convertvector(*(const wq_u8x8*)((const u8*)W + r * 8), wq_u32x8);\n"
+      << "  wq_u32x8 lo = v & 15u, hi = v >> 4;\n"
+      << "  hpf_u32x16 u = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);\n"
+      << "  return __builtin_convertvector((wq_i32x16)u, hpf_f32x16);\n";
+  }
+  s << "}\n";
+  return s.str();
+}
+
+}  // namespace
+
+std::string c_matmul_epilogue(const KernelSpec& spec, size_t c_input) {
+  const int64_t N = attr_i(spec.attrs, "n", 0);
+  const bool has_c = spec.inputs.size() > c_input;
+  const float alpha = attr_f(spec.attrs, "alpha", 1.0f), beta = attr_f(spec.attrs, "beta", 1.0f);
+  const bool fq = spec.attrs.count("out_scale") > 0;
+  const float out_scale = attr_f(spec.attrs, "out_scale", 1.0f);
+  std::ostringstream s;
+  s << "static inline float wq_out(float v, const void* restrict Cv, i64 i, i64 j) {\n  (void)Cv; (void)i; (void)j;\n";
+  if (alpha != 1.0f) s << "  v *= " << c_float(alpha) << ";\n";
+  if (has_c && beta != 0.0f) {
+    const TensorDesc& C = spec.inputs[c_input];
+    const auto& cs = C.shape;
+    const std::string idx = numel(cs) == 1 ? "0" : cs.size() == 1 ? "j" : (cs[0] == 1 ? "j" : (cs[1] == 1 ? "i" : "i * " + L(N) + " + j"));
+    s << "  const " << c_storage_type(C.dtype) << "* restrict C = (const " << c_storage_type(C.dtype) << "*)Cv;\n"
+      << "  v += " << c_float(beta) << " * " << c_load(C.dtype, "C[" + idx + "]") << ";\n";
+  }
+  if (fq)  // fake_quantize: x / s rounded half to even, NaN -> 0, clamped to [-128, 127], times s
+    s << "  float r = v / " << c_float(out_scale) << ";\n"
+      << "  r = r != r ? 0.0f : (__builtin_fabsf(r) < 8388608.0f ? __builtin_rintf(r) : r);\n"
+      << "  r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);\n"
+      << "  v = r * " << c_float(out_scale) << ";\n";
+  s << "  return v;\n}\n";
+  return s.str();
+}
+
+Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std::string& name) {
+  if (spec.inputs.size() < 3 || spec.outputs.size() != 1) return Status::invalid("matmul_wq: needs A, W, S and one output");
+  const TensorDesc &A = spec.inputs[0], &Y = spec.outputs[0];
+  if (!is_float(A.dtype) || !is_float(Y.dtype))
+    return Status::unsupported("C codegen: matmul_wq on " + std::string(dtype_name(A.dtype)) + " -> " + std::string(dtype_name(Y.dtype)));
+  const std::string f = attr_s(spec.attrs, "wformat");
+  if (f != "f32" && f != "bf16" && f != "f16" && f != "i8" && f != "i4")
+    return Status::unsupported("C codegen: matmul_wq weight format '" + f + "'");
+  const int64_t K = attr_i(spec.attrs, "k", 0), N = attr_i(spec.attrs, "n", 0);
+  const int64_t G = f == "i4" ? attr_i(spec.attrs, "group", 0) : K;
+  if (K <= 0 || N <= 0 || G <= 0 || K % G != 0 || A.shape.empty() || A.shape.back() != K || Y.shape.empty() ||
+      Y.shape.back() != N)
+    return Status::invalid("matmul_wq: inconsistent k/n/group for A " + shape_string(A.shape) + " and Y " + shape_string(Y.shape));
+  const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, NG = K / G;
+  const bool has_c = spec.inputs.size() > 3;
+  const bool gemv = M <= kGemvMaxRows;
+
+  std::ostringstream s;
+  s << c_prelude() << (gemv ? "" : c_matmul_micro()) << row_loader(f, K);
+  s << c_matmul_epilogue(spec, 3);
+
+  s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
+    << "  const void* restrict W = args[1];\n"
+    << "  const float* restrict S = (const float*)args[2];\n"
+    << "  const void* restrict Cv = " << (has_c ? "args[3]" : "0") << ";\n"
+    << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
+    << "];\n  (void)S; (void)Cv;\n";
+  const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
+  if (gemv) {
+    s << "  float arow[" << K << "] __attribute__((aligned(64)));\n"
+      << "  float asum[" << NG << "];\n"
+      << "  for (i64 i = 0; i < " << L(M) << "; ++i) {\n"
+      << "    for (i64 p = 0; p < " << L(K) << "; ++p) arow[p] = " << a_load << ";\n";
+    if (f == "i4")
+      s << "    for (i64 g = 0; g < " << L(NG) << "; ++g) { float t = 0.0f;\n"
+        << "      for (i64 p = g * " << L(G) << "; p < (g + 1) * " << L(G) << "; ++p) t += arow[p];\n"
+        << "      asum[g] = 8.0f * t; }\n";
+    s << "    for (i64 w = begin; w < end; ++w) {\n"
+      << "      const i64 p0 = w * " << kPanelsPerItem << ", np = " << L(P) << " - p0 < " << kPanelsPerItem << " ? " << L(P)
+      << " - p0 : " << kPanelsPerItem << ";\n"
+      << "      hpf_f32x16 acc[" << kPanelsPerItem << "];\n"
+      << "      for (int c = 0; c < " << kPanelsPerItem << "; ++c) acc[c] = (hpf_f32x16){};\n"
+      // Full blocks with np constant after unrolling; the last block panel by panel.
+      << "      for (i64 c0 = 0; c0 < np; c0 += (np == " << kPanelsPerItem << " ? " << kPanelsPerItem << " : 1)) {\n"
+      << "        const int nc = np == " << kPanelsPerItem << " ? " << kPanelsPerItem << " : 1;\n";
+    if (f == "i4")
+      s << "        for (i64 g = 0; g < " << L(NG) << "; ++g) {\n"
+        << "          hpf_f32x16 t[" << kPanelsPerItem << "];\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "          for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] = (hpf_f32x16){};\n"
+        << "          for (i64 k = g * " << L(G) << "; k < (g + 1) * " << L(G) << "; ++k) {\n"
+        << "            const float av = arow[k];\n"
+        << "            if (nc == " << kPanelsPerItem << ") {\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "              for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] += av * wq_row(W, p0 + c, k);\n"
+        << "            } else t[0] += av * wq_row(W, p0 + c0, k);\n"
+        << "          }\n"
+        << "          for (int c = 0; c < nc; ++c)\n"
+        << "            acc[c0 + c] += (t[c] - asum[g]) * *(const hpf_f32x16*)(S + ((p0 + c0 + c) * " << L(NG)
+        << " + g) * 16);\n"
+        << "        }\n";
+    else
+      s << "        for (i64 k = 0; k < " << L(K) << "; ++k) {\n"
+        << "          const float av = arow[k];\n"
+        << "          if (nc == " << kPanelsPerItem << ") {\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "            for (int c = 0; c < " << kPanelsPerItem << "; ++c) acc[c] += av * wq_row(W, p0 + c, k);\n"
+        << "          } else acc[c0] += av * wq_row(W, p0 + c0, k);\n"
+        << "        }\n";
+    s << "      }\n";
+    if (f == "i8") s << "      for (int c = 0; c < np; ++c) acc[c] *= *(const hpf_f32x16*)(S + (p0 + c) * 16);\n";
+    s << "      for (int c = 0; c < np; ++c) {\n"
+      << "        float o[16]; __builtin_memcpy(o, &acc[c], 64);\n"
+      << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
+      << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(o[jj], Cv, i, j)") << "; }\n"
+      << "      }\n"
+      << "    }\n  }\n}\n";
+    return GeneratedKernel{name, s.str(), M > 0 ? (P + kPanelsPerItem - 1) / kPanelsPerItem : 0, 2};
+  }
+
+  // GEMM: ranges of rows; per MC rows, per NC columns, per KC slice: dequantise B, pack A, micro.
+  const int64_t nb = (M + kRowBlock - 1) / kRowBlock;
+  std::string deq = "wq_row(W, pp, k)";
+  if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";
+  if (f == "i4") deq = "(wq_row(W, pp, k) - 8.0f) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
+  s << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
+    << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  const i64 r0 = begin * " << kRowBlock << "LL, r1 = end * " << kRowBlock << "LL < " << L(M) << " ? end * " << kRowBlock
+    << "LL : " << L(M) << ";\n"
+    << "  for (i64 ic = r0; ic < r1; ic += HPF_MC) {\n"
+    << "    const i64 mc = r1 - ic < HPF_MC ? r1 - ic : HPF_MC;\n"
+    << "    for (i64 jc = 0; jc < " << L(N) << "; jc += HPF_NC) {\n"
+    << "      const i64 nc = " << L(N) << " - jc < HPF_NC ? " << L(N) << " - jc : HPF_NC;\n"
+    << "      for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
+    << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
+    << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
+    // 16-column panels of the packed weights into the NR-wide panels of bpack (zero past N).
+    << "        for (i64 c = 0; c < HPF_NC / 16; ++c) {\n"
+    << "          const i64 pp = jc / 16 + c;\n"
+    << "          float* restrict d = bpack + ((c * 16) / HPF_NR) * HPF_KC * HPF_NR + (c * 16) % HPF_NR;\n"
+    << "          if (pp < " << L(P) << ") for (i64 q = 0; q < kc; ++q) { const i64 k = pc + q;\n"
+    << "            *(hpf_f32x16*)(d + q * HPF_NR) = " << deq << "; }\n"
+    << "          else for (i64 q = 0; q < kc; ++q) *(hpf_f32x16*)(d + q * HPF_NR) = (hpf_f32x16){};\n"
+    << "        }\n"
+    << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+    << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+    << "#pragma clang loop vectorize(disable)\n"
+    << "          for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "            for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii;\n"
+    << "              apack[q * HPF_MR + ii] = ii < mr ? " << a_load << " : 0.0f; }\n"
+    << "          }\n"
+    << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+    << "            hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
+    << "        }\n"
+    << "      }\n"
+    << "      for (i64 ii = 0; ii < mc; ++ii) { const i64 i = ic + ii;\n"
+    << "        for (i64 jj = 0; jj < nc; ++jj) { const i64 j = jc + jj;\n"
+    << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(acc[ii * HPF_NC + jj], Cv, i, j)") << "; }\n"
+    << "      }\n"
+    << "    }\n  }\n}\n";
+  const int64_t grain_rows = std::max<int64_t>(60, 65536 / std::max<int64_t>(1, N * K));
+  return GeneratedKernel{name, s.str(), nb, (grain_rows + kRowBlock - 1) / kRowBlock};
+}
+
+}  // namespace hpf::jit

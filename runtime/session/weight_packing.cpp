@@ -1,0 +1,275 @@
+#include "runtime/session/weight_packing.hpp"
+
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <span>
+
+#include "hpf/calibration.hpp"
+#include "hpf/log.hpp"
+
+namespace hpf {
+namespace {
+
+constexpr int64_t kPanel = 16;
+constexpr int64_t kGemvRows = 4;  // matmul_wq streams the weights once per row up to this M
+
+// The signed integer of element i of quantised storage `q` (I8 bytes or I4 nibbles).
+int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
+  if (t == DType::I8) return static_cast<int8_t>(std::to_integer<uint8_t>(q[static_cast<size_t>(i)]));
+  const uint32_t nib = (std::to_integer<uint32_t>(q[static_cast<size_t>(i / 2)]) >> (4 * (i % 2))) & 0xF;
+  return static_cast<int32_t>((nib ^ 8u) - 8u);
+}
+
+}  // namespace
+
+int int4_group_for(int64_t k, int wanted) {
+  int g = std::max(wanted, 1);
+  while (g > 1 && k % g != 0) g /= 2;
+  return g < 8 ? static_cast<int>(k) : g;
+}
+
+Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format, const QuantParams* q) {
+  if (b.dtype() != DType::F32 || b.rank() != 2)
+    return Status::invalid("pack_weights: expected a 2-D F32 weight, got " + std::string(dtype_name(b.dtype())) +
+                           shape_string(b.shape()));
+  PackedWeights pw;
+  pw.format = format;
+  pw.k = trans_b ? b.shape()[1] : b.shape()[0];
+  pw.n = trans_b ? b.shape()[0] : b.shape()[1];
+  const int64_t K = pw.k, N = pw.n, P = (N + kPanel - 1) / kPanel;
+  const std::vector<float> x = b.to_f32();
+  auto at = [&](int64_t k, int64_t n) { return trans_b ? n * K + k : k * N + n; };  // flat index in b
+  if (format == "f32" || format == "bf16" || format == "f16") {
+    const DType t = format == "f32" ? DType::F32 : format == "bf16" ? DType::BF16 : DType::F16;
+    const Tensor c = b.cast(t);  // the rounding the emulation applies to the weight
+    const size_t es = static_cast<size_t>(bit_width(t) / 8);
+    pw.data = Tensor(DType::U8, {P * K * kPanel * static_cast<int64_t>(es)});
+    std::byte* d = pw.data.bytes().data();
+    const std::byte* s = c.bytes().data();
+    for (int64_t p = 0; p < P; ++p)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t j = 0; j < kPanel; ++j) {
+          const int64_t n = p * kPanel + j;
+          std::byte* o = d + ((p * K + k) * kPanel + j) * static_cast<int64_t>(es);
+          if (n < N) std::memcpy(o, s + at(k, n) * static_cast<int64_t>(es), es);
+          else std::memset(o, 0, es);
+        }
+    pw.scales = Tensor(DType::F32, {1});
+    return pw;
+  }
+  if ((format != "i8" && format != "i4" && format != "i8vnni") || !q)
+    return Status::invalid("pack_weights: format '" + format + "' needs quantisation parameters");
+  const bool vnni = format == "i8vnni";
+  const DType t = format == "i4" ? DType::I4 : DType::I8;
+  if (q->type != t || !q->zero_points.empty() || q->scales.empty())
+    return Status::unsupported("pack_weights: " + format + " weights need symmetric " + format + " parameters with scales");
+  const int n_axis = trans_b ? 0 : 1, k_axis = trans_b ? 1 : 0;
+  // Scale slot of element (k, n), following hpf::quantize's layouts.
+  std::function<size_t(int64_t, int64_t)> slot;
+  if (t == DType::I8) {
+    if (q->group_size != 0) return Status::unsupported("pack_weights: i8 weights with groups");
+    if (q->scales.size() == 1) slot = [](int64_t, int64_t) { return size_t{0}; };
+    else if (q->axis == n_axis && static_cast<int64_t>(q->scales.size()) == N)
+      slot = [](int64_t, int64_t n) { return static_cast<size_t>(n); };
+    else return Status::unsupported("pack_weights: i8 scales must run along the output columns");
+    pw.group = K;
+  } else {
+    if (q->group_size <= 0 || q->axis != k_axis || K % q->group_size != 0)
+      return Status::unsupported("pack_weights: i4 weights need groups along K");
+    pw.group = q->group_size;
+    const int64_t G = pw.group, NG = K / G;
+    if (trans_b) slot = [=](int64_t k, int64_t n) { return static_cast<size_t>(n * NG + k / G); };
+    else slot = [=](int64_t k, int64_t n) { return static_cast<size_t>((k / G) * N + n); };
+  }
+  std::vector<std::byte> qs(storage_bytes(t, x.size()));
+  HPF_RETURN_IF_ERROR(quantize(x, b.shape(), *q, qs));
+  const int64_t NG = K / pw.group;
+  if (vnni) {
+    const int64_t KG = (K + 3) / 4;
+    pw.data = Tensor(DType::U8, {P * KG * kPanel * 4});
+    pw.scales = Tensor(DType::F32, {P * kPanel});
+    pw.column_sums = Tensor(DType::I32, {P * kPanel});
+    auto* d = reinterpret_cast<int8_t*>(pw.data.bytes().data());
+    auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
+    auto* cs = reinterpret_cast<int32_t*>(pw.column_sums.bytes().data());
+    std::memset(d, 0, pw.data.nbytes());
+    for (int64_t n = 0; n < P * kPanel; ++n) {
+      sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
+      int32_t sum = 0;
+      for (int64_t k = 0; n < N && k < K; ++k) {
+        const int32_t v = stored_int(qs, t, at(k, n));
+        d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(v);
+        sum += v;
+        pw.has_m128 = pw.has_m128 || v == -128;
+      }
+      cs[n] = 128 * sum;
+    }
+    return pw;
+  }
+  if (t == DType::I8) {
+    pw.data = Tensor(DType::U8, {P * K * kPanel});
+    pw.scales = Tensor(DType::F32, {P * kPanel});
+  } else {
+    pw.data = Tensor(DType::U8, {P * K * kPanel / 2});
+    pw.scales = Tensor(DType::F32, {P * NG * kPanel});
+  }
+  auto* d = reinterpret_cast<uint8_t*>(pw.data.bytes().data());
+  auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
+  std::memset(sc, 0, pw.scales.nbytes());
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < kPanel; ++j) {
+        const int64_t n = p * kPanel + j;
+        const int32_t v = n < N ? stored_int(qs, t, at(k, n)) : 0;
+        if (t == DType::I8) {
+          d[(p * K + k) * kPanel + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
+          if (n < N && k == 0) sc[p * kPanel + j] = q->scales[slot(k, n)];
+        } else {
+          uint8_t& byte = d[(p * K + k) * (kPanel / 2) + j % 8];
+          const auto u = static_cast<uint8_t>(v + 8);
+          byte = j < 8 ? static_cast<uint8_t>((byte & 0xF0) | u) : static_cast<uint8_t>((byte & 0x0F) | (u << 4));
+          if (n < N && k % pw.group == 0) sc[(p * NG + k / pw.group) * kPanel + j] = q->scales[slot(k, n)];
+        }
+      }
+  return pw;
+}
+
+namespace {
+
+bool trans_attr(const Node& n, const char* name) {
+  auto it = n.attrs.find(name);
+  if (it == n.attrs.end()) return false;
+  const auto* v = std::get_if<int64_t>(&it->second);
+  return v && *v != 0;
+}
+
+// Parameters for `w` of node `n` under plan `p`: the plan's when it has scales, else the ones
+// calibrate_plan would choose (weights need no calibration data).
+Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const Tensor& w, bool trans_b) {
+  const QuantParams& q = *p.weight_quant;
+  if (!q.scales.empty()) return q;
+  HPF_ASSIGN_OR_RETURN(WeightAxes axes, weight_axes(n.op, 1, w.rank(), trans_b));
+  if (q.type == DType::I8) return int8_weight_params(w, axes.output);
+  const int wanted = q.group_size > 0 ? q.group_size : 32;
+  return int4_weight_params(w, axes.reduction, int4_group_for(w.shape()[axes.reduction], wanted));
+}
+
+// The per-tensor INT8 scale the plan gives the producer of `v` (0 when none): the emulation
+// holds `v` fake-quantised with it.
+float producer_scale(const Graph& g, const Plan& plan, ValueId v) {
+  const int32_t id = g.value(v).producer;
+  if (id < 0) return 0;
+  const NodePlan* p = plan.find(g.node(id).name);
+  if (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_ || !p->activation_quant) return 0;
+  const QuantParams& a = *p->activation_quant;
+  if (a.type != DType::I8 || a.scales.size() != 1 || !a.zero_points.empty()) return 0;
+  return a.scales[0];
+}
+
+}  // namespace
+
+Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
+                                                             std::vector<std::vector<int64_t>>& shapes,
+                                                             std::vector<jit::LoweredStep>& steps) {
+  WeightLoweringStats stats;
+  for (jit::LoweredStep& st : steps) {
+    if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.size() != 1) continue;
+    const Node n = g.node(st.node);  // a copy: adding initializers may move the node table
+    const NodePlan* p = plan ? plan->find(n.name) : nullptr;
+    if (n.inputs.size() < 2) continue;
+    const Tensor* w = g.constant(n.inputs[1]);
+    if (!w || w->dtype() != DType::F32 || w->rank() != 2 || trans_attr(n, "transA")) continue;
+    const bool gemm = n.op == "Gemm", trans_b = gemm && trans_attr(n, "transB");
+    std::string format;
+    std::optional<QuantParams> q;
+    float a_scale = 0;  // W8A8: the INT8 scale A is held in
+    const int64_t cols = trans_b ? w->shape()[0] : w->shape()[1];
+    const int64_t rows = cols > 0 ? numel(st.spec.outputs[0].shape) / cols : 0;
+    if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
+      auto params = weight_params_of(n, *p, *w, trans_b);
+      if (!params.ok()) {
+        log(LogLevel::warn, "node '" + n.name + "': " + params.status().message() + "; its weights stay f32");
+        continue;
+      }
+      q = std::move(params).value();
+      format = q->type == DType::I8 ? "i8" : "i4";
+      if (format == "i8" && p->mode == Mode::int8) {
+        a_scale = producer_scale(g, *plan, n.inputs[0]);
+        if (a_scale > 0) format = "i8vnni";
+      }
+    } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
+      format = p->weights == DType::BF16 ? "bf16" : "f16";
+    } else if (rows <= kGemvRows && storage[n.inputs[1]] == DType::F32 &&
+               (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_)) {
+      format = "f32";  // FP32 GEMV: the streaming kernel instead of the packing GEMM
+    } else {
+      continue;
+    }
+    auto packed = pack_weights(*w, trans_b, format, q ? &*q : nullptr);
+    if (!packed.ok()) {
+      log(LogLevel::warn, "node '" + n.name + "': " + packed.status().message() + "; its weights stay f32");
+      continue;
+    }
+    const std::string base = g.value(n.inputs[1]).name + "/" + format;
+    auto add = [&](const std::string& name, Tensor t) -> Expected<ValueId> {
+      std::vector<int64_t> shape = t.shape();
+      const DType dt = t.dtype();
+      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, std::move(t)));
+      storage.resize(g.values().size(), DType::F32);
+      shapes.resize(g.values().size());
+      storage[id] = dt;
+      shapes[id] = std::move(shape);
+      return id;
+    };
+    if (a_scale > 0)  // s_a * s_w[n]: one multiply per output in the kernel
+      for (float& x : std::span<float>(reinterpret_cast<float*>(packed->scales.bytes().data()),
+                                       static_cast<size_t>(packed->scales.numel())))
+        x *= a_scale;
+    HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", std::move(packed->data)));
+    HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", std::move(packed->scales)));
+    jit::KernelSpec spec;
+    spec.family = a_scale > 0 ? "matmul_i8" : "matmul_wq";
+    spec.inputs = {st.spec.inputs[0], {DType::U8, shapes[wid]}, {DType::F32, shapes[sid]}};
+    std::vector<ValueId> ins = {st.inputs[0], wid, sid};
+    if (a_scale > 0) {
+      HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/colsums", std::move(packed->column_sums)));
+      spec.inputs.push_back({DType::I32, shapes[zid]});
+      ins.push_back(zid);
+      spec.attrs["a_scale"] = a_scale;
+      spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+    }
+    if (gemm && st.inputs.size() > 2) {
+      spec.inputs.push_back(st.spec.inputs[2]);
+      ins.push_back(st.inputs[2]);
+      auto f = [&](const char* a, float d) {
+        auto it = n.attrs.find(a);
+        if (it == n.attrs.end()) return d;
+        if (auto* v = std::get_if<float>(&it->second)) return *v;
+        if (auto* v = std::get_if<int64_t>(&it->second)) return static_cast<float>(*v);
+        return d;
+      };
+      spec.attrs["beta"] = f("beta", 1.0f);
+    }
+    if (gemm) {
+      auto it = n.attrs.find("alpha");
+      if (it != n.attrs.end()) spec.attrs["alpha"] = it->second;
+    }
+    spec.outputs = st.spec.outputs;
+    spec.attrs["wformat"] = format;
+    spec.attrs["k"] = packed->k;
+    spec.attrs["n"] = packed->n;
+    spec.attrs["group"] = packed->group;
+    if (p && p->mode == Mode::int8 && p->activation_quant && p->activation_quant->type == DType::I8 &&
+        p->activation_quant->scales.size() == 1 && p->activation_quant->zero_points.empty())
+      spec.attrs["out_scale"] = p->activation_quant->scales[0];
+    st.spec = std::move(spec);
+    st.inputs = std::move(ins);
+    ++stats.kernels;
+    stats.nodes.push_back(n.name);
+    if (a_scale > 0) stats.int8_nodes.push_back(n.name);
+  }
+  return stats;
+}
+
+}  // namespace hpf

@@ -1,0 +1,64 @@
+// Constant MatMul/Gemm weights packed once at compile time for the "matmul_wq" kernels
+// (jit/codegen/c_matmul_wq.cpp describes the layout): BF16/F16 in panels of 16 columns, INT8
+// per output channel and INT4 group-wise along K with the plan's scales. The integers are the
+// ones hpf::quantize gives for the same parameters (the reference emulation's), so a quantised
+// plan computes on exactly the weights its emulation measured.
+//
+// Ownership: plain values. Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpf/precision.hpp"
+#include "hpf/tensor.hpp"
+#include "jit/codegen/lowering.hpp"
+
+namespace hpf {
+
+struct PackedWeights {
+  std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni (matmul_i8)
+  int64_t k = 0, n = 0, group = 0;
+  Tensor data;    // U8 bytes in the panel layout
+  Tensor scales;  // F32: i8 / i8vnni [P*16], i4 [P][K/group][16], float formats one placeholder 0
+  Tensor column_sums;  // i8vnni: I32 [P*16], 128 * sum over k of column n (the u8 zero point's share)
+  bool has_m128 = false;  // i8vnni: some weight is -128 (the AVX2 vpmaddubsw path needs |q| <= 127)
+};
+
+// Packs `b` (F32; [K, N], or [N, K] when trans_b) into `format`. i8/i4 need `q`, symmetric,
+// with scales: i8 per output column (or one per tensor), i4 groups along K (one scale per
+// column and group). i8vnni: the same INT8 values in matmul_i8's order, [P][ceil(K/4)][16][4]
+// (K padded with zeros). Errors: another layout of parameters (unsupported), a non-F32 or
+// non-2-D weight (invalid).
+Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format,
+                                     const QuantParams* q = nullptr);
+
+// The INT4 group a plan's group size `wanted` gives on a reduction of `k`: the largest of
+// wanted, wanted/2, ... dividing k, or k itself when that falls below 8 (as calibrate_plan).
+int int4_group_for(int64_t k, int wanted);
+
+struct WeightLoweringStats {
+  int64_t kernels = 0;  // MatMul/Gemm steps turned into matmul_wq
+  std::vector<std::string> nodes;
+  std::vector<std::string> int8_nodes;  // of them, those given matmul_i8
+};
+
+// For every single-node MatMul/Gemm kernel step of `steps` whose plan gives its constant 2-D
+// weight INT8 or INT4 quantisation or BF16/F16 storage: quantises (scales from the plan, or
+// computed from the weight as calibrate_plan does when the plan has none), packs, adds the
+// packed bytes and scales to `g` as initializers (extending `storage` and `shapes`), and
+// rewrites the step into a matmul_wq kernel reading them (the original weight is then read by
+// no step, so it gets no device memory). An int8 node with a calibrated activation scale also
+// fake-quantises its output with it in the kernel's epilogue, as the emulation stores it.
+// An int8 node whose input A comes from a node with a calibrated INT8 activation scale (the
+// emulation holds A quantised with it) becomes a matmul_i8 kernel (u8 x s8 -> s32) quantising
+// A with that scale; otherwise its INT8 weights are dequantised to FP32 (matmul_wq).
+// Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
+// Without a plan (or for an fp32 node), an F32 weight read by at most 4 rows (a GEMV) is packed
+// as F32 for matmul_wq's streaming GEMV, which the packing GEMM kernel is several times slower at.
+Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
+                                                             std::vector<std::vector<int64_t>>& shapes,
+                                                             std::vector<jit::LoweredStep>& steps);
+
+}  // namespace hpf

@@ -1,0 +1,251 @@
+// MatMul/Gemm with BF16, F16, INT8 and INT4 constant weights (matmul_wq kernels) through the
+// Session against the reference interpreter's emulation of the same plan: odd shapes (M = 1, 3,
+// 7 and larger, N and K off the vector width, INT4 groups of 8 and of the whole K), GEMV and
+// GEMM schedules, Gemm with transB, alpha and a bias; the weights really packed (weight_bytes).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "hpf/calibration.hpp"
+#include "hpf/planner.hpp"
+#include "hpf/precision.hpp"
+#include "hpf/reference.hpp"
+#include "hpf/session.hpp"
+#include "runtime/session/weight_packing.hpp"
+
+using namespace hpf;
+
+namespace {
+
+Tensor random(std::vector<int64_t> shape, uint32_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 g(seed);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(numel(shape));
+  for (float& x : v) x = d(g);
+  return *Tensor::from_f32(shape, v);
+}
+
+struct Case {
+  int64_t m, n, k;
+  bool gemm = false, trans_b = false;
+  int64_t batch = 0;  // > 0: A is [batch, m, k]
+};
+
+Graph build(const Case& c) {
+  GraphBuilder b("wq");
+  const std::vector<int64_t> as = c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k};
+  auto a = b.input("a", DType::F32, make_shape(as));
+  auto w = b.constant("w", random(c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n}, 7));
+  ValueId y;
+  if (c.gemm) {
+    auto bias = b.constant("bias", random({c.n}, 9));
+    y = b.op1("Gemm", {a, w, bias}, {{"transB", int64_t{c.trans_b}}, {"alpha", 0.5f}, {"beta", 2.0f}}, "mm");
+  } else {
+    y = b.op1("MatMul", {a, w}, {}, "mm");
+  }
+  b.output(y, "y");
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+// The plan `mode` asks for on the CPU device, calibrated on the test's own input.
+Plan calibrated_plan(const Graph& g, Mode mode, const DeviceFormats& f, const Tensor& a) {
+  auto plan = plan_from_policy(g, Policy::uniform(mode), f);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // bf16/fp16: the graph output stays F32 on the device (graph outputs keep their dtype); the
+  // emulation rounds what the plan says, so say F32 (weights-only BF16/F16).
+  if (mode == Mode::bf16 || mode == Mode::fp16) plan->nodes.back().storage = DType::F32;
+  std::map<std::string, Observer> obs;
+  REQUIRE(observe_values(g, {{a}}, {"y"}, obs).ok());
+  Status s = calibrate_plan(g, *plan, obs);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  return std::move(plan).value();
+}
+
+struct Result {
+  double worst = 0;        // max |got - want| / (1 + |want|)
+  int64_t step_diffs = 0;  // int8 outputs one quantisation step apart
+  int64_t elements = 0;
+  CompileStats stats;
+};
+
+Result run_case(const Case& c, Mode mode) {
+  Result r;
+  const Graph g = build(c);
+  const Tensor a = random(c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k}, 3, -2, 2);
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  auto plan = std::make_shared<Plan>(calibrated_plan(g, mode, s->device_formats(), a));
+  REQUIRE(plan->find("mm")->mode == mode);
+  auto emu = emulation_for_plan(g, *plan);
+  REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
+  ref::RunOptions ro;
+  ro.emulation = &*emu;
+  auto want = ref::run(g, {a}, ro);
+  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+  s->set_plan(plan);
+  auto exe = s->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  r.stats = exe->compile_stats();
+  auto got = exe->run({a});
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
+  REQUIRE(gv.size() == wv.size());
+  const NodePlan& p = *plan->find("mm");
+  const float step = p.activation_quant ? p.activation_quant->scales[0] : 0.0f;
+  for (size_t i = 0; i < gv.size(); ++i) {
+    const double d = std::abs(double(gv[i]) - wv[i]);
+    if (step > 0 && d > 0 && std::abs(d - step) <= step * 1e-3) {
+      ++r.step_diffs;  // an FP32 sum on the other side of a rounding boundary than FP64's
+      continue;
+    }
+    r.worst = std::max(r.worst, d / (1.0 + std::abs(wv[i])));
+  }
+  r.elements = static_cast<int64_t>(gv.size());
+  return r;
+}
+
+const Case kCases[] = {
+    {1, 37, 40},  {3, 37, 40},       {7, 37, 40},         {1, 16, 13},  {1, 300, 256},
+    {70, 150, 200}, {5, 33, 64, true, true}, {2, 20, 24, true, false}, {9, 65, 136, true, true},
+    {3, 40, 48, false, false, 2},
+};
+
+}  // namespace
+
+TEST_CASE("matmul_wq: BF16, F16, INT8 (weights) and INT4 plans match their emulation") {
+  for (Mode mode : {Mode::bf16, Mode::fp16, Mode::int4_weights, Mode::int8}) {
+    for (const Case& c : kCases) {
+      const std::string mname = mode_name(mode);
+      CAPTURE(mname);
+      CAPTURE(c.m);
+      CAPTURE(c.n);
+      CAPTURE(c.k);
+      CAPTURE(c.gemm);
+      CAPTURE(c.trans_b);
+      const Result r = run_case(c, mode);
+      CHECK(r.stats.fallbacks == 0);
+      REQUIRE(r.stats.packed_weight_nodes == std::vector<std::string>{"mm"});
+      const int64_t P = (c.n + 15) / 16;
+      int64_t want_bytes = 0;
+      if (mode == Mode::bf16 || mode == Mode::fp16) want_bytes = P * c.k * 16 * 2 + 4;  // + a placeholder scale
+      if (mode == Mode::int8) want_bytes = P * c.k * 16 + P * 16 * 4;
+      if (mode == Mode::int4_weights) want_bytes = P * c.k * 8 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
+      if (c.gemm) want_bytes += c.n * 4;  // the bias: Gemm's C is a wide input, kept FP32
+      CHECK(r.stats.weight_bytes == want_bytes);
+      // FP32 sums in another order than the emulation's (FP64 for int8, sequential FP32
+      // otherwise): a few ulps of the dot products.
+      CHECK_MESSAGE(r.worst <= 2e-5, "worst relative error " << r.worst);
+      // int8 outputs are fake-quantised: an FP32 sum within an ulp of a rounding boundary may
+      // land one step away from the FP64 one; rare.
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
+  }
+}
+
+TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's values") {
+  for (bool trans_b : {false, true}) {
+    CAPTURE(trans_b);
+    const int64_t K = 40, N = 20;
+    const Tensor w = random(trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 11);
+    for (DType t : {DType::I8, DType::I4}) {
+      auto q = t == DType::I8 ? int8_weight_params(w, trans_b ? 0 : 1) : int4_weight_params(w, trans_b ? 1 : 0, 8);
+      REQUIRE(q.ok());
+      std::vector<std::byte> qs(storage_bytes(t, K * N));
+      REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs).ok());
+      std::vector<float> deq(K * N);
+      REQUIRE(dequantize(qs, w.shape(), *q, deq).ok());
+      auto pw = pack_weights(w, trans_b, t == DType::I8 ? "i8" : "i4", &*q);
+      REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+      const auto* d = reinterpret_cast<const uint8_t*>(pw->data.bytes().data());
+      const auto* sc = reinterpret_cast<const float*>(pw->scales.bytes().data());
+      const int64_t NG = K / pw->group;
+      int64_t mismatches = 0;
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t n = 0; n < N; ++n) {
+          const int64_t p = n / 16, j = n % 16;
+          float v;
+          if (t == DType::I8) {
+            v = float(int8_t(d[(p * K + k) * 16 + j])) * sc[p * 16 + j];
+          } else {
+            const uint8_t byte = d[(p * K + k) * 8 + j % 8];
+            const int u = j < 8 ? byte & 15 : byte >> 4;
+            v = float(u - 8) * sc[(p * NG + k / pw->group) * 16 + j];
+          }
+          mismatches += v != deq[trans_b ? n * K + k : k * N + n];
+        }
+      CHECK(mismatches == 0);
+    }
+  }
+}
+
+TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 where A is held quantised, matching the emulation") {
+  // a -> mm1 (int8: A is a graph input, so INT8 weights in FP32; its output fake-quantised with
+  // its calibrated scale) -> mm2 (int8, A = mm1's quantised output: u8 x s8 -> s32).
+  // squeeze: mm2's weight scales halved, so weights saturate at -128 and 127 (the AVX2 kernel's
+  // vpmaddubsw form needs |q| <= 127 and must step aside for them).
+  struct Chain {
+    int64_t m, k, n1, n2;
+    bool gemm, squeeze = false;
+  };
+  for (const Chain& c : {Chain{1, 37, 45, 70, false}, Chain{3, 64, 33, 17, true}, Chain{13, 40, 96, 50, false},
+                         Chain{50, 100, 130, 81, true}, Chain{14, 24, 40, 33, false, true}}) {
+    CAPTURE(c.m);
+    CAPTURE(c.n1);
+    CAPTURE(c.gemm);
+    GraphBuilder b("i8chain");
+    auto a = b.input("a", DType::F32, make_shape(std::vector<int64_t>{c.m, c.k}));
+    auto h = b.op1("MatMul", {a, b.constant("w1", random({c.k, c.n1}, 5))}, {}, "mm1");
+    ValueId y;
+    if (c.gemm)
+      y = b.op1("Gemm", {h, b.constant("w2", random({c.n2, c.n1}, 6)), b.constant("bias", random({c.n2}, 8))},
+                {{"transB", int64_t{1}}}, "mm2");
+    else
+      y = b.op1("MatMul", {h, b.constant("w2", random({c.n1, c.n2}, 6))}, {}, "mm2");
+    b.output(y, "y");
+    auto g = b.build();
+    REQUIRE(g.ok());
+    const Tensor x = random({c.m, c.k}, 4, -2, 2);
+    SessionOptions o;
+    o.use_cache = false;
+    auto s = Session::create(o);
+    REQUIRE(s.ok());
+    auto plan = plan_from_policy(*g, Policy::uniform(Mode::int8), s->device_formats());
+    REQUIRE(plan.ok());
+    std::map<std::string, Observer> obs;
+    REQUIRE(observe_values(*g, {{x}}, {g->value(h).name, "y"}, obs).ok());
+    REQUIRE(calibrate_plan(*g, *plan, obs).ok());
+    if (c.squeeze)
+      for (float& sc : plan->nodes.back().weight_quant->scales) sc *= 0.5f;
+    auto emu = emulation_for_plan(*g, *plan);
+    REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
+    ref::RunOptions ro;
+    ro.emulation = &*emu;
+    auto want = ref::run(*g, {x}, ro);
+    REQUIRE(want.ok());
+    s->set_plan(std::make_shared<Plan>(*plan));
+    auto exe = s->compile(*g);
+    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+    CHECK(exe->compile_stats().fallbacks == 0);
+    CHECK(exe->compile_stats().packed_weight_nodes == std::vector<std::string>{"mm1", "mm2"});
+    CHECK(exe->compile_stats().int8_compute_nodes == std::vector<std::string>{"mm2"});
+    auto got = exe->run({x});
+    REQUIRE(got.ok());
+    const float step = plan->find("mm2")->activation_quant->scales[0];
+    const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
+    int64_t off = 0;
+    for (size_t i = 0; i < gv.size(); ++i) {
+      const double d = std::abs(double(gv[i]) - wv[i]);
+      if (d == 0) continue;
+      CHECK_MESSAGE(d <= step * 1.001, "element " << i << ": " << gv[i] << " vs " << wv[i] << " (step " << step << ")");
+      ++off;
+    }
+    // Integer sums are exact; only the final FP32 scaling differs from the emulation's FP64 (a
+    // few ulps), which moves an output across a rounding boundary of its INT8 step rarely.
+    CHECK(off * 50 <= int64_t(gv.size()));
+  }
+}
