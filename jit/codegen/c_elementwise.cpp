@@ -11,9 +11,8 @@
 namespace hpf::jit {
 
 namespace {
-
 std::string f(float v) { return c_float(v); }
-
+}  // namespace
 
 // Rounds a float expression to `t` and back, as the graph's intermediate value of format t.
 // A wide (double) chain rounds FP32 results too, as the graph's FP32 value would be.
@@ -157,6 +156,8 @@ Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std:
   if (s.op == "Xor") return "(float)((" + a + " != 0) != (" + b + " != 0))";
   return Status::unsupported("C codegen: elementwise op '" + s.op + "'");
 }
+
+namespace {
 
 // Whether a step's C expression calls a libm function (which keeps its loop scalar).
 bool calls_libm(const std::string& e) {
