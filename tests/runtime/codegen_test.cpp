@@ -310,8 +310,10 @@ void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t
   if (bias) in.push_back(b.constant(random_tensor({ws[0]}, t, seed + 1)));
   b.output(b.op1("Conv", in, attrs), "out");
   // F16, BF16: both sum in FP32 and round once; only FP32 contraction differences remain (they
-  // may move a result by one unit in the last place).
-  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3);
+  // may move a result by one unit in the last place). Those grow with the terms per output, K.
+  const double k_terms = double(ws[1] * ws[2] * (ws.size() > 3 ? ws[3] : 1));
+  check_graph(b, {random_tensor(xs, t, seed + 2)},
+              (t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3) * std::max(1.0, k_terms / 64));
 }
 
 }  // namespace
@@ -342,6 +344,28 @@ TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_
     check_conv(t, {1, 2, 2, 3}, {3, 2, 3, 5}, true, {{"pads", Ints{1, 2, 1, 2}}}, 41);
     // 1x1.
     check_conv(t, {3, 8, 5, 1}, {7, 8, 1, 1}, false, {}, 44);
+  }
+}
+
+// The implicit-GEMM conv's blocks: pixel blocks across output rows and ragged at the end, more
+// output channels than one tile and than the microkernel's rows, K over several slices, the 1x1
+// plain-GEMM form; the depthwise kernel with a channel multiplier, strides and wide rows.
+TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep K, 1x1, multipliers") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    // 130 pixels (3 blocks, the last ragged) x 250 channels (two tiles, ragged rows), K = 3*3*17 = 153.
+    check_conv(t, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 300);
+    // Stride 2 with K = 8*5*5 = 200 over two slices, pads only on one side.
+    check_conv(t, {2, 8, 15, 11}, {13, 8, 5, 5}, false, {{"pads", Ints{2, 0, 0, 2}}, {"strides", Ints{2, 2}}}, 303);
+    // 1x1 as plain GEMM: 7x9 = 63 pixels, 140 input channels (two slices); and 1x1 with stride 2 (not plain).
+    check_conv(t, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 306);
+    check_conv(t, {1, 12, 7, 9}, {8, 12, 1, 1}, true, {{"strides", Ints{2, 2}}}, 309);
+    // Grouped, groups of 3 channels in and 7 out.
+    check_conv(t, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 312);
+    // Depthwise with multiplier 2, stride 2, a 37-wide row (two column blocks), dilation.
+    check_conv(t, {2, 4, 9, 37}, {8, 1, 3, 3}, true,
+               {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 315);
+    check_conv(t, {1, 3, 9, 40}, {3, 1, 5, 3}, false,
+               {{"group", int64_t{3}}, {"pads", Ints{2, 3, 2, 1}}, {"dilations", Ints{1, 2}}}, 318);
   }
 }
 
