@@ -20,6 +20,7 @@
 
 #include "hpf/graph.hpp"
 #include "hpf/plugin.h"
+#include "bench/bench_plugin.hpp"
 #include "jit/codegen/lowering.hpp"
 
 #ifdef HPF_BENCH_OPENBLAS
@@ -40,44 +41,8 @@ struct Shape3 {
   const char* tag;
 };
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Median wall time of fn over `runs` timed calls after two warm-up calls.
-double median_ms(const std::function<void()>& fn, int runs) {
-  fn();
-  fn();
-  std::vector<double> t;
-  for (int r = 0; r < runs; ++r) {
-    const double t0 = now_ms();
-    fn();
-    t.push_back(now_ms() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-struct Plugin {
-  const hpf_plugin_api* api = nullptr;
-  hpf_plugin* p = nullptr;
-  hpf_kernel* kern = nullptr;
-  std::string error;
-  bool fail(hpf_error* e, const char* what) {
-    if (!e) return false;
-    error = std::string(what) + ": " + api->error_message(e);
-    api->error_destroy(e);
-    return true;
-  }
-  bool init() {
-    void* h = dlopen(HPF_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return error = dlerror(), false;
-    auto get = reinterpret_cast<hpf_get_plugin_api_fn>(dlsym(h, HPF_PLUGIN_ENTRY_POINT));
-    if (!get) return error = "no entry point", false;
-    api = get();
-    return !fail(api->plugin_init(&p), "plugin_init");
-  }
-};
+using bench::median_ms;
+using bench::Plugin;
 
 // The generated kernel for an M x K by K x N FP32 MatMul, compiled and loaded by the plugin.
 bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_kernel*& kern) {
@@ -92,13 +57,7 @@ bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_k
   auto gk = jit::generate_c((*steps)[0].spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
-  hpf_blob* blob = nullptr;
-  if (cpu.fail(cpu.api->program_compile(cpu.p, 0, k.source.c_str(), k.source.size(), &blob), "compile")) return false;
-  hpf_program* prog = nullptr;
-  hpf_error* e = cpu.api->program_load(cpu.p, 0, blob->data, blob->size, &prog);
-  cpu.api->blob_free(cpu.p, blob);
-  if (cpu.fail(e, "load")) return false;
-  return !cpu.fail(cpu.api->kernel_get(cpu.p, prog, k.name.c_str(), &kern), "kernel_get");
+  return cpu.load(k, kern);
 }
 
 double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e6); }
@@ -127,14 +86,7 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
     double hpf_ms = -1, blas_ms = -1, dnnl_ms = -1;
     double err = 0;
     if (hpf_kernel_for(cpu, s, k, kern)) {
-      std::vector<void*> args{A.data(), B.data(), C.data()};
-      hpf_launch l{};
-      l.struct_size = sizeof l;
-      l.args = args.data();
-      l.arg_count = args.size();
-      l.work_items = k.work_items;
-      l.grain = k.grain;
-      hpf_ms = median_ms([&] { cpu.api->kernel_launch(cpu.p, kern, &l); }, runs);
+      hpf_ms = cpu.time(k, kern, {A.data(), B.data(), C.data()}, runs);
     } else {
       std::printf("  %s: libhpf kernel failed: %s\n", s.tag, cpu.error.c_str());
     }

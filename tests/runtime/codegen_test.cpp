@@ -1081,3 +1081,99 @@ TEST_CASE("codegen: GlobalMaxPool over ranks 3 to 5, a NaN anywhere in a plane w
       check_graph(b, {*Tensor::from_f32(xs, v, t)}, 0);
     }
 }
+
+// ---- Epilogue fusion: elementwise consumers folded into the producing Conv / MatMul ----
+namespace {
+// The lowered steps' labels (each step's node names joined by '+').
+std::vector<std::string> step_labels(GraphBuilder& b) {
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto steps = jit::lower(*g, {});
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  std::vector<std::string> l;
+  for (const auto& st : *steps) l.push_back(st.label);
+  return l;
+}
+}  // namespace
+
+TEST_CASE("codegen: Conv epilogue: bias Add, BatchNormalization, residual Add, activations in one kernel") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("conv_epilogue");
+    auto x = b.input("x", t, {2, 5, 9, 11});
+    auto r = b.input("r", t, {2, 6, 9, 11});  // a residual of the output's shape
+    auto y = b.op1("Conv", {x, b.constant(random_tensor({6, 5, 3, 3}, t, 400))}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
+    y = b.op1("Add", {y, b.constant(random_tensor({6, 1, 1}, t, 401))}, {}, "bias");
+    y = b.op1("BatchNormalization", {y, b.constant(random_tensor({6}, t, 402)), b.constant(random_tensor({6}, t, 403)),
+                    b.constant(random_tensor({6}, t, 404)), b.constant(random_tensor({6}, t, 405, 0.5f, 2))}, {{"epsilon", 1e-3f}}, "bn");
+    y = b.op1("Add", {r, y}, {}, "residual");  // the producer's value as the second operand
+    y = b.op1("Relu", {y}, {}, "relu");
+    y = b.op1("Mul", {y, b.scalar(0.5f)}, {}, "scale");
+    y = b.op1("HardSwish", {y}, {}, "hswish");
+    y = b.op1("Clip", {y, kNoValue, b.scalar(1.5f)}, {}, "clip");
+    b.output(y, "out");
+    CHECK(step_labels(b) == std::vector<std::string>{"conv+bias+bn+residual+relu+scale+hswish+clip"});
+    check_graph(b, {random_tensor({2, 5, 9, 11}, t, 406), random_tensor({2, 6, 9, 11}, t, 407)},
+                t == DType::F32 ? 1e-5 : 2e-2);
+  }
+}
+
+TEST_CASE("codegen: depthwise and 1-D Conv epilogues, Sigmoid/Tanh/LeakyRelu/HardSigmoid/Gelu") {
+  for (DType t : {DType::F32, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    {
+      GraphBuilder b("dw_epilogue");
+      auto x = b.input("x", t, {1, 4, 7, 10});
+      auto y = b.op1("Conv", {x, b.constant(random_tensor({4, 1, 3, 3}, t, 410)), b.constant(random_tensor({4}, t, 411))},
+                     {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}});
+      y = b.op1("Sigmoid", {y});
+      y = b.op1("LeakyRelu", {b.op1("Sub", {y, b.constant(random_tensor({1, 4, 1, 1}, t, 412))})}, {{"alpha", 0.2f}});
+      b.output(b.op1("Tanh", {y}), "out");
+      CHECK(step_labels(b).size() == 1);
+      check_graph(b, {random_tensor({1, 4, 7, 10}, t, 413)}, t == DType::F32 ? 1e-5 : 2e-3);
+    }
+    {
+      GraphBuilder b("conv1d_epilogue");
+      auto x = b.input("x", t, {2, 3, 12});
+      auto y = b.op1("Conv", {x, b.constant(random_tensor({5, 3, 3}, t, 414))}, {{"pads", Ints{1, 1}}});
+      y = b.op1("Add", {y, b.constant(random_tensor({5, 1}, t, 415))});  // per channel of [N, C, L]
+      y = b.op1("HardSigmoid", {y}, {{"alpha", 0.3f}});
+      b.output(b.op1("Gelu", {y}), "out");
+      CHECK(step_labels(b).size() == 1);
+      check_graph(b, {random_tensor({2, 3, 12}, t, 416)}, t == DType::F32 ? 1e-5 : 2e-3);
+    }
+  }
+}
+
+TEST_CASE("codegen: MatMul epilogue: bias per column, Gelu, a cast to BF16") {
+  GraphBuilder b("mm_epilogue");
+  auto x = b.input("x", DType::F32, {2, 7, 33});
+  auto y = b.op1("MatMul", {x, b.constant(random_tensor({33, 70}, DType::F32, 420))});
+  y = b.op1("Add", {b.constant(random_tensor({70}, DType::F32, 421)), y});
+  y = b.op1("Gelu", {y}, {{"approximate", std::string("tanh")}});
+  b.output(b.op1("Cast", {y}, {{"to", int64_t{16}}}), "out");  // ONNX BFLOAT16
+  CHECK(step_labels(b).size() == 1);
+  check_graph(b, {random_tensor({2, 7, 33}, DType::F32, 422)}, 8e-3);
+}
+
+TEST_CASE("codegen: epilogue fusion stops at a second reader, a late operand, a row broadcast") {
+  GraphBuilder b("no_fuse");
+  auto x = b.input("x", DType::F32, {1, 3, 6, 6});
+  auto w = b.constant(random_tensor({4, 3, 3, 3}, DType::F32, 430));
+  auto c1 = b.op1("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}, "c1");
+  auto r1 = b.op1("Relu", {c1}, {}, "r1");
+  auto s1 = b.op1("Sigmoid", {c1}, {}, "s1");  // c1 has two readers: neither fuses
+  auto c2 = b.op1("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}, "c2");
+  auto c2b = b.op1("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}, "c2b");
+  auto late = b.op1("Exp", {c2b}, {}, "late");  // a kernel of its own after c2's
+  auto a2 = b.op1("Add", {c2, late}, {}, "a2");  // c2's epilogue would read it too early
+  auto c3 = b.op1("Conv", {a2, b.constant(random_tensor({4, 4, 1, 1}, DType::F32, 431))}, {}, "c3");
+  auto m3 = b.op1("Mul", {c3, b.constant(random_tensor({1, 1, 6, 1}, DType::F32, 432))}, {}, "m3");
+  b.output(b.op1("Add", {m3, b.op1("Add", {s1, r1})}, {}, "out"), "out");
+  const auto labels = step_labels(b);
+  CHECK(std::find(labels.begin(), labels.end(), "c1") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "c2") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "a2") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "c3") != labels.end());  // [1,1,6,1] is neither per channel nor full
+  check_graph(b, {random_tensor({1, 3, 6, 6}, DType::F32, 433)}, 1e-4);  // Exp magnifies the conv's rounding
+}
