@@ -4,6 +4,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +17,15 @@
 
 namespace hpf::bench {
 
+// Wall time, or with `thread_clock` set the calling thread's CPU time: on a shared machine that
+// leaves out the time the thread waited for a core (meaningful only for single-threaded runs).
+inline bool thread_clock = false;
 inline double now_ms() {
+  if (thread_clock) {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+  }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 

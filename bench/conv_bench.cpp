@@ -8,7 +8,9 @@
 // Each thread count runs in a child process (the plugin reads HPF_NUM_THREADS once). Prints
 // medians; never fails on time.
 //
-//   hpf-conv-bench [--threads 1,2] [--runs 7] [--only SUBSTRING-OF-LAYER-NAME]
+//   hpf-conv-bench [--threads 1,2] [--runs 7] [--only SUBSTRING-OF-LAYER-NAME] [--clock wall|thread]
+// --clock thread times the calling thread's CPU time instead of wall time (with --threads 1 only:
+// on a busy shared machine it leaves out the waits for a core).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -200,6 +202,7 @@ int main(int argc, char** argv) {
   std::string only;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--clock")) bench::thread_clock = !std::strcmp(argv[i + 1], "thread");
     if (!std::strcmp(argv[i], "--runs")) runs = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "--threads")) {
       threads.clear();
@@ -224,7 +227,8 @@ int main(int argc, char** argv) {
       {"mbv2 pw 56x56 144->24 1x1", 144, 56, 56, 24, 1, 1, 0, 1},
   };
   std::erase_if(layers, [&](const Layer& l) { return std::string(l.tag).find(only) == std::string::npos; });
-  std::printf("Conv, batch 1, NCHW, with bias; median of %d runs after 2 warm-ups\n", runs);
+  std::printf("Conv, batch 1, NCHW, with bias; median of %d runs after 2 warm-ups (%s)\n", runs,
+              bench::thread_clock ? "thread CPU time" : "wall time");
 #ifndef HPF_BENCH_DNNL
   std::printf("oneDNN: not found at build time, column left out\n");
 #endif

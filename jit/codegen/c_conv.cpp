@@ -71,17 +71,95 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   const int64_t H = flat ? 1 : z.H, W = flat ? z.H * z.W : z.W, OW = flat ? P : z.OW;
   const int64_t SH = flat ? 1 : z.SH, SW = flat ? 1 : z.SW, PH = flat ? 0 : z.PH, PW = flat ? 0 : z.PW;
   const int64_t PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
-  // Rows per tile: all of a group's channels up to kMaxTileRows, fewer when there are too few
-  // pixel blocks to give two threads several items each.
-  int64_t MT = std::min(round_up(z.MG, kGemmMR), kMaxTileRows);
-  if (z.N * z.G * PB < 8) MT = std::min(MT, std::max(kGemmMR, round_up((z.MG + 3) / 4, kGemmMR)));
-  const int64_t MB = (z.MG + MT - 1) / MT;
+  // Row blocks per group: as few as the tile allows (each packs the pixels' patches again), but
+  // at least 4 work items in all so that two threads share the work; rows split evenly.
+  const int64_t items = z.N * z.G * PB;
+  int64_t MB = std::max((z.MG + kMaxTileRows - 1) / kMaxTileRows, (4 + items - 1) / items);
+  MB = std::max<int64_t>(1, std::min(MB, (z.MG + kGemmMR - 1) / kGemmMR));
+  const int64_t MT = round_up((z.MG + MB - 1) / MB, kGemmMR);
+  MB = (z.MG + MT - 1) / MT;
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
   HPF_ASSIGN_OR_RETURN(std::string fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  // BF16 input and weights where the BF16 microkernel is preferred (HPF_BF16_DOT, see
+  // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
+  // vdpbf16ps; the source holds both forms.
+  const bool pairs = X.dtype == DType::BF16 && Wt.dtype == DType::BF16;
+  // One KC slice: pack B, then run the microkernel over the tile's rows.
+  auto body = [&](bool bf) {
+    const std::string bt = bf ? "u16" : "float", zero = bf ? "0" : "0.0f", at = "[t]";
+    std::ostringstream b;
+    b << "      for (i64 q = 0; q < kc; ++q) {\n"
+      << "        const i64 k = pc + q, c = k / " << L(KK) << ", r = k % " << L(KK) << ";\n"
+      << "        const i64 dh = (r / " << L(z.KW) << ") * " << L(z.DH) << ", dw = (r % " << L(z.KW) << ") * " << L(z.DW)
+      << ";\n"
+      << "        const " << xt << "* restrict xc = xg + c * " << L(H * W) << ";\n"
+      << "        for (i64 e = 0; e < ns; ++e) {\n"
+      << "          " << bt << "* restrict d = "
+      << (bf ? "btmp + q * HPF_NC + sj[e]" : "bpack + (sj[e] / HPF_NR) * (HPF_KC * HPF_NR) + q * HPF_NR + sj[e] % HPF_NR")
+      << ";\n"
+      << "          const i64 len = sl[e], ih = sh[e] + dh;\n"
+      << "          if ((unsigned long long)ih >= (unsigned long long)" << L(H) << ") {\n"
+      << "            for (i64 t = 0; t < len; ++t) d" << at << " = " << zero << ";\n"
+      << "            continue;\n"
+      << "          }\n"
+      << "          const " << xt << "* restrict row = xc + ih * " << L(W) << ";\n"
+      << "          const i64 iw0 = sw[e] + dw;\n"
+      // Columns t with iw0 + t*SW inside [0, W): [tlo, thi).
+      << "          i64 tlo = iw0 >= 0 ? 0 : (-iw0 + " << L(SW - 1) << ") / " << L(SW) << ";\n"
+      << "          i64 thi = " << L(W) << " - 1 - iw0 < 0 ? 0 : (" << L(W) << " - 1 - iw0) / " << L(SW) << " + 1;\n"
+      << "          if (tlo > len) tlo = len;\n"
+      << "          if (thi > len) thi = len;\n"
+      << "          if (thi < tlo) thi = tlo;\n"
+      << "          for (i64 t = 0; t < tlo; ++t) d" << at << " = " << zero << ";\n"
+      << "          for (i64 t = tlo; t < thi; ++t) d" << at << " = "
+      << (bf ? "row[iw0 + t * " + L(SW) + "]" : c_load_operand(X.dtype, "row[iw0 + t * " + L(SW) + "]")) << ";\n"
+      << "          for (i64 t = thi; t < len; ++t) d" << at << " = " << zero << ";\n"
+      << "        }\n"
+      << "      }\n";
+    if (bf)  // rows of k side by side in pairs (an odd slice's last pair with a zero)
+      b << "      if (kc & 1)\n"
+        << "        for (i64 j = 0; j < HPF_NC; ++j) btmp[kc * HPF_NC + j] = 0;\n"
+        << "      const i64 kp = (kc + 1) >> 1;\n"
+        << "      for (i64 pp = 0; pp < kp; ++pp)\n"
+        << "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+        << "          const u16* restrict lo = btmp + 2 * pp * HPF_NC + jp;\n"
+        << "          u32* restrict o = bpack2 + jp * (HPF_KC / 2) + pp * HPF_NR;\n"
+        << "          for (i64 jj = 0; jj < HPF_NR; ++jj) o[jj] = (u32)lo[jj] | (u32)lo[jj + HPF_NC] << 16;\n"
+        << "        }\n";
+    b << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+      << "        const i64 m0 = g * " << L(z.MG) << " + ic + ir;\n"
+      << "        float* restrict at = acc + ir * HPF_NC;\n";
+    if (bf ? K % 2 == 0 : w32)  // full rows straight from the weights
+      b << "        if (mc - ir >= HPF_MR) {\n"
+        << "          const " << wt << "* restrict ap = Wt + m0 * " << L(K) << " + pc;\n"
+        << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+        << (bf ? "            hpf_mm_micro_bf16(kp, ap, " + L(K) + ", bpack2 + jp * (HPF_KC / 2), at + jp, HPF_NC);\n"
+               : "            hpf_mm_micro_ex(kc, ap, 1, " + L(K) + ", bpack + jp * HPF_KC, at + jp, HPF_NC);\n")
+        << "          continue;\n"
+        << "        }\n";
+    // Ragged rows (16-bit weights in FP32, odd K in pairs): a panel of MR rows, row-major, zero
+    // past mc (and past kc).
+    b << "        for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
+      << "          " << bt << "* restrict ad = " << (bf ? "apack2" : "apack") << " + ii * HPF_KC;\n"
+      << "          if (ir + ii < mc) {\n"
+      << "            const " << wt << "* restrict ws = Wt + (m0 + ii) * " << L(K) << " + pc;\n"
+      << "            for (i64 q = 0; q < kc; ++q) ad[q] = " << (bf ? "ws[q]" : c_load_operand(Wt.dtype, "ws[q]")) << ";\n"
+      << (bf ? "            if (kc & 1) ad[kc] = 0;\n" : "")
+      << "          } else {\n"
+      << "            for (i64 q = 0; q < " << (bf ? "2 * kp" : "kc") << "; ++q) ad[q] = " << zero << ";\n"
+      << "          }\n"
+      << "        }\n"
+      << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+      << (bf ? "          hpf_mm_micro_bf16(kp, apack2, HPF_KC, bpack2 + jp * (HPF_KC / 2), at + jp, HPF_NC);\n"
+             : "          hpf_mm_micro_ex(kc, apack, 1, HPF_KC, bpack + jp * HPF_KC, at + jp, HPF_NC);\n")
+      << "      }\n"
+      << "    }\n";
+    return b.str();
+  };
   std::ostringstream s;
-  s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+  s << head << gemm_micro_source() << (pairs ? gemm_micro_bf16_source() : "") << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
     << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
   if (has_b)
@@ -89,8 +167,15 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
       << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
   const char* yt = c_storage_type(Y.dtype);
   s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << (pairs ? "#if defined(HPF_BF16_DOT)\n"
+                "  u16 btmp[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+                "  u32 bpack2[HPF_KC / 2 * HPF_NC] __attribute__((aligned(64)));\n"
+                "  u16 apack2[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
+                "#else\n"
+              : "")
     << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
+    << (pairs ? "#endif\n" : "")
     << "  float acc[" << MT << " * HPF_NC] __attribute__((aligned(64)));\n"
     << "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
@@ -117,56 +202,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "    for (i64 x = 0; x < " << L(MT) << " * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "    for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "      const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
-    << "      for (i64 q = 0; q < kc; ++q) {\n"
-    << "        const i64 k = pc + q, c = k / " << L(KK) << ", r = k % " << L(KK) << ";\n"
-    << "        const i64 dh = (r / " << L(z.KW) << ") * " << L(z.DH) << ", dw = (r % " << L(z.KW) << ") * " << L(z.DW)
-    << ";\n"
-    << "        const " << xt << "* restrict xc = xg + c * " << L(H * W) << ";\n"
-    << "        for (i64 e = 0; e < ns; ++e) {\n"
-    << "          float* restrict d = bpack + (sj[e] / HPF_NR) * (HPF_KC * HPF_NR) + q * HPF_NR + sj[e] % HPF_NR;\n"
-    << "          const i64 len = sl[e], ih = sh[e] + dh;\n"
-    << "          if ((unsigned long long)ih >= (unsigned long long)" << L(H) << ") {\n"
-    << "            for (i64 t = 0; t < len; ++t) d[t] = 0.0f;\n"
-    << "            continue;\n"
-    << "          }\n"
-    << "          const " << xt << "* restrict row = xc + ih * " << L(W) << ";\n"
-    << "          const i64 iw0 = sw[e] + dw;\n"
-    // Columns t with iw0 + t*SW inside [0, W): [tlo, thi).
-    << "          i64 tlo = iw0 >= 0 ? 0 : (-iw0 + " << L(SW - 1) << ") / " << L(SW) << ";\n"
-    << "          i64 thi = " << L(W) << " - 1 - iw0 < 0 ? 0 : (" << L(W) << " - 1 - iw0) / " << L(SW) << " + 1;\n"
-    << "          if (tlo > len) tlo = len;\n"
-    << "          if (thi > len) thi = len;\n"
-    << "          if (thi < tlo) thi = tlo;\n"
-    << "          for (i64 t = 0; t < tlo; ++t) d[t] = 0.0f;\n"
-    << "          for (i64 t = tlo; t < thi; ++t) d[t] = " << c_load_operand(X.dtype, "row[iw0 + t * " + L(SW) + "]")
-    << ";\n"
-    << "          for (i64 t = thi; t < len; ++t) d[t] = 0.0f;\n"
-    << "        }\n"
-    << "      }\n"
-    << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-    << "        const i64 m0 = g * " << L(z.MG) << " + ic + ir;\n"
-    << "        float* restrict at = acc + ir * HPF_NC;\n";
-  if (w32)
-    s << "        if (mc - ir >= HPF_MR) {\n"
-      << "          const float* restrict ap = Wt + m0 * " << L(K) << " + pc;\n"
-      << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-      << "            hpf_mm_micro_ex(kc, ap, 1, " << L(K) << ", bpack + jp * HPF_KC, at + jp, HPF_NC);\n"
-      << "          continue;\n"
-      << "        }\n";
-  // Ragged rows (and 16-bit weights): a panel of MR rows, row-major, rows past mc zero.
-  s << "        for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
-    << "          float* restrict ad = apack + ii * HPF_KC;\n"
-    << "          if (ir + ii < mc) {\n"
-    << "            const " << wt << "* restrict ws = Wt + (m0 + ii) * " << L(K) << " + pc;\n"
-    << "            for (i64 q = 0; q < kc; ++q) ad[q] = " << c_load_operand(Wt.dtype, "ws[q]") << ";\n"
-    << "          } else {\n"
-    << "            for (i64 q = 0; q < kc; ++q) ad[q] = 0.0f;\n"
-    << "          }\n"
-    << "        }\n"
-    << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-    << "          hpf_mm_micro_ex(kc, apack, 1, HPF_KC, bpack + jp * HPF_KC, at + jp, HPF_NC);\n"
-    << "      }\n"
-    << "    }\n"
+    << (pairs ? "#if defined(HPF_BF16_DOT)\n" + body(true) + "#else\n" + body(false) + "#endif\n" : body(false))
     << "    for (i64 ii = 0; ii < mc; ++ii) {\n"
     << "      const i64 mo = g * " << L(z.MG) << " + ic + ii;\n"
     << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"

@@ -20,6 +20,23 @@ namespace hpf::jit {
 
 const char* gemm_micro_source();
 
+// After gemm_micro_source(), where the host has AVX512-BF16 and the BF16 dot product outruns
+// FP32 FMA (the preprocessor decides; nothing otherwise): HPF_BF16_DOT, and
+//   hpf_mm_micro_bf16(kp, ap, asi, bp, acc, ldc)
+//       acc[i * ldc + j] += sum over k < 2*kp of a(i, k) * b(k, j) in BF16 pairs (vdpbf16ps):
+//       a(i, k) = ap[i * asi + k] (BF16 bits, rows of even length); bp holds per pair of k an
+//       NR-wide row of u32, each the BF16 of b(2pp, j) (low half) and b(2pp+1, j) (high half).
+// Numerics: every product is exact in FP32; a pair's two products are added to the FP32 lane one
+// after the other (odd k first), rounding to nearest even each time, as the FP32 kernel would
+// add them apart from contraction; BF16 denormals are read as zero and FP32 denormal sums
+// flushed to zero.
+// When: vdpbf16ps does 32 multiply-adds per instruction against FMA's 16, but Intel cores
+// (Sapphire Rapids) issue it on one port against FMA's two, so it only ties, and the pair
+// interleave of the packing then makes it slower there (measured, bench/README.md). AMD Zen 4/5
+// run 512-bit FMA at half rate and the dot at full: selected there (__znver4__, __znver5__), or
+// anywhere by defining HPF_PREFER_BF16_DOT before this text (the tests do, to check it).
+const char* gemm_micro_bf16_source();
+
 // The host-independent tile constants (HPF_NR is not one: 16 or 64 by the preprocessor).
 inline constexpr int64_t kGemmMR = 6;
 inline constexpr int64_t kGemmKC = 128;

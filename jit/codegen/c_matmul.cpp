@@ -91,6 +91,45 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 )";
 }
 
+const char* gemm_micro_bf16_source() {
+  return R"(
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && \
+    (defined(HPF_PREFER_BF16_DOT) || defined(__znver4__) || defined(__znver5__))
+#define HPF_BF16_DOT 1
+typedef __bf16 hpf_bf16x32 __attribute__((vector_size(64)));
+typedef u32 hpf_u32x16v __attribute__((vector_size(64)));
+/* acc[i * ldc + j] += sum over pairs pp < kp of a(i, 2pp) b(2pp, j) + a(i, 2pp+1) b(2pp+1, j):
+   vdpbf16ps, each BF16 product exact in FP32, the pair's two products added to the lane in
+   turn (round to nearest even, denormals read and written as zero). */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_bf16(
+    i64 kp, const u16* restrict ap, i64 asi, const u32* restrict bp, float* restrict acc, i64 ldc) {
+  hpf_vf c[HPF_MR][HPF_NV];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
+  for (i64 pp = 0; pp < kp; ++pp) {
+    hpf_bf16x32 b[HPF_NV];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_bf16x32*)(bp + pp * HPF_NR + v * HPF_VW);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < HPF_MR; ++i) {
+      u32 a2;
+      __builtin_memcpy(&a2, ap + i * asi + 2 * pp, 4);
+      const hpf_bf16x32 a = (hpf_bf16x32)((hpf_u32x16v){} + a2);
+#pragma clang loop unroll(full)
+      for (int v = 0; v < HPF_NV; ++v) c[i][v] = __builtin_ia32_dpbf16ps_512(c[i][v], a, b[v]);
+    }
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+}
+#endif
+)";
+}
+
 Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::string& name) {
   if (spec.inputs.size() < 2 || spec.outputs.size() != 1) return Status::invalid("matmul: needs A, B and one output");
   const TensorDesc &A = spec.inputs[0], &B = spec.inputs[1], &Y = spec.outputs[0];

@@ -38,10 +38,13 @@ struct CpuPlugin {
     api->error_destroy(e);
     return m;
   }
+  // Put before every kernel's source (a test's preprocessor switch), normally empty.
+  std::string source_prefix;
   // Compiles, loads and runs `k` on host buffers (the CPU plugin's memory is host memory).
   void run(const jit::GeneratedKernel& k, std::vector<void*> args) {
     hpf_blob* blob = nullptr;
-    hpf_error* e = api->program_compile(p, 0, k.source.c_str(), k.source.size(), &blob);
+    const std::string src = source_prefix + k.source;
+    hpf_error* e = api->program_compile(p, 0, src.c_str(), src.size(), &blob);
     REQUIRE_MESSAGE(e == nullptr, (e ? err(e) : "") << "\n" << k.source);
     hpf_program* prog = nullptr;
     e = api->program_load(p, 0, blob->data, blob->size, &prog);
@@ -367,6 +370,22 @@ TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep 
     check_conv(t, {1, 3, 9, 40}, {3, 1, 5, 3}, false,
                {{"group", int64_t{3}}, {"pads", Ints{2, 3, 2, 1}}, {"dilations", Ints{1, 2}}}, 318);
   }
+}
+
+// The BF16 pair microkernel (vdpbf16ps), forced on where the host has AVX512-BF16: odd K (a
+// zero half pair), ragged rows, 1x1, grouped, stride 2.
+TEST_CASE("codegen: Conv BF16 through the vdpbf16ps microkernel") {
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    MESSAGE("skipped: the host has no AVX512-BF16");
+    return;
+  }
+  plugin().source_prefix = "#define HPF_PREFER_BF16_DOT 1\n";
+  check_conv(DType::BF16, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 500);
+  check_conv(DType::BF16, {2, 8, 15, 11}, {13, 8, 5, 5}, false, {{"pads", Ints{2, 0, 0, 2}}, {"strides", Ints{2, 2}}}, 503);
+  check_conv(DType::BF16, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 506);
+  check_conv(DType::BF16, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 509);
+  check_conv(DType::BF16, {1, 3, 7, 9}, {5, 3, 4, 4}, true, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}}, 512);
+  plugin().source_prefix.clear();
 }
 
 TEST_CASE("codegen: MaxPool, AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool") {
