@@ -25,8 +25,8 @@ Expected<GeneratedKernel> generate_c_slice(const KernelSpec& spec, const std::st
 Expected<GeneratedKernel> generate_c_pad(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_expand(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_resize(const KernelSpec& spec, const std::string& name);
-// One elementwise step as a C float expression of its operand expressions `in` (c_elementwise);
-// `wide`: the chain computes in double. Errors: an op it does not know.
+// One elementwise step as a C float expression of its operand expressions `in` (elementwise_expr
+// in the C spelling); `wide`: the chain computes in double. Errors: an op it does not know.
 Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std::string>& in, bool wide);
 // `e` rounded to format `t` and back to float, as the graph's intermediate value of format t.
 std::string round_to_format(DType t, const std::string& e, bool wide);

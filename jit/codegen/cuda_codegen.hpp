@@ -1,32 +1,17 @@
-// The CUDA dialect's generators (dispatched by generate_cuda): kernels are `extern "C"
-// __global__` functions taking one pointer per input, then the output, sizes baked in.
+// The CUDA dialect: the GPU dialect (gpu_codegen.hpp) spelled for NVRTC.
 #pragma once
 
-#include "jit/codegen/kernel_spec.hpp"
+#include "jit/codegen/gpu_codegen.hpp"
 
 namespace hpf::jit {
 
-// Elementwise chains: one thread per element, grid-stride loop, each step in FP32 rounded to
-// its format (f32, f16 as __half, bf16 as __nv_bfloat16), casts included.
-Expected<GeneratedKernel> generate_cuda_elementwise(const KernelSpec& spec, const std::string& name);
-
-}  // namespace hpf::jit
-
-namespace hpf::jit {
-
-// CUDA dialect (the CUDA plugin): dispatch by family; other families are unsupported, saying
-// "unsupported in the cuda dialect". Names as generate_c's: a hash of the spec.
+// generate_gpu(spec, GpuDialect::cuda): used by the CUDA plugin's callers and compile-check.
 Expected<GeneratedKernel> generate_cuda(const KernelSpec& spec);
 
-// Shared by the CUDA generators: the headers and helpers every kernel starts with; the C type
-// storing a format (nullptr: not stored by CUDA kernels yet); a stored value of format t
-// at `at` as float (double when `wide`).
-std::string cuda_prelude();
-const char* cuda_storage_type(DType t);
-std::string cuda_load(DType t, const std::string& at, bool wide = false);
-
-// Softmax / LogSoftmax over the last axis: one block per row, block reductions for the max and
-// the sum, in FP32.
-Expected<GeneratedKernel> generate_cuda_softmax(const KernelSpec& spec, const std::string& name);
+inline std::string cuda_prelude() { return gpu_prelude(GpuDialect::cuda); }
+inline const char* cuda_storage_type(DType t) { return gpu_storage_type(GpuDialect::cuda, t); }
+inline std::string cuda_load(DType t, const std::string& at, bool wide = false) {
+  return gpu_load(GpuDialect::cuda, t, at, wide);
+}
 
 }  // namespace hpf::jit

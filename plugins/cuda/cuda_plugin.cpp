@@ -15,15 +15,10 @@
 #include <vector>
 
 #include "hpf/plugin.h"
+#include "plugins/common/plugin_common.hpp"
 #include "plugins/cuda/nvrtc_loader.hpp"
 
 #define HPF_CUDA_EXPORT __attribute__((visibility("default")))
-
-struct hpf_error {
-  hpf_error_code code;
-  std::string message;
-  bool is_static = false;
-};
 
 namespace {
 
@@ -32,11 +27,7 @@ using namespace hpf_cuda;
 hpf_error out_of_memory_error{HPF_ERROR_OUT_OF_MEMORY, "cuda: out of memory", true};
 
 hpf_error* make_error(hpf_error_code code, std::string message) {
-  try {
-    return new hpf_error{code, "cuda: " + std::move(message)};
-  } catch (...) {
-    return &out_of_memory_error;
-  }
+  return hpf_plugin_common::make_error(&out_of_memory_error, "cuda", code, std::move(message));
 }
 
 struct Device {
@@ -69,22 +60,6 @@ bool valid_target(const std::string& t) {
   return true;
 }
 
-std::vector<std::string> requested_targets() {
-  std::vector<std::string> out;
-  const char* env = std::getenv("HPF_CUDA_TARGETS");
-  if (!env) return out;
-  std::string s(env), cur;
-  for (char c : s + ",") {
-    if (c == ',' || c == ' ') {
-      if (!cur.empty()) out.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  return out;
-}
-
 hpf_error* cuda_plugin_init(hpf_plugin** out) {
   *out = nullptr;
   try {
@@ -100,7 +75,7 @@ hpf_error* cuda_plugin_init(hpf_plugin** out) {
     p->flags = "-default-device --std=c++17";
     if (!p->include_dir.empty()) p->flags += " --include-path=" + p->include_dir;
     p->precisions.push_back({sizeof(hpf_precision_support), "elementwise", "f32,f16,bf16"});
-    std::vector<std::string> targets = requested_targets();
+    std::vector<std::string> targets = hpf_plugin_common::targets_from_env("HPF_CUDA_TARGETS");
     if (targets.empty()) targets.push_back("");
     p->devices.reserve(targets.size());
     for (const std::string& t : targets) {
