@@ -43,9 +43,11 @@ bool epilogue_takes(const std::string& op);
 Expected<std::string> epilogue_pointers(const KernelSpec& spec, int axis);
 // C statements replacing the float lvalue `acc` (the producer's FP32 result) by the epilogue's
 // value, each step rounded to its format; `operand(k)` is a float expression of input k at the
-// element. Empty when the spec has no epilogue.
+// element. Empty when the spec has no epilogue. With `setup`, statements that depend only on the
+// output channel (BatchNormalization's scale and shift; its operands are per channel) are
+// appended there instead, for the caller to run once per channel before its element loop.
 Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
-                                 const std::function<std::string(int)>& operand);
+                                 const std::function<std::string(int)>& operand, std::string* setup = nullptr);
 
 // Lowering helpers: the family that takes node `n` ("" for none: it stays a reference fallback),
 // with the operands read from constant inputs (and resolved defaults) added to `attrs`.

@@ -39,18 +39,31 @@ struct ConvShape {
   int64_t N, C, H, W, M, CG, MG, G, KH, KW, OH, OW, SH, SW, DH, DW, PH, PW;
 };
 
-// The bias (if any), epilogue and store of one value `v` at column expression `j` of the output
-// row starting at flat offset `yoff`, output channel `mo`: statements.
-Expected<std::string> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
-                                   const std::string& v, const std::string& yoff, const std::string& j) {
-  std::string s;
-  if (has_b) s += v + " += " + c_load(lifted.inputs[2].dtype, "B[mo]") + ";\n";
+// The bias (if any) and epilogue of one value `v` at column expression `j` of the output row
+// starting at flat offset `yoff`, output channel `mo`: the per-channel setup (statements before
+// the row's loop) and the per-value statements.
+struct Finish {
+  std::string setup, per_value;
+  // The row loop over `n` values of `row`, setup first: empty when there is nothing to apply.
+  std::string loop(const std::string& n) const {
+    if (per_value.empty()) return "";
+    return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
+  }
+};
+Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
+                              const std::string& v, const std::string& yoff, const std::string& j) {
+  Finish f;
+  if (has_b) {
+    f.setup = "const float bias = " + c_load(lifted.inputs[2].dtype, "B[mo]") + ";\n";
+    f.per_value = v + " += bias;\n";
+  }
   HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(lifted, v, [&](int k) {
     const int kind = kinds[k];
     const std::string idx = kind == 0 ? "0" : kind == 1 ? "mo" : yoff + " + " + j;
     return c_load(lifted.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
-  }));
-  return s + epi;
+  }, &f.setup));
+  f.per_value += epi;
+  return f;
 }
 
 // Stores `n` finished FP32 values of `row` at `dst`.
@@ -81,7 +94,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
-  HPF_ASSIGN_OR_RETURN(std::string fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
   // BF16 input and weights where the BF16 microkernel is preferred (HPF_BF16_DOT, see
   // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
   // vdpbf16ps; the source holds both forms.
@@ -208,7 +221,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "      float* restrict a = acc + ii * HPF_NC;\n"
     << "      (void)yo;\n";
-  if (has_b || !spec.epilogue.empty()) s << "      for (i64 jj = 0; jj < nc; ++jj) {\n" << fin << "      }\n";
+  s << fin.loop("nc");
   s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * K * kGemmNC);
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
@@ -221,7 +234,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   const int64_t KK = z.KH * z.KW;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
-  HPF_ASSIGN_OR_RETURN(std::string fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "j0 + jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "j0 + jj"));
   std::ostringstream s;
   s << head << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
@@ -266,7 +279,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << "          for (int jj = 0; jj < " << CB << "; ++jj) a[jj] += wk * xr[jj * " << L(z.SW) << "];\n"
     << "        }\n"
     << "      const i64 nn = " << L(z.OW) << " - j0 < " << CB << " ? " << L(z.OW) << " - j0 : " << CB << ";\n";
-  if (has_b || !spec.epilogue.empty()) s << "      for (i64 jj = 0; jj < nn; ++jj) {\n" << fin << "      }\n";
+  s << fin.loop("nn");
   s << "      " << store_row(Y.dtype, "(Y + yo + j0)", "a", "nn") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, z.OW * KK);
   return GeneratedKernel{name, s.str(), z.N * z.M * z.OH, std::max<int64_t>(1, 65536 / per_item)};

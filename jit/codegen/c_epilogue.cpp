@@ -50,7 +50,7 @@ Expected<std::string> epilogue_pointers(const KernelSpec& spec, int axis) {
 }
 
 Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
-                                 const std::function<std::string(int)>& operand) {
+                                 const std::function<std::string(int)>& operand, std::string* setup) {
   if (spec.epilogue.empty()) return std::string();
   std::ostringstream s;
   s << "{\n";
@@ -68,8 +68,18 @@ Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
     std::string e;
     if (st.op == "BatchNormalization") {
       if (in.size() != 5) return Status::invalid("epilogue BatchNormalization: needs 5 operands");
+      // scale and shift as the batchnorm kernel computes them, once per channel where the
+      // caller has a place for that (libm's sqrtf keeps a loop scalar, and errno keeps it there).
       const std::string scale = "(" + in[1] + " / sqrtf(" + in[4] + " + " + c_float(attr_f(st.attrs, "epsilon", 1e-5f)) + "))";
-      e = "(" + in[0] + " * " + scale + " + (" + in[2] + " - " + in[3] + " * " + scale + "))";
+      const std::string shift = "(" + in[2] + " - " + in[3] + " * " + scale + ")";
+      if (setup) {
+        const std::string sn = "BNs" + std::to_string(k), bn = "BNb" + std::to_string(k);
+        *setup += "const float " + sn + " = " + scale + ";\n" + "const float " + bn + " = " + in[2] + " - " + in[3] +
+                  " * " + sn + ";\n";
+        e = "(" + in[0] + " * " + sn + " + " + bn + ")";
+      } else {
+        e = "(" + in[0] + " * " + scale + " + " + shift + ")";
+      }
     } else {
       HPF_ASSIGN_OR_RETURN(e, step_expr(st, in, false));
     }
