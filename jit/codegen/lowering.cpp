@@ -68,7 +68,8 @@ bool chain_takes(const Graph& g, const Node& n) {
 // the epilogue of the matmul/conv step that produces one of its inputs, when that value has no
 // other reader, the shapes agree, and every other operand exists before the producer runs (the
 // kernel runs where the producer was) and broadcasts to its output as a scalar, per channel or
-// in full. Returns the step's index, or -1 when `n` stays a step of its own.
+// in full, and the producer's value is stored in a format with FP32's range. Returns the step's
+// index, or -1 when `n` stays a step of its own.
 Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, std::vector<LoweredStep>& steps,
                                    const std::vector<int>& step_of, const std::vector<int>& uses,
                                    const std::function<Expected<TensorDesc>(ValueId)>& desc) {
@@ -97,6 +98,9 @@ Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, st
   HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));
   const TensorDesc& pout = p.spec.outputs[0];
   if (!is_float(out.dtype) || !is_float(pout.dtype) || out.shape != pout.shape) return -1;
+  // A value stored in a narrow-range format (F16, FP8) stays a step's output: an overflow there
+  // must be where the session's overflow watch looks (step outputs) to be found and healed.
+  if (pout.dtype != DType::F32 && pout.dtype != DType::BF16 && pout.dtype != DType::TF32) return -1;
   const int axis = conv ? 1 : static_cast<int>(out.shape.size()) - 1;
   // The other operands, checked before anything changes.
   std::vector<TensorDesc> ops(n.inputs.size());

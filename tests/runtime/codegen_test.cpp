@@ -1137,8 +1137,9 @@ TEST_CASE("codegen: Conv epilogue: bias Add, BatchNormalization, residual Add, a
   }
 }
 
+// F16 outputs do not fuse: an overflow there must stay where the session's watch sees it.
 TEST_CASE("codegen: depthwise and 1-D Conv epilogues, Sigmoid/Tanh/LeakyRelu/HardSigmoid/Gelu") {
-  for (DType t : {DType::F32, DType::F16}) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
     CAPTURE(dtype_name(t));
     {
       GraphBuilder b("dw_epilogue");
@@ -1148,8 +1149,8 @@ TEST_CASE("codegen: depthwise and 1-D Conv epilogues, Sigmoid/Tanh/LeakyRelu/Har
       y = b.op1("Sigmoid", {y});
       y = b.op1("LeakyRelu", {b.op1("Sub", {y, b.constant(random_tensor({1, 4, 1, 1}, t, 412))})}, {{"alpha", 0.2f}});
       b.output(b.op1("Tanh", {y}), "out");
-      CHECK(step_labels(b).size() == 1);
-      check_graph(b, {random_tensor({1, 4, 7, 10}, t, 413)}, t == DType::F32 ? 1e-5 : 2e-3);
+      CHECK(step_labels(b).size() == (t == DType::F16 ? 2u : 1u));
+      check_graph(b, {random_tensor({1, 4, 7, 10}, t, 413)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 2e-2);
     }
     {
       GraphBuilder b("conv1d_epilogue");
@@ -1158,8 +1159,8 @@ TEST_CASE("codegen: depthwise and 1-D Conv epilogues, Sigmoid/Tanh/LeakyRelu/Har
       y = b.op1("Add", {y, b.constant(random_tensor({5, 1}, t, 415))});  // per channel of [N, C, L]
       y = b.op1("HardSigmoid", {y}, {{"alpha", 0.3f}});
       b.output(b.op1("Gelu", {y}), "out");
-      CHECK(step_labels(b).size() == 1);
-      check_graph(b, {random_tensor({2, 3, 12}, t, 416)}, t == DType::F32 ? 1e-5 : 2e-3);
+      CHECK(step_labels(b).size() == (t == DType::F16 ? 2u : 1u));
+      check_graph(b, {random_tensor({2, 3, 12}, t, 416)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 2e-2);
     }
   }
 }
