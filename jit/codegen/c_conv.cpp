@@ -192,7 +192,9 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "  float acc[" << MT << " * HPF_NC] __attribute__((aligned(64)));\n"
     << "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
-    << "    const i64 mb = w % " << L(MB) << ", pb = (w / " << L(MB) << ") % " << L(PB) << ", g = (w / " << L(MB * PB)
+    // Pixel blocks innermost: a range continues the same output rows (and input rows) block after
+    // block, which the hardware prefetchers follow.
+    << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
     << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
     << "    const i64 p0 = pb * HPF_NC, nc = " << L(P) << " - p0 < HPF_NC ? " << L(P) << " - p0 : HPF_NC;\n"
     << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
