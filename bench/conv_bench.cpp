@@ -225,6 +225,7 @@ int main(int argc, char** argv) {
       {"mbv2 dw 14x14x576", 576, 14, 14, 576, 3, 1, 1, 576},
       {"mbv2 dw 7x7x960", 960, 7, 7, 960, 3, 1, 1, 960},
       {"mbv2 pw 56x56 144->24 1x1", 144, 56, 56, 24, 1, 1, 0, 1},
+      {"cnn-small 32x32 16->16 3x3", 16, 32, 32, 16, 3, 1, 1, 1},
   };
   std::erase_if(layers, [&](const Layer& l) { return std::string(l.tag).find(only) == std::string::npos; });
   std::printf("Conv, batch 1, NCHW, with bias; median of %d runs after 2 warm-ups (%s)\n", runs,

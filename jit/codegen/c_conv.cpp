@@ -126,6 +126,9 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
       << "          if (thi > len) thi = len;\n"
       << "          if (thi < tlo) thi = tlo;\n"
       << "          for (i64 t = 0; t < tlo; ++t) d" << at << " = " << zero << ";\n"
+      // Runs are short (an output row's piece of a panel): a narrow vector body, so that they
+      // are not all left to the scalar remainder of a wide unrolled one.
+      << "#pragma clang loop vectorize_width(8) interleave_count(1)\n"
       << "          for (i64 t = tlo; t < thi; ++t) d" << at << " = "
       << (bf ? "row[iw0 + t * " + L(SW) + "]" : c_load_operand(X.dtype, "row[iw0 + t * " + L(SW) + "]")) << ";\n"
       << "          for (i64 t = thi; t < len; ++t) d" << at << " = " << zero << ";\n"
