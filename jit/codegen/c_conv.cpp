@@ -12,7 +12,9 @@
 // segments, each inside one output row and one panel, so the packing copies runs of a row with
 // no per-value bounds test. A 1x1 convolution with unit strides and no padding is a plain GEMM
 // (pixels of the image taken as one row). Bias and epilogue are applied to the finished FP32
-// tile before the store.
+// tile before the store. BF16 inputs and weights also carry a second form, selected by the
+// preprocessor where the BF16 pair microkernel is preferred (HPF_BF16_DOT): k packed in pairs
+// as stored, multiplied by vdpbf16ps.
 //
 // Depthwise (one input channel per group) runs a direct kernel instead: one output row per work
 // item, the input rows it reads copied (converted) into a zero-padded stack row each, then
@@ -44,7 +46,7 @@ struct ConvShape {
 // the row's loop) and the per-value statements.
 struct Finish {
   std::string setup, per_value;
-  // The row loop over `n` values of `row`, setup first: empty when there is nothing to apply.
+  // The loop applying it to `n` values of a row, setup first: empty when there is nothing to apply.
   std::string loop(const std::string& n) const {
     if (per_value.empty()) return "";
     return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
