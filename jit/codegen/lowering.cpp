@@ -99,7 +99,8 @@ Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, st
   const TensorDesc& pout = p.spec.outputs[0];
   if (!is_float(out.dtype) || !is_float(pout.dtype) || out.shape != pout.shape) return -1;
   // A value stored in a narrow-range format (F16, FP8) stays a step's output: an overflow there
-  // must be where the session's overflow watch looks (step outputs) to be found and healed.
+  // must be where the session's overflow watch looks (step outputs) to be found and healed; an
+  // epilogue could also hide it (Relu(-Inf) = 0, Sigmoid(Inf) = 1).
   if (pout.dtype != DType::F32 && pout.dtype != DType::BF16 && pout.dtype != DType::TF32) return -1;
   const int axis = conv ? 1 : static_cast<int>(out.shape.size()) - 1;
   // The other operands, checked before anything changes.
