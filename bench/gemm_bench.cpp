@@ -25,6 +25,7 @@
 #include "hpf/calibration.hpp"
 #include "hpf/graph.hpp"
 #include "hpf/plugin.h"
+#include "bench/bench_plugin.hpp"
 #include "jit/codegen/lowering.hpp"
 #include "runtime/session/weight_packing.hpp"
 
@@ -46,57 +47,15 @@ struct Shape3 {
   const char* tag;
 };
 
-double now_ms() {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-// Median wall time of fn over `runs` timed calls after two warm-up calls.
-double median_ms(const std::function<void()>& fn, int runs) {
-  fn();
-  fn();
-  std::vector<double> t;
-  for (int r = 0; r < runs; ++r) {
-    const double t0 = now_ms();
-    fn();
-    t.push_back(now_ms() - t0);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-struct Plugin {
-  const hpf_plugin_api* api = nullptr;
-  hpf_plugin* p = nullptr;
-  hpf_kernel* kern = nullptr;
-  std::string error;
-  bool fail(hpf_error* e, const char* what) {
-    if (!e) return false;
-    error = std::string(what) + ": " + api->error_message(e);
-    api->error_destroy(e);
-    return true;
-  }
-  bool init() {
-    void* h = dlopen(HPF_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
-    if (!h) return error = dlerror(), false;
-    auto get = reinterpret_cast<hpf_get_plugin_api_fn>(dlsym(h, HPF_PLUGIN_ENTRY_POINT));
-    if (!get) return error = "no entry point", false;
-    api = get();
-    return !fail(api->plugin_init(&p), "plugin_init");
-  }
-};
+using bench::median_ms;
+using bench::Plugin;
 
 // `spec`'s kernel, compiled and loaded by the plugin.
 bool compile_spec(Plugin& cpu, const jit::KernelSpec& spec, jit::GeneratedKernel& k, hpf_kernel*& kern) {
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
-  hpf_blob* blob = nullptr;
-  if (cpu.fail(cpu.api->program_compile(cpu.p, 0, k.source.c_str(), k.source.size(), &blob), "compile")) return false;
-  hpf_program* prog = nullptr;
-  hpf_error* e = cpu.api->program_load(cpu.p, 0, blob->data, blob->size, &prog);
-  cpu.api->blob_free(cpu.p, blob);
-  if (cpu.fail(e, "load")) return false;
-  return !cpu.fail(cpu.api->kernel_get(cpu.p, prog, k.name.c_str(), &kern), "kernel_get");
+  return cpu.load(k, kern);
 }
 
 // The generated kernel for an M x K by K x N FP32 MatMul, compiled and loaded by the plugin.
@@ -113,16 +72,6 @@ bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_k
 }
 
 // Median ms of one launch of `kern` over `args`.
-double time_kernel(Plugin& cpu, const jit::GeneratedKernel& k, hpf_kernel* kern, std::vector<void*> args, int runs) {
-  hpf_launch l{};
-  l.struct_size = sizeof l;
-  l.args = args.data();
-  l.arg_count = args.size();
-  l.work_items = k.work_items;
-  l.grain = k.grain;
-  return median_ms([&] { cpu.api->kernel_launch(cpu.p, kern, &l); }, runs);
-}
-
 // The packed-weight kernel (matmul_wq, or matmul_i8 for "i8vnni") for B [K, N] in `format`,
 // weights packed as the Session packs them; `held` keeps the packed tensors alive.
 bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
@@ -171,10 +120,10 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     double f32_ms = -1, i8_ms = -1, dnnl_ms = -1;
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = time_kernel(cpu, k, kern, {A.data(), B.bytes().data(), C.data()}, runs);
+    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs);
     std::vector<Tensor> held;
     if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held))
-      i8_ms = time_kernel(cpu, k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), held[2].bytes().data(), C.data()}, runs);
+      i8_ms = cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), held[2].bytes().data(), C.data()}, runs);
     else
       std::printf("  %s: libhpf int8 kernel failed: %s\n", s.tag, cpu.error.c_str());
 #ifdef HPF_BENCH_DNNL
@@ -220,7 +169,7 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
     std::printf("%2d  %-28s %9.3f  %5.2f\n", threads, what, v, base / v);
     std::fflush(stdout);
   };
-  if (hpf_kernel_for(cpu, s, k, kern)) row("libhpf f32 (matmul)", time_kernel(cpu, k, kern, {A.data(), B.bytes().data(), C.data()}, runs));
+  if (hpf_kernel_for(cpu, s, k, kern)) row("libhpf f32 (matmul)", cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs));
   for (const char* f : {"f32", "bf16", "f16", "i8", "i4"}) {
     std::vector<Tensor> held;
     if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, held)) {
@@ -228,7 +177,7 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
       continue;
     }
     row((std::string("libhpf ") + f + " weights (matmul_wq)").c_str(),
-        time_kernel(cpu, k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), C.data()}, runs));
+        cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), C.data()}, runs));
   }
 #ifdef HPF_BENCH_OPENBLAS
   row("OpenBLAS sgemv f32", median_ms([&] {
@@ -261,7 +210,7 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
     double hpf_ms = -1, blas_ms = -1, dnnl_ms = -1;
     double err = 0;
     if (hpf_kernel_for(cpu, s, k, kern)) {
-      hpf_ms = time_kernel(cpu, k, kern, {A.data(), B.data(), C.data()}, runs);
+      hpf_ms = cpu.time(k, kern, {A.data(), B.data(), C.data()}, runs);
     } else {
       std::printf("  %s: libhpf kernel failed: %s\n", s.tag, cpu.error.c_str());
     }

@@ -1,6 +1,8 @@
 // The C dialect's generators, one per op family (dispatched by generate_c).
 #pragma once
 
+#include <functional>
+
 #include "jit/codegen/kernel_spec.hpp"
 
 namespace hpf::jit {
@@ -10,9 +12,6 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
 // MatMul/Gemm with constant weights pre-packed by the runtime (bf16/f16/i8/i4 panels, see
 // c_matmul_wq.cpp for the layout), FP32 compute.
 Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std::string& name);
-// The MatMul tile sizes (HPF_MR/NR/KC/NC/MC, HPF_VW) and the FP32 register-blocked microkernel
-// hpf_mm_micro, as C text shared by the matmul generators.
-const char* c_matmul_micro();
 // `static inline float wq_out(float v, const void* Cv, i64 i, i64 j)`: the epilogue of output
 // element (i, j) of the packed-weight matmuls: alpha, beta * C (input `c_input` when present),
 // INT8 fake quantisation with attr out_scale when set. Attributes n, alpha, beta, out_scale.
@@ -36,6 +35,30 @@ Expected<GeneratedKernel> generate_c_slice(const KernelSpec& spec, const std::st
 Expected<GeneratedKernel> generate_c_pad(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_expand(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_resize(const KernelSpec& spec, const std::string& name);
+// One elementwise step as a C float expression of its operand expressions `in` (elementwise_expr
+// in the C spelling); `wide`: the chain computes in double. Errors: an op it does not know.
+Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std::string>& in, bool wide);
+// `e` rounded to format `t` and back to float, as the graph's intermediate value of format t.
+std::string round_to_format(DType t, const std::string& e, bool wide);
+
+// Epilogues (KernelSpec::epilogue) of the matmul and conv kernels.
+// How epilogue operand `in` broadcasts to the output `out`: 0 a scalar, 1 one value per index of
+// output axis `axis` (and constant along the others), 2 the output's own shape, -1 none of these.
+int epilogue_operand_kind(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int axis);
+// Whether an epilogue may hold op `op` (the elementwise ops the kernels apply in place, and
+// BatchNormalization with per-channel parameters).
+bool epilogue_takes(const std::string& op);
+// Declarations `const T* restrict P<k> = args[k]` of the epilogue's inputs, after checking each
+// broadcasts to the output (`axis`: the output's channel axis) and every step is one it takes.
+Expected<std::string> epilogue_pointers(const KernelSpec& spec, int axis);
+// C statements replacing the float lvalue `acc` (the producer's FP32 result) by the epilogue's
+// value, each step rounded to its format; `operand(k)` is a float expression of input k at the
+// element. Empty when the spec has no epilogue. With `setup`, statements that depend only on the
+// output channel (BatchNormalization's scale and shift; its operands are per channel) are
+// appended there instead, for the caller to run once per channel before its element loop.
+Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
+                                 const std::function<std::string(int)>& operand, std::string* setup = nullptr);
+
 // Lowering helpers: the family that takes node `n` ("" for none: it stays a reference fallback),
 // with the operands read from constant inputs (and resolved defaults) added to `attrs`.
 std::string bake_reduce(const Graph& g, const Node& n, Attributes& attrs);

@@ -1,150 +1,343 @@
-// Conv (2-D NCHW, and 1-D as 2-D with a unit H axis; groups incl. depthwise, strides, dilations, pads/auto_pad, optional bias) and
-// inference BatchNormalization in C. Direct convolution, one output row per work item: the
-// row accumulates in FP32 over input channel, kernel row and kernel column, output column
-// innermost. Kernel rows outside the input are skipped once per row; for each kernel column the
-// range of output columns reading inside the input is baked in as constants, so the hot loop
-// has no bounds tests. Inputs in a 16-bit format are converted to FP32 stack scratch once per
-// range (see below). Terms are summed in the reference's order (channel, then taps
-// row-major).
+// Conv (2-D NCHW, and 1-D as 2-D with a unit H axis; groups incl. depthwise, strides, dilations,
+// pads/auto_pad, optional bias, an epilogue) and inference BatchNormalization in C.
+//
+// Conv is an implicit GEMM per group: Y[m, p] = sum_k W[m, k] * X~[k, p] over output pixels p
+// and k = (input channel, kernel row, kernel column), the weight's own row-major order, so the
+// terms are summed in the reference's order (channel, then taps row-major; FP32 contraction
+// aside). A work item is one block of HPF_NC output pixels and up to MT output channels of one
+// (image, group); per HPF_KC-deep slice of k it packs X~ for its pixels into the microkernel's
+// NR-wide panels (zeros where a tap reads padding), converting 16-bit inputs to FP32 as it
+// packs, and runs the shared FP32 microkernel (c_gemm_micro.hpp) with A read straight from FP32
+// weights (16-bit weights are converted into a small panel per slice). A pixel block splits into
+// segments, each inside one output row and one panel, so the packing copies runs of a row with
+// no per-value bounds test. A 1x1 convolution with unit strides and no padding is a plain GEMM
+// (pixels of the image taken as one row). Bias and epilogue are applied to the finished FP32
+// tile before the store. BF16 inputs and weights also carry a second form, selected by the
+// preprocessor where the BF16 pair microkernel is preferred (HPF_BF16_DOT): k packed in pairs
+// as stored, multiplied by vdpbf16ps.
+//
+// Depthwise (one input channel per group) runs a direct kernel instead: one output row per work
+// item, the input rows it reads copied (converted) into a zero-padded stack row each, then
+// blocks of up to 32 output columns accumulate over the taps in registers.
 #include <algorithm>
 #include <sstream>
 
 #include "core/ir/op_geometry.hpp"
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 
 namespace hpf::jit {
 namespace {
-// Stack scratch for FP32 copies of 16-bit conv inputs (bytes): kernels run on the caller's
-// thread too, whose stack may be smaller than a worker's.
-constexpr int64_t kMaxPlaneScratch = 256 * 1024;
-constexpr int64_t kMaxWeightScratch = 32 * 1024;
+// Output channels per GEMM tile: the FP32 tile (MT x HPF_NC) stays under 64 KiB of stack.
+constexpr int64_t kMaxTileRows = 240;
+// The depthwise kernel's padded input rows on the stack (bytes); wider rows take the GEMM path.
+constexpr int64_t kMaxDepthwiseRows = 128 * 1024;
+
+int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+struct ConvShape {
+  int64_t N, C, H, W, M, CG, MG, G, KH, KW, OH, OW, SH, SW, DH, DW, PH, PW;
+};
+
+// The bias (if any) and epilogue of one value `v` at column expression `j` of the output row
+// starting at flat offset `yoff`, output channel `mo`: the per-channel setup (statements before
+// the row's loop) and the per-value statements.
+struct Finish {
+  std::string setup, per_value;
+  // The loop applying it to `n` values of a row, setup first: empty when there is nothing to apply.
+  std::string loop(const std::string& n) const {
+    if (per_value.empty()) return "";
+    return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
+  }
+};
+Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
+                              const std::string& v, const std::string& yoff, const std::string& j) {
+  Finish f;
+  if (has_b) {
+    f.setup = "const float bias = " + c_load(lifted.inputs[2].dtype, "B[mo]") + ";\n";
+    f.per_value = v + " += bias;\n";
+  }
+  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(lifted, v, [&](int k) {
+    const int kind = kinds[k];
+    const std::string idx = kind == 0 ? "0" : kind == 1 ? "mo" : yoff + " + " + j;
+    return c_load(lifted.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
+  }, &f.setup));
+  f.per_value += epi;
+  return f;
+}
+
+// Stores `n` finished FP32 values of `row` at `dst`.
+std::string store_row(DType t, const std::string& dst, const std::string& row, const std::string& n) {
+  if (t == DType::BF16) return "hpf_store_bf16_row(" + dst + ", " + row + ", " + n + ");\n";
+  return "for (i64 jj = 0; jj < " + n + "; ++jj) " + dst + "[jj] = " + c_store(t, row + "[jj]") + ";\n";
+}
+
+Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
+                                    bool has_b, const std::string& head, const std::string& epi_ptrs,
+                                    const std::string& name) {
+  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
+  const int64_t K = z.CG * z.KH * z.KW, P = z.OH * z.OW, KK = z.KH * z.KW;
+  // A 1x1, unit-stride, unpadded convolution reads pixel p of the input for output pixel p:
+  // one long row, so segments are whole panels.
+  const bool flat = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.PH == 0 && z.PW == 0 && z.OH == z.H &&
+                    z.OW == z.W;
+  const int64_t H = flat ? 1 : z.H, W = flat ? z.H * z.W : z.W, OW = flat ? P : z.OW;
+  const int64_t SH = flat ? 1 : z.SH, SW = flat ? 1 : z.SW, PH = flat ? 0 : z.PH, PW = flat ? 0 : z.PW;
+  const int64_t PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
+  // Row blocks per group: as few as the tile allows (each packs the pixels' patches again), but
+  // at least 4 work items in all so that two threads share the work; rows split evenly.
+  const int64_t items = z.N * z.G * PB;
+  int64_t MB = std::max((z.MG + kMaxTileRows - 1) / kMaxTileRows, (4 + items - 1) / items);
+  MB = std::max<int64_t>(1, std::min(MB, (z.MG + kGemmMR - 1) / kGemmMR));
+  const int64_t MT = round_up((z.MG + MB - 1) / MB, kGemmMR);
+  MB = (z.MG + MT - 1) / MT;
+  const bool w32 = Wt.dtype == DType::F32;
+  const char* xt = c_storage_type(X.dtype);
+  const char* wt = c_storage_type(Wt.dtype);
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  // BF16 input and weights where the BF16 microkernel is preferred (HPF_BF16_DOT, see
+  // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
+  // vdpbf16ps; the source holds both forms.
+  const bool pairs = X.dtype == DType::BF16 && Wt.dtype == DType::BF16;
+  // One KC slice: pack B, then run the microkernel over the tile's rows.
+  auto body = [&](bool bf) {
+    const std::string bt = bf ? "u16" : "float", zero = bf ? "0" : "0.0f", at = "[t]";
+    std::ostringstream b;
+    b << "      for (i64 q = 0; q < kc; ++q) {\n"
+      << "        const i64 k = pc + q, c = k / " << L(KK) << ", r = k % " << L(KK) << ";\n"
+      << "        const i64 dh = (r / " << L(z.KW) << ") * " << L(z.DH) << ", dw = (r % " << L(z.KW) << ") * " << L(z.DW)
+      << ";\n"
+      << "        const " << xt << "* restrict xc = xg + c * " << L(H * W) << ";\n"
+      << "        for (i64 e = 0; e < ns; ++e) {\n"
+      << "          " << bt << "* restrict d = "
+      << (bf ? "btmp + q * HPF_NC + sj[e]" : "bpack + (sj[e] / HPF_NR) * (HPF_KC * HPF_NR) + q * HPF_NR + sj[e] % HPF_NR")
+      << ";\n"
+      << "          const i64 len = sl[e], ih = sh[e] + dh;\n"
+      << "          if ((unsigned long long)ih >= (unsigned long long)" << L(H) << ") {\n"
+      << "            for (i64 t = 0; t < len; ++t) d" << at << " = " << zero << ";\n"
+      << "            continue;\n"
+      << "          }\n"
+      << "          const " << xt << "* restrict row = xc + ih * " << L(W) << ";\n"
+      << "          const i64 iw0 = sw[e] + dw;\n"
+      // Columns t with iw0 + t*SW inside [0, W): [tlo, thi).
+      << "          i64 tlo = iw0 >= 0 ? 0 : (-iw0 + " << L(SW - 1) << ") / " << L(SW) << ";\n"
+      << "          i64 thi = " << L(W) << " - 1 - iw0 < 0 ? 0 : (" << L(W) << " - 1 - iw0) / " << L(SW) << " + 1;\n"
+      << "          if (tlo > len) tlo = len;\n"
+      << "          if (thi > len) thi = len;\n"
+      << "          if (thi < tlo) thi = tlo;\n"
+      << "          for (i64 t = 0; t < tlo; ++t) d" << at << " = " << zero << ";\n"
+      // Runs are short (an output row's piece of a panel): a narrow vector body, so that they
+      // are not all left to the scalar remainder of a wide unrolled one.
+      << "#pragma clang loop vectorize_width(8) interleave_count(1)\n"
+      << "          for (i64 t = tlo; t < thi; ++t) d" << at << " = "
+      << (bf ? "row[iw0 + t * " + L(SW) + "]" : c_load_operand(X.dtype, "row[iw0 + t * " + L(SW) + "]")) << ";\n"
+      << "          for (i64 t = thi; t < len; ++t) d" << at << " = " << zero << ";\n"
+      << "        }\n"
+      << "      }\n";
+    if (bf)  // rows of k side by side in pairs (an odd slice's last pair with a zero)
+      b << "      if (kc & 1)\n"
+        << "        for (i64 j = 0; j < HPF_NC; ++j) btmp[kc * HPF_NC + j] = 0;\n"
+        << "      const i64 kp = (kc + 1) >> 1;\n"
+        << "      for (i64 pp = 0; pp < kp; ++pp)\n"
+        << "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+        << "          const u16* restrict lo = btmp + 2 * pp * HPF_NC + jp;\n"
+        << "          u32* restrict o = bpack2 + jp * (HPF_KC / 2) + pp * HPF_NR;\n"
+        << "          for (i64 jj = 0; jj < HPF_NR; ++jj) o[jj] = (u32)lo[jj] | (u32)lo[jj + HPF_NC] << 16;\n"
+        << "        }\n";
+    b << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+      << "        const i64 m0 = g * " << L(z.MG) << " + ic + ir;\n"
+      << "        float* restrict at = acc + ir * HPF_NC;\n";
+    if (bf ? K % 2 == 0 : w32)  // full rows straight from the weights
+      b << "        if (mc - ir >= HPF_MR) {\n"
+        << "          const " << wt << "* restrict ap = Wt + m0 * " << L(K) << " + pc;\n"
+        << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+        << (bf ? "            hpf_mm_micro_bf16(kp, ap, " + L(K) + ", bpack2 + jp * (HPF_KC / 2), at + jp, HPF_NC);\n"
+               : "            hpf_mm_micro_ex(kc, ap, 1, " + L(K) + ", bpack + jp * HPF_KC, at + jp, HPF_NC);\n")
+        << "          continue;\n"
+        << "        }\n";
+    // Ragged rows (16-bit weights in FP32, odd K in pairs): a panel of MR rows, row-major, zero
+    // past mc (and past kc).
+    b << "        for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
+      << "          " << bt << "* restrict ad = " << (bf ? "apack2" : "apack") << " + ii * HPF_KC;\n"
+      << "          if (ir + ii < mc) {\n"
+      << "            const " << wt << "* restrict ws = Wt + (m0 + ii) * " << L(K) << " + pc;\n"
+      << "            for (i64 q = 0; q < kc; ++q) ad[q] = " << (bf ? "ws[q]" : c_load_operand(Wt.dtype, "ws[q]")) << ";\n"
+      << (bf ? "            if (kc & 1) ad[kc] = 0;\n" : "")
+      << "          } else {\n"
+      << "            for (i64 q = 0; q < " << (bf ? "2 * kp" : "kc") << "; ++q) ad[q] = " << zero << ";\n"
+      << "          }\n"
+      << "        }\n"
+      << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+      << (bf ? "          hpf_mm_micro_bf16(kp, apack2, HPF_KC, bpack2 + jp * (HPF_KC / 2), at + jp, HPF_NC);\n"
+             : "          hpf_mm_micro_ex(kc, apack, 1, HPF_KC, bpack + jp * HPF_KC, at + jp, HPF_NC);\n")
+      << "      }\n"
+      << "    }\n";
+    return b.str();
+  };
+  std::ostringstream s;
+  s << head << gemm_micro_source() << (pairs ? gemm_micro_bf16_source() : "") << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
+  if (has_b)
+    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
+      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
+  const char* yt = c_storage_type(Y.dtype);
+  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << (pairs ? "#if defined(HPF_BF16_DOT)\n"
+                "  u16 btmp[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+                "  u32 bpack2[HPF_KC / 2 * HPF_NC] __attribute__((aligned(64)));\n"
+                "  u16 apack2[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
+                "#else\n"
+              : "")
+    << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  float apack[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
+    << (pairs ? "#endif\n" : "")
+    << "  float acc[" << MT << " * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n"
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    // Pixel blocks innermost: a range continues the same output rows (and input rows) block after
+    // block, which the hardware prefetchers follow.
+    << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
+    << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
+    << "    const i64 p0 = pb * HPF_NC, nc = " << L(P) << " - p0 < HPF_NC ? " << L(P) << " - p0 : HPF_NC;\n"
+    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
+    << " - ic : " << L(MT) << ";\n"
+    // Segments of the pixel block: inside one output row and one panel; past nc, zeros.
+    << "    i64 ns = 0;\n"
+    << "    for (i64 j = 0; j < HPF_NC;) {\n"
+    << "      i64 len = HPF_NR - j % HPF_NR;\n"
+    << "      if (j < nc) {\n"
+    << "        const i64 p = p0 + j, oh = p / " << L(OW) << ", ow = p % " << L(OW) << ";\n"
+    << "        if (" << L(OW) << " - ow < len) len = " << L(OW) << " - ow;\n"
+    << "        if (nc - j < len) len = nc - j;\n"
+    << "        sh[ns] = oh * " << L(SH) << " - " << L(PH) << "; sw[ns] = ow * " << L(SW) << " - " << L(PW) << ";\n"
+    << "      } else {\n"
+    << "        sh[ns] = -(1LL << 40); sw[ns] = 0;\n"
+    << "      }\n"
+    << "      sj[ns] = j; sl[ns] = len; ++ns; j += len;\n"
+    << "    }\n"
+    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(H * W) << ";\n"
+    << "    for (i64 x = 0; x < " << L(MT) << " * HPF_NC; ++x) acc[x] = 0.0f;\n"
+    << "    for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
+    << "      const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
+    << (pairs ? "#if defined(HPF_BF16_DOT)\n" + body(true) + "#else\n" + body(false) + "#endif\n" : body(false))
+    << "    for (i64 ii = 0; ii < mc; ++ii) {\n"
+    << "      const i64 mo = g * " << L(z.MG) << " + ic + ii;\n"
+    << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
+    << "      float* restrict a = acc + ii * HPF_NC;\n"
+    << "      (void)yo;\n";
+  s << fin.loop("nc");
+  s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, MT * K * kGemmNC);
+  return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
+}
+
+Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
+                                         bool has_b, const std::string& head, const std::string& epi_ptrs,
+                                         const std::string& name, int64_t WP, int64_t CB) {
+  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
+  const int64_t KK = z.KH * z.KW;
+  const char* xt = c_storage_type(X.dtype);
+  const char* wt = c_storage_type(Wt.dtype);
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "j0 + jj"));
+  std::ostringstream s;
+  s << head << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
+  if (has_b)
+    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
+      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
+  const char* yt = c_storage_type(Y.dtype);
+  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << "  float xp[" << z.KH * WP << "] __attribute__((aligned(64)));\n"
+    << "  float wv[" << KK << "];\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "    const i64 oh = r % " << L(z.OH) << ", mo = (r / " << L(z.OH) << ") % " << L(z.M) << ", n = r / "
+    << L(z.OH * z.M) << ";\n"
+    << "    const i64 c = mo / " << L(z.MG) << ";\n"
+    << "    const i64 ih0 = oh * " << L(z.SH) << " - " << L(z.PH) << ";\n"
+    << "    i64 kh_lo = 0, kh_hi = " << L(z.KH) << ";\n"
+    << "    while (kh_lo < kh_hi && kh_lo * " << L(z.DH) << " + ih0 < 0) ++kh_lo;\n"
+    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(z.DH) << " + ih0 >= " << L(z.H) << ") --kh_hi;\n"
+    << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
+    << ";\n"
+    << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
+    << "      const " << xt << "* restrict xs = X + ((n * " << L(z.C) << " + c) * " << L(z.H) << " + ih0 + kh * " << L(z.DH)
+    << ") * " << L(z.W) << ";\n"
+    << "      float* restrict xd = xp + kh * " << L(WP) << ";\n"
+    << "      for (i64 j = 0; j < " << L(z.PW) << "; ++j) xd[j] = 0.0f;\n"
+    << "      for (i64 j = 0; j < " << L(z.W) << "; ++j) xd[" << L(z.PW) << " + j] = " << c_load_operand(X.dtype, "xs[j]")
+    << ";\n"
+    << "      for (i64 j = " << L(z.PW + z.W) << "; j < " << L(WP) << "; ++j) xd[j] = 0.0f;\n"
+    << "    }\n"
+    << "    const i64 yo = r * " << L(z.OW) << ";\n"
+    << "    (void)yo;\n"
+    << "    for (i64 j0 = 0; j0 < " << L(z.OW) << "; j0 += " << CB << ") {\n"
+    << "      float a[" << CB << "];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int jj = 0; jj < " << CB << "; ++jj) a[jj] = 0.0f;\n"
+    << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh)\n"
+    << "        for (i64 kw = 0; kw < " << L(z.KW) << "; ++kw) {\n"
+    << "          const float wk = wv[kh * " << L(z.KW) << " + kw];\n"
+    << "          const float* restrict xr = xp + kh * " << L(WP) << " + kw * " << L(z.DW) << " + j0 * " << L(z.SW) << ";\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "          for (int jj = 0; jj < " << CB << "; ++jj) a[jj] += wk * xr[jj * " << L(z.SW) << "];\n"
+    << "        }\n"
+    << "      const i64 nn = " << L(z.OW) << " - j0 < " << CB << " ? " << L(z.OW) << " - j0 : " << CB << ";\n";
+  s << fin.loop("nn");
+  s << "      " << store_row(Y.dtype, "(Y + yo + j0)", "a", "nn") << "    }\n  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, z.OW * KK);
+  return GeneratedKernel{name, s.str(), z.N * z.M * z.OH, std::max<int64_t>(1, 65536 / per_item)};
+}
+
 }  // namespace
 
 Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::string& name) {
-  if (in_spec.inputs.size() < 2 || in_spec.inputs.size() > 3 || in_spec.outputs.size() != 1)
-    return Status::invalid("conv: needs X, W, optional B and one output");
+  const size_t own = in_spec.inputs.size() - std::max(0, in_spec.epilogue_inputs);
+  if (own < 2 || own > 3 || in_spec.outputs.size() != 1) return Status::invalid("conv: needs X, W, optional B and one output");
+  // Epilogue operands broadcast against the output as given (before a 1-D conv is lifted).
+  std::vector<int> kinds(in_spec.inputs.size(), -1);
+  for (size_t k = own; k < in_spec.inputs.size(); ++k)
+    kinds[k] = epilogue_operand_kind(in_spec.inputs[k].shape, in_spec.outputs[0].shape, 1);
   const KernelSpec spec = in_spec.inputs[0].shape.size() == 3 ? lift_1d(in_spec) : in_spec;  // 1-D as 2-D
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
-  const bool has_b = spec.inputs.size() == 3;
-  for (const TensorDesc& t : spec.inputs)
-    if (!is_float(t.dtype)) return Status::unsupported("C codegen: Conv on " + std::string(dtype_name(t.dtype)));
+  const bool has_b = own == 3;
+  for (size_t k = 0; k < own; ++k)
+    if (!is_float(spec.inputs[k].dtype))
+      return Status::unsupported("C codegen: Conv on " + std::string(dtype_name(spec.inputs[k].dtype)));
   if (!is_float(Y.dtype)) return Status::unsupported("C codegen: Conv to " + std::string(dtype_name(Y.dtype)));
   if (X.shape.size() != 4 || Wt.shape.size() != 4)
     return Status::unsupported("C codegen: Conv other than 1-D or 2-D (input " + shape_string(X.shape) + ")");
-  const int64_t N = X.shape[0], C = X.shape[1], H = X.shape[2], W = X.shape[3];
-  const int64_t M = Wt.shape[0], CG = Wt.shape[1], KH = Wt.shape[2], KW = Wt.shape[3];
-  const int64_t group = attr_i(spec.attrs, "group", 1);
-  if (group < 1 || C != CG * group || M % group != 0)
+  ConvShape z{};
+  z.N = X.shape[0], z.C = X.shape[1], z.H = X.shape[2], z.W = X.shape[3];
+  z.M = Wt.shape[0], z.CG = Wt.shape[1], z.KH = Wt.shape[2], z.KW = Wt.shape[3];
+  z.G = attr_i(spec.attrs, "group", 1);
+  if (z.G < 1 || z.C != z.CG * z.G || z.M % z.G != 0)
     return Status::invalid("conv: input " + shape_string(X.shape) + ", weight " + shape_string(Wt.shape) +
-                           " and group " + std::to_string(group) + " disagree");
-  if (has_b && numel(spec.inputs[2].shape) != M) return Status::invalid("conv: bias must have " + std::to_string(M) + " values");
-  const std::vector<int64_t> in{H, W};
-  HPF_ASSIGN_OR_RETURN(auto g, ir::window_geometry(in, {KH, KW}, attr_ints(spec.attrs, "strides"),
+                           " and group " + std::to_string(z.G) + " disagree");
+  if (has_b && numel(spec.inputs[2].shape) != z.M)
+    return Status::invalid("conv: bias must have " + std::to_string(z.M) + " values");
+  const std::vector<int64_t> in_hw{z.H, z.W}, k_hw{z.KH, z.KW};
+  HPF_ASSIGN_OR_RETURN(auto g, ir::window_geometry(in_hw, k_hw, attr_ints(spec.attrs, "strides"),
                                                    attr_ints(spec.attrs, "dilations"), attr_ints(spec.attrs, "pads"),
                                                    attr_s(spec.attrs, "auto_pad"), false));
-  const int64_t OH = g.out[0], OW = g.out[1];
-  if (Y.shape != std::vector<int64_t>{N, M, OH, OW})
+  z.OH = g.out[0], z.OW = g.out[1];
+  if (Y.shape != std::vector<int64_t>{z.N, z.M, z.OH, z.OW})
     return Status::invalid("conv: output " + shape_string(Y.shape) + " does not match the geometry");
-  const int64_t SH = g.strides[0], SW = g.strides[1], DH = g.dilations[0], DW = g.dilations[1];
-  const int64_t PH = g.pads_begin[0], PW = g.pads_begin[1];
-  const int64_t MG = M / group;
-  // Per kernel column: output columns [lo, hi) whose input column ow*SW + kw*DW - PW is inside.
-  std::vector<int64_t> lo(KW), hi(KW);
-  for (int64_t kw = 0; kw < KW; ++kw) {
-    const int64_t off = kw * DW - PW;
-    lo[kw] = std::max<int64_t>(0, ceil_div(-off, SW));
-    hi[kw] = std::max(lo[kw], std::min(OW, floor_div(W - 1 - off, SW) + 1));
+  z.SH = g.strides[0], z.SW = g.strides[1], z.DH = g.dilations[0], z.DW = g.dilations[1];
+  z.PH = g.pads_begin[0], z.PW = g.pads_begin[1];
+  z.MG = z.M / z.G;
+  const std::string head = c_prelude();
+  HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
+  if (z.CG == 1 && z.OW > 0) {
+    // Columns per register block; the padded row covers every block's last reads.
+    const int64_t CB = std::min<int64_t>(32, round_up(z.OW, 8));
+    const int64_t WP = std::max((round_up(z.OW, CB) - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
+    if (z.KH * WP * 4 <= kMaxDepthwiseRows) return conv_depthwise(spec, z, kinds, has_b, head, epi_ptrs, name, WP, CB);
   }
-  // BF16 inputs are converted to FP32 scratch on the stack once per range, not once per use:
-  // the group's input plane row by row as rows are first needed (consecutive work items are
-  // neighbouring output rows and channels of one group, which read the same input rows), and the
-  // output channel's weights when the channel changes. FP32 holds 16-bit values exactly, so the
-  // sums are the same. Planes or weights too big for the stack, and F16, convert an input row per
-  // kernel row and a weight per use.
-  const bool x16 = X.dtype != DType::F32 && X.dtype != DType::TF32;
-  // Only for BF16: measured on cnn-small, F16 (hardware F16C loads) ran slower with the scratch.
-  const bool x_plane = X.dtype == DType::BF16 && CG * H * W * 4 <= kMaxPlaneScratch;
-  const bool w_buf = Wt.dtype == DType::BF16 && CG * KH * KW * 4 <= kMaxWeightScratch;
-  const bool convert_rows = x16 && !x_plane;
-  const char* xt = c_storage_type(X.dtype);
-  const char* wt = c_storage_type(Wt.dtype);
-  const char* yt = c_storage_type(Y.dtype);
-  std::ostringstream s;
-  s << kernel_begin(name, spec, {"X", "Wt", "B"}, "Y") << array("i64", "lo", lo) << array("i64", "hi", hi) << "  float acc[" << std::max<int64_t>(1, OW) << "];\n";
-  if (convert_rows) s << "  float xbuf[" << std::max<int64_t>(1, W) << "];\n";
-  if (x_plane)
-    s << "  float xplane[" << std::max<int64_t>(1, CG * H * W) << "];\n"
-      << "  u8 have[" << std::max<int64_t>(1, H) << "];\n"
-      << "  i64 xkey = -1;\n";
-  if (w_buf) s << "  float wbuf[" << std::max<int64_t>(1, CG * KH * KW) << "];\n  i64 wkey = -1;\n";
-  s
-    << "  for (i64 r = begin; r < end; ++r) {\n"
-    << "    const i64 oh = r % " << L(OH) << ", m = (r / " << L(OH) << ") % " << L(M) << ", n = r / " << L(OH * M) << ";\n"
-    << "    const i64 c0 = (m / " << L(MG) << ") * " << L(CG) << ";\n"
-    << "    const i64 ih0 = oh * " << L(SH) << " - " << L(PH) << ";\n"
-    // Kernel rows reading inside the input: kh*DH + ih0 in [0, H).
-    << "    i64 kh_lo = 0, kh_hi = " << L(KH) << ";\n"
-    << "    while (kh_lo < kh_hi && kh_lo * " << L(DH) << " + ih0 < 0) ++kh_lo;\n"
-    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(DH) << " + ih0 >= " << L(H) << ") --kh_hi;\n";
-  if (x_plane)
-    s << "    const i64 key = n * " << L(C) << " + c0;\n"
-      << "    if (key != xkey) {\n"
-      << "      xkey = key;\n"
-      << "      for (i64 i = 0; i < " << L(H) << "; ++i) have[i] = 0;\n"
-      << "    }\n"
-      << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
-      << "      const i64 ih = ih0 + kh * " << L(DH) << ";\n"
-      << "      if (have[ih]) continue;\n"
-      << "      have[ih] = 1;\n"
-      << "      for (i64 c = 0; c < " << L(CG) << "; ++c) {\n"
-      << "        const " << xt << "* restrict xs = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << " + ih) * " << L(W) << ";\n"
-      << "        float* restrict xd = xplane + (c * " << L(H) << " + ih) * " << L(W) << ";\n"
-      << "        for (i64 j = 0; j < " << L(W) << "; ++j) xd[j] = " << c_load_operand(X.dtype, "xs[j]") << ";\n"
-      << "      }\n    }\n";
-  if (w_buf)
-    s << "    if (m != wkey) {\n"
-      << "      wkey = m;\n"
-      << "      const " << wt << "* restrict wm = Wt + m * " << L(CG * KH * KW) << ";\n"
-      << "      for (i64 i = 0; i < " << L(CG * KH * KW) << "; ++i) wbuf[i] = " << c_load_operand(Wt.dtype, "wm[i]") << ";\n"
-      << "    }\n";
-  s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = 0.0f;\n"
-    << "    for (i64 c = 0; c < " << L(CG) << "; ++c) {\n";
-  if (x_plane)
-    s << "      const float* restrict xc = xplane + c * " << L(H * W) << ";\n";
-  else
-    s << "      const " << xt << "* restrict xc = X + ((n * " << L(C) << " + c0 + c) * " << L(H) << ") * " << L(W) << ";\n";
-  if (w_buf)
-    s << "      const float* restrict wc = wbuf + c * " << L(KH * KW) << ";\n";
-  else
-    s << "      const " << wt << "* restrict wc = Wt + (m * " << L(CG) << " + c) * " << L(KH * KW) << ";\n";
-  s << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
-    << "        const " << (x_plane ? "float" : xt) << "* restrict xs = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n";
-  if (convert_rows)
-    s << "        for (i64 j = 0; j < " << L(W) << "; ++j) xbuf[j] = " << c_load_operand(X.dtype, "xs[j]") << ";\n"
-      << "        const float* restrict xr = xbuf;\n";
-  else
-    s << "        const float* restrict xr = xs;\n";
-  const std::string wk = "wc[kh * " + L(KW) + " + kw]";
-  s << "        for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
-    << "          const float w = " << (w_buf ? wk : c_load_operand(Wt.dtype, wk)) << ";\n"
-    << "          const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
-    << "          for (i64 j = lo[kw]; j < j1; ++j) acc[j] += w * " << (SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]")
-    << ";\n"
-    << "        }\n      }\n    }\n";
-  if (has_b) s << "    const float b = " << c_load(spec.inputs[2].dtype, "B[m]") << ";\n";
-  s << "    " << yt << "* restrict yr = Y + r * " << L(OW) << ";\n";
-  if (Y.dtype == DType::BF16) {
-    // 16 stores at a time (vcvtneps2bf16 where the host has it), same bits as hpf_f32_bf16.
-    if (has_b) s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] += b;\n";
-    s << "    hpf_store_bf16_row(yr, acc, " << L(OW) << ");\n";
-  } else {
-    s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, has_b ? "acc[j] + b" : "acc[j]") << ";\n";
-  }
-  s << "  }\n}\n";
-  const int64_t per_item = std::max<int64_t>(1, OW * CG * KH * KW);
-  return GeneratedKernel{name, s.str(), N * M * OH, std::max<int64_t>(1, 65536 / per_item)};
+  return conv_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
 }
 
 // BatchNormalization (inference): y = x * scale[c] + shift[c], scale = gamma / sqrt(var + eps),

@@ -15,6 +15,11 @@ namespace {
 
 const ExprSpelling kC{"C", "__builtin_fabsf", "__builtin_fabs"};
 
+}  // namespace
+
+Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std::string>& in, bool wide) {
+  return elementwise_expr(s, in, wide, kC);
+}
 
 // Rounds a float expression to `t` and back, as the graph's intermediate value of format t.
 // A wide (double) chain rounds FP32 results too, as the graph's FP32 value would be.
@@ -27,6 +32,8 @@ std::string round_to_format(DType t, const std::string& e, bool wide) {
     default: return e;
   }
 }
+
+namespace {
 
 // Whether a step's C expression calls a libm function (which keeps its loop scalar).
 bool calls_libm(const std::string& e) {

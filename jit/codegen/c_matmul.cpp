@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 
@@ -41,10 +42,11 @@ std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64
 // Rows per work item: a multiple of the microkernel's MR (6), so ranges cut on whole tiles.
 constexpr int64_t kRowBlock = 6;
 
+std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
+
 }  // namespace
 
-// The fixed part of every MatMul kernel: tile sizes and the microkernel.
-const char* c_matmul_micro() {
+const char* gemm_micro_source() {
   return R"(
 #if defined(__AVX512F__)
 typedef float hpf_vf __attribute__((vector_size(64)));
@@ -60,25 +62,22 @@ typedef float hpf_vf __attribute__((vector_size(32)));
 #define HPF_KC 128
 #define HPF_NC 64
 #define HPF_MC 96
-/* acc[MR x NR] (row stride HPF_NC) += ap[kc x MR] * bp[kc x NR]; all 64-byte aligned.
-   min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
+/* min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
    accumulators in two and spill them. */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro(
-    i64 kc, const float* restrict ap,
-                                                               const float* restrict bp,
-                                                               float* restrict acc) {
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_ex(
+    i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, float* restrict acc, i64 ldc) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * HPF_NC + v * HPF_VW);
+    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
   for (i64 p = 0; p < kc; ++p) {
     hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * HPF_NR + v * HPF_VW);
 #pragma clang loop unroll(full)
     for (int i = 0; i < HPF_MR; ++i) {
-      const float a = ap[p * HPF_MR + i];
+      const float a = ap[p * ask + i * asi];
 #pragma clang loop unroll(full)
       for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
     }
@@ -86,16 +85,50 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * HPF_NC + v * HPF_VW) = c[i][v];
+    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
 }
+#define hpf_mm_micro(kc, ap, bp, acc) hpf_mm_micro_ex((kc), (ap), HPF_MR, 1, (bp), (acc), HPF_NC)
 )";
 }
 
-namespace {
-
-std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
-
-}  // namespace
+const char* gemm_micro_bf16_source() {
+  return R"(
+#if defined(__AVX512BF16__) && defined(__AVX512F__) && \
+    (defined(HPF_PREFER_BF16_DOT) || defined(__znver4__) || defined(__znver5__))
+#define HPF_BF16_DOT 1
+typedef __bf16 hpf_bf16x32 __attribute__((vector_size(64)));
+typedef u32 hpf_u32x16v __attribute__((vector_size(64)));
+/* acc[i * ldc + j] += sum over pairs pp < kp of a(i, 2pp) b(2pp, j) + a(i, 2pp+1) b(2pp+1, j):
+   vdpbf16ps, each BF16 product exact in FP32, the pair's two products added to the lane in
+   turn (round to nearest even, denormals read and written as zero). */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_bf16(
+    i64 kp, const u16* restrict ap, i64 asi, const u32* restrict bp, float* restrict acc, i64 ldc) {
+  hpf_vf c[HPF_MR][HPF_NV];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
+  for (i64 pp = 0; pp < kp; ++pp) {
+    hpf_bf16x32 b[HPF_NV];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_bf16x32*)(bp + pp * HPF_NR + v * HPF_VW);
+#pragma clang loop unroll(full)
+    for (int i = 0; i < HPF_MR; ++i) {
+      u32 a2;
+      __builtin_memcpy(&a2, ap + i * asi + 2 * pp, 4);
+      const hpf_bf16x32 a = (hpf_bf16x32)((hpf_u32x16v){} + a2);
+#pragma clang loop unroll(full)
+      for (int v = 0; v < HPF_NV; ++v) c[i][v] = __builtin_ia32_dpbf16ps_512(c[i][v], a, b[v]);
+    }
+  }
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+}
+#endif
+)";
+}
 
 Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::string& name) {
   if (spec.inputs.size() < 2 || spec.outputs.size() != 1) return Status::invalid("matmul: needs A, B and one output");
@@ -123,9 +156,11 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
   // Element (i,p) of A and (p,j) of B within one matrix.
   const std::string a_ip = ta ? "p * " + ll(M) + " + i" : "i * " + ll(K) + " + p";
   const std::string b_pj = tb ? "j * " + ll(K) + " + p" : "p * " + ll(N) + " + j";
-  const bool has_c = gemm && spec.inputs.size() > 2;
+  const size_t own_inputs = spec.inputs.size() - spec.epilogue_inputs;
+  const bool has_c = gemm && own_inputs > 2;
+  HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(spec, static_cast<int>(Y.shape.size()) - 1));
   std::ostringstream s;
-  s << c_prelude() << c_matmul_micro() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+  s << c_prelude() << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
     << "  const " << c_storage_type(B.dtype) << "* restrict B = (const " << c_storage_type(B.dtype) << "*)args[1];\n";
   if (has_c)
@@ -133,6 +168,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "*)args[2];\n";
   s << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
+    << epi_ptrs
     << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
@@ -220,7 +256,13 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       s << " + " << c_float(beta) << " * " << c_load(spec.inputs[2].dtype, "C[" + idx + "]");
     }
   }
-  s << ";\n            y[jj] = " << c_store(Y.dtype, "v") << ";\n"
+  // The epilogue's operands: a scalar, one per column, or one per element of Y.
+  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(spec, "v", [&](int k) {
+    const int kind = epilogue_operand_kind(spec.inputs[k].shape, Y.shape, static_cast<int>(Y.shape.size()) - 1);
+    const std::string idx = kind == 0 ? "0" : kind == 1 ? "j" : "(t * " + ll(M) + " + i) * " + ll(N) + " + j";
+    return c_load(spec.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
+  }));
+  s << ";\n" << epi << "            y[jj] = " << c_store(Y.dtype, "v") << ";\n"
     << "          }\n        }\n      }\n    }\n  }\n}\n";
   // A range should hold enough rows to pay for packing B: >= 60 rows, more when N*K is small.
   const int64_t grain_rows = std::max<int64_t>(60, 65536 / std::max<int64_t>(1, N * K));

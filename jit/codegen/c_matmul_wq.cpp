@@ -19,11 +19,12 @@
 //     once, dequantising in registers and accumulating in FP32. Per-column (i8) and per-group
 //     (i4) scales are factored out of the sums: i8 scales once at the end, i4 per group as
 //     s * (sum a*u - 8 * sum a), so the inner loop is a widening load, a convert and an FMA.
-//   M > 4 (GEMM): the FP32 GEMM's schedule and microkernel (c_matmul_micro); B is dequantised
+//   M > 4 (GEMM): the FP32 GEMM's schedule and microkernel (gemm_micro_source); B is dequantised
 //     exactly (q * s, the emulation's values) while its KC x NC block is packed.
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 
@@ -117,7 +118,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   const bool gemv = M <= kGemvMaxRows;
 
   std::ostringstream s;
-  s << c_prelude() << (gemv ? "" : c_matmul_micro()) << row_loader(f, K);
+  s << c_prelude() << (gemv ? "" : gemm_micro_source()) << row_loader(f, K);
   s << c_matmul_epilogue(spec, 3);
 
   s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"

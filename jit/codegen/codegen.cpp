@@ -39,11 +39,18 @@ std::string KernelSpec::canonical() const {
   for (const auto& t : outputs) os << desc_text(t) << ";";
   os << "|attrs=";
   for (const auto& [k, v] : attrs) os << k << "=" << attr_text(v) << ";";
-  for (const auto& s : chain) {
-    os << "|" << s.op << ":" << dtype_name(s.dtype) << "(";
-    for (int o : s.operands) os << o << ",";
-    for (const auto& [k, v] : s.attrs) os << k << "=" << attr_text(v) << ";";
-    os << ")";
+  auto steps = [&](const std::vector<ElementwiseStep>& list) {
+    for (const auto& s : list) {
+      os << "|" << s.op << ":" << dtype_name(s.dtype) << "(";
+      for (int o : s.operands) os << o << ",";
+      for (const auto& [k, v] : s.attrs) os << k << "=" << attr_text(v) << ";";
+      os << ")";
+    }
+  };
+  steps(chain);
+  if (!epilogue.empty()) {  // absent from specs without one: their text (and kernel names) stay as before
+    os << "|epilogue" << epilogue_inputs;
+    steps(epilogue);
   }
   return os.str();
 }

@@ -19,6 +19,8 @@ struct TensorDesc {
 // One step of a fused elementwise chain. Operands: indices into the kernel's inputs (>= 0),
 // earlier steps (-1 - step index), or kAbsentOperand for an omitted optional input.
 inline constexpr int kAbsentOperand = -(1 << 30);
+// In an epilogue: the operand that is the producer's own result (FP32, before any rounding).
+inline constexpr int kProducerResult = -(1 << 29);
 struct ElementwiseStep {
   std::string op;              // ONNX op name: Add, Relu, Gelu, Cast, ...
   std::vector<int> operands;
@@ -33,6 +35,12 @@ struct KernelSpec {
   DType accumulation = DType::F32;
   Attributes attrs;
   std::vector<ElementwiseStep> chain;  // elementwise family
+  // matmul | conv: elementwise steps applied to each result in the kernel before it is stored
+  // (operands as in `chain`, kProducerResult naming the producer's value). The steps read only
+  // the last `epilogue_inputs` inputs, each a scalar, one value per output channel (conv: axis
+  // 1; matmul: the last axis) or of the output's full shape. The output desc is the last step's.
+  std::vector<ElementwiseStep> epilogue;
+  int epilogue_inputs = 0;
 
   // Canonical text of everything above: equal specs give equal text.
   std::string canonical() const;

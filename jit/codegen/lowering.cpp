@@ -1,10 +1,12 @@
 #include "jit/codegen/lowering.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <set>
 #include <variant>
 
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
 
 namespace hpf::jit {
 namespace {
@@ -61,12 +63,114 @@ bool chain_takes(const Graph& g, const Node& n) {
   return true;
 }
 
+
+// Epilogue fusion: node `n` (elementwise, or an inference BatchNormalization after a conv) joins
+// the epilogue of the matmul/conv step that produces one of its inputs, when that value has no
+// other reader, the shapes agree, and every other operand exists before the producer runs (the
+// kernel runs where the producer was) and broadcasts to its output as a scalar, per channel or
+// in full, and the producer's value is stored in a format with FP32's range. Returns the step's
+// index, or -1 when `n` stays a step of its own.
+Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, std::vector<LoweredStep>& steps,
+                                   const std::vector<int>& step_of, const std::vector<int>& uses,
+                                   const std::function<Expected<TensorDesc>(ValueId)>& desc) {
+  if (n.outputs.size() != 1 || !epilogue_takes(n.op) || n.op == "Identity") return -1;
+  const bool bn = n.op == "BatchNormalization";
+  if (bn ? n.inputs.size() != 5 || attr_i(n.attrs, "training_mode", 0) != 0 : !chain_takes(g, n)) return -1;
+  int at = -1;  // operand position of the producer's value
+  int s = -1;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const ValueId v = n.inputs[k];
+    if (v == kNoValue || step_of[v] < 0) continue;
+    const LoweredStep& p = steps[step_of[v]];
+    if (p.kind != LoweredStep::Kind::kernel || (p.spec.family != "conv" && p.spec.family != "matmul") ||
+        p.outputs.size() != 1 || p.outputs[0] != v || uses[v] != 1)
+      continue;
+    if (at >= 0) return -1;  // the producer's value twice (x * x): keep it simple
+    at = static_cast<int>(k);
+    s = step_of[v];
+  }
+  if (at < 0 || (bn && at != 0)) return -1;
+  LoweredStep& p = steps[s];
+  const bool conv = p.spec.family == "conv";
+  if (bn && !conv) return -1;  // BatchNormalization's channel axis is the conv's
+  for (const TensorDesc& t : p.spec.inputs)
+    if (!is_float(t.dtype)) return -1;
+  HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));
+  const TensorDesc& pout = p.spec.outputs[0];
+  if (!is_float(out.dtype) || !is_float(pout.dtype) || out.shape != pout.shape) return -1;
+  // A value stored in a narrow-range format (F16, FP8) stays a step's output: an overflow there
+  // must be where the session's overflow watch looks (step outputs) to be found and healed; an
+  // epilogue could also hide it (Relu(-Inf) = 0, Sigmoid(Inf) = 1).
+  if (pout.dtype != DType::F32 && pout.dtype != DType::BF16 && pout.dtype != DType::TF32) return -1;
+  const int axis = conv ? 1 : static_cast<int>(out.shape.size()) - 1;
+  // The other operands, checked before anything changes.
+  std::vector<TensorDesc> ops(n.inputs.size());
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const ValueId v = n.inputs[k];
+    if (static_cast<int>(k) == at) continue;
+    if (v == kNoValue) {
+      if (n.op != "Clip") return -1;
+      continue;
+    }
+    if (step_of[v] >= s) return -1;  // computed after the producer's kernel runs
+    HPF_ASSIGN_OR_RETURN(ops[k], desc(v));
+    if (!is_float(ops[k].dtype)) return -1;
+    if (bn) {  // per channel by definition: shaped so that it broadcasts along axis 1
+      if (numel(ops[k].shape) != out.shape[1]) return -1;
+      std::vector<int64_t> sh(out.shape.size(), 1);
+      sh[1] = out.shape[1];
+      ops[k].shape = sh;
+    }
+    if (epilogue_operand_kind(ops[k].shape, out.shape, axis) < 0) return -1;
+  }
+  auto& epi = p.spec.epilogue;
+  // The value the graph stores in a 16-bit format is read back rounded.
+  if (epi.empty() && pout.dtype != DType::F32) {
+    ElementwiseStep r;
+    r.op = "Identity";
+    r.operands = {kProducerResult};
+    r.dtype = pout.dtype;
+    epi.push_back(std::move(r));
+  }
+  ElementwiseStep e;
+  e.op = n.op;
+  e.attrs = n.attrs;
+  e.dtype = out.dtype;
+  const int prev = epi.empty() ? kProducerResult : -static_cast<int>(epi.size());
+  const size_t first = p.inputs.size() - p.spec.epilogue_inputs;
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    const ValueId v = n.inputs[k];
+    if (static_cast<int>(k) == at) {
+      e.operands.push_back(prev);
+      continue;
+    }
+    if (v == kNoValue) {
+      e.operands.push_back(kAbsentOperand);
+      continue;
+    }
+    auto pos = std::find(p.inputs.begin() + first, p.inputs.end(), v);
+    if (pos == p.inputs.end() || (bn && p.spec.inputs[pos - p.inputs.begin()].shape != ops[k].shape)) {
+      p.inputs.push_back(v);
+      p.spec.inputs.push_back(ops[k]);
+      ++p.spec.epilogue_inputs;
+      pos = p.inputs.end() - 1;
+    }
+    e.operands.push_back(static_cast<int>(pos - p.inputs.begin()));
+  }
+  epi.push_back(std::move(e));
+  p.fused.push_back(id);
+  p.label += "+" + n.name;
+  p.node = id;
+  p.outputs = n.outputs;
+  p.spec.outputs = {out};
+  return s;
+}
 }  // namespace
 
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
                                          const std::vector<bool>& skip) {
   HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
-  auto desc = [&](ValueId v) -> Expected<TensorDesc> {
+  const std::function<Expected<TensorDesc>(ValueId)> desc = [&](ValueId v) -> Expected<TensorDesc> {
     const Value& val = g.value(v);
     auto dims = val.has_shape ? concrete(val.shape) : std::nullopt;
     if (!dims) return Status::invalid("lowering: value '" + val.name + "' has no concrete shape");
@@ -117,6 +221,13 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       steps.push_back(std::move(st));
       produced_by(steps.size() - 1);
       continue;
+    }
+    if (kElementwise.count(n.op) || n.op == "BatchNormalization") {
+      HPF_ASSIGN_OR_RETURN(int into, absorb_into_producer(g, n, id, steps, step_of, uses, desc));
+      if (into >= 0) {
+        produced_by(static_cast<size_t>(into));
+        continue;
+      }
     }
     if (kElementwise.count(n.op) && n.outputs.size() == 1 && chain_takes(g, n)) {
       HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));

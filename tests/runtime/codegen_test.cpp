@@ -38,10 +38,13 @@ struct CpuPlugin {
     api->error_destroy(e);
     return m;
   }
+  // Put before every kernel's source (a test's preprocessor switch), normally empty.
+  std::string source_prefix;
   // Compiles, loads and runs `k` on host buffers (the CPU plugin's memory is host memory).
   void run(const jit::GeneratedKernel& k, std::vector<void*> args) {
     hpf_blob* blob = nullptr;
-    hpf_error* e = api->program_compile(p, 0, k.source.c_str(), k.source.size(), &blob);
+    const std::string src = source_prefix + k.source;
+    hpf_error* e = api->program_compile(p, 0, src.c_str(), src.size(), &blob);
     REQUIRE_MESSAGE(e == nullptr, (e ? err(e) : "") << "\n" << k.source);
     hpf_program* prog = nullptr;
     e = api->program_load(p, 0, blob->data, blob->size, &prog);
@@ -310,8 +313,10 @@ void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t
   if (bias) in.push_back(b.constant(random_tensor({ws[0]}, t, seed + 1)));
   b.output(b.op1("Conv", in, attrs), "out");
   // F16, BF16: both sum in FP32 and round once; only FP32 contraction differences remain (they
-  // may move a result by one unit in the last place).
-  check_graph(b, {random_tensor(xs, t, seed + 2)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3);
+  // may move a result by one unit in the last place). Those grow with the terms per output, K.
+  const double k_terms = double(ws[1] * ws[2] * (ws.size() > 3 ? ws[3] : 1));
+  check_graph(b, {random_tensor(xs, t, seed + 2)},
+              (t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3) * std::max(1.0, k_terms / 64));
 }
 
 }  // namespace
@@ -343,6 +348,44 @@ TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_
     // 1x1.
     check_conv(t, {3, 8, 5, 1}, {7, 8, 1, 1}, false, {}, 44);
   }
+}
+
+// The implicit-GEMM conv's blocks: pixel blocks across output rows and ragged at the end, more
+// output channels than one tile and than the microkernel's rows, K over several slices, the 1x1
+// plain-GEMM form; the depthwise kernel with a channel multiplier, strides and wide rows.
+TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep K, 1x1, multipliers") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    // 130 pixels (3 blocks, the last ragged) x 250 channels (two tiles, ragged rows), K = 3*3*17 = 153.
+    check_conv(t, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 300);
+    // Stride 2 with K = 8*5*5 = 200 over two slices, pads only on one side.
+    check_conv(t, {2, 8, 15, 11}, {13, 8, 5, 5}, false, {{"pads", Ints{2, 0, 0, 2}}, {"strides", Ints{2, 2}}}, 303);
+    // 1x1 as plain GEMM: 7x9 = 63 pixels, 140 input channels (two slices); and 1x1 with stride 2 (not plain).
+    check_conv(t, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 306);
+    check_conv(t, {1, 12, 7, 9}, {8, 12, 1, 1}, true, {{"strides", Ints{2, 2}}}, 309);
+    // Grouped, groups of 3 channels in and 7 out.
+    check_conv(t, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 312);
+    // Depthwise with multiplier 2, stride 2, a 37-wide row (two column blocks), dilation.
+    check_conv(t, {2, 4, 9, 37}, {8, 1, 3, 3}, true,
+               {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 315);
+    check_conv(t, {1, 3, 9, 40}, {3, 1, 5, 3}, false,
+               {{"group", int64_t{3}}, {"pads", Ints{2, 3, 2, 1}}, {"dilations", Ints{1, 2}}}, 318);
+  }
+}
+
+// The BF16 pair microkernel (vdpbf16ps), forced on where the host has AVX512-BF16: odd K (a
+// zero half pair), ragged rows, 1x1, grouped, stride 2.
+TEST_CASE("codegen: Conv BF16 through the vdpbf16ps microkernel") {
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    MESSAGE("skipped: the host has no AVX512-BF16");
+    return;
+  }
+  plugin().source_prefix = "#define HPF_PREFER_BF16_DOT 1\n";
+  check_conv(DType::BF16, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 500);
+  check_conv(DType::BF16, {2, 8, 15, 11}, {13, 8, 5, 5}, false, {{"pads", Ints{2, 0, 0, 2}}, {"strides", Ints{2, 2}}}, 503);
+  check_conv(DType::BF16, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 506);
+  check_conv(DType::BF16, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 509);
+  check_conv(DType::BF16, {1, 3, 7, 9}, {5, 3, 4, 4}, true, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}}, 512);
+  plugin().source_prefix.clear();
 }
 
 TEST_CASE("codegen: MaxPool, AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool") {
@@ -1056,4 +1099,101 @@ TEST_CASE("codegen: GlobalMaxPool over ranks 3 to 5, a NaN anywhere in a plane w
       CHECK(step_kinds(b) == std::vector<jit::LoweredStep::Kind>{jit::LoweredStep::Kind::kernel});
       check_graph(b, {*Tensor::from_f32(xs, v, t)}, 0);
     }
+}
+
+// ---- Epilogue fusion: elementwise consumers folded into the producing Conv / MatMul ----
+namespace {
+// The lowered steps' labels (each step's node names joined by '+').
+std::vector<std::string> step_labels(GraphBuilder& b) {
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto steps = jit::lower(*g, {});
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  std::vector<std::string> l;
+  for (const auto& st : *steps) l.push_back(st.label);
+  return l;
+}
+}  // namespace
+
+TEST_CASE("codegen: Conv epilogue: bias Add, BatchNormalization, residual Add, activations in one kernel") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("conv_epilogue");
+    auto x = b.input("x", t, {2, 5, 9, 11});
+    auto r = b.input("r", t, {2, 6, 9, 11});  // a residual of the output's shape
+    auto y = b.op1("Conv", {x, b.constant(random_tensor({6, 5, 3, 3}, t, 400))}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
+    y = b.op1("Add", {y, b.constant(random_tensor({6, 1, 1}, t, 401))}, {}, "bias");
+    y = b.op1("BatchNormalization", {y, b.constant(random_tensor({6}, t, 402)), b.constant(random_tensor({6}, t, 403)),
+                    b.constant(random_tensor({6}, t, 404)), b.constant(random_tensor({6}, t, 405, 0.5f, 2))}, {{"epsilon", 1e-3f}}, "bn");
+    y = b.op1("Add", {r, y}, {}, "residual");  // the producer's value as the second operand
+    y = b.op1("Relu", {y}, {}, "relu");
+    y = b.op1("Mul", {y, b.scalar(0.5f)}, {}, "scale");
+    y = b.op1("HardSwish", {y}, {}, "hswish");
+    y = b.op1("Clip", {y, kNoValue, b.scalar(1.5f)}, {}, "clip");
+    b.output(y, "out");
+    CHECK(step_labels(b) == std::vector<std::string>{"conv+bias+bn+residual+relu+scale+hswish+clip"});
+    check_graph(b, {random_tensor({2, 5, 9, 11}, t, 406), random_tensor({2, 6, 9, 11}, t, 407)},
+                t == DType::F32 ? 1e-5 : 2e-2);
+  }
+}
+
+// F16 outputs do not fuse: an overflow there must stay where the session's watch sees it.
+TEST_CASE("codegen: depthwise and 1-D Conv epilogues, Sigmoid/Tanh/LeakyRelu/HardSigmoid/Gelu") {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    CAPTURE(dtype_name(t));
+    {
+      GraphBuilder b("dw_epilogue");
+      auto x = b.input("x", t, {1, 4, 7, 10});
+      auto y = b.op1("Conv", {x, b.constant(random_tensor({4, 1, 3, 3}, t, 410)), b.constant(random_tensor({4}, t, 411))},
+                     {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}});
+      y = b.op1("Sigmoid", {y});
+      y = b.op1("LeakyRelu", {b.op1("Sub", {y, b.constant(random_tensor({1, 4, 1, 1}, t, 412))})}, {{"alpha", 0.2f}});
+      b.output(b.op1("Tanh", {y}), "out");
+      CHECK(step_labels(b).size() == (t == DType::F16 ? 2u : 1u));
+      check_graph(b, {random_tensor({1, 4, 7, 10}, t, 413)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 2e-2);
+    }
+    {
+      GraphBuilder b("conv1d_epilogue");
+      auto x = b.input("x", t, {2, 3, 12});
+      auto y = b.op1("Conv", {x, b.constant(random_tensor({5, 3, 3}, t, 414))}, {{"pads", Ints{1, 1}}});
+      y = b.op1("Add", {y, b.constant(random_tensor({5, 1}, t, 415))});  // per channel of [N, C, L]
+      y = b.op1("HardSigmoid", {y}, {{"alpha", 0.3f}});
+      b.output(b.op1("Gelu", {y}), "out");
+      CHECK(step_labels(b).size() == (t == DType::F16 ? 2u : 1u));
+      check_graph(b, {random_tensor({2, 3, 12}, t, 416)}, t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 2e-2);
+    }
+  }
+}
+
+TEST_CASE("codegen: MatMul epilogue: bias per column, Gelu, a cast to BF16") {
+  GraphBuilder b("mm_epilogue");
+  auto x = b.input("x", DType::F32, {2, 7, 33});
+  auto y = b.op1("MatMul", {x, b.constant(random_tensor({33, 70}, DType::F32, 420))});
+  y = b.op1("Add", {b.constant(random_tensor({70}, DType::F32, 421)), y});
+  y = b.op1("Gelu", {y}, {{"approximate", std::string("tanh")}});
+  b.output(b.op1("Cast", {y}, {{"to", int64_t{16}}}), "out");  // ONNX BFLOAT16
+  CHECK(step_labels(b).size() == 1);
+  check_graph(b, {random_tensor({2, 7, 33}, DType::F32, 422)}, 8e-3);
+}
+
+TEST_CASE("codegen: epilogue fusion stops at a second reader, a late operand, a row broadcast") {
+  GraphBuilder b("no_fuse");
+  auto x = b.input("x", DType::F32, {1, 3, 6, 6});
+  auto w = b.constant(random_tensor({4, 3, 3, 3}, DType::F32, 430));
+  auto c1 = b.op1("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}, "c1");
+  auto r1 = b.op1("Relu", {c1}, {}, "r1");
+  auto s1 = b.op1("Sigmoid", {c1}, {}, "s1");  // c1 has two readers: neither fuses
+  auto c2 = b.op1("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}, "c2");
+  auto c2b = b.op1("Conv", {x, w}, {{"pads", Ints{1, 1, 1, 1}}}, "c2b");
+  auto late = b.op1("Exp", {c2b}, {}, "late");  // a kernel of its own after c2's
+  auto a2 = b.op1("Add", {c2, late}, {}, "a2");  // c2's epilogue would read it too early
+  auto c3 = b.op1("Conv", {a2, b.constant(random_tensor({4, 4, 1, 1}, DType::F32, 431))}, {}, "c3");
+  auto m3 = b.op1("Mul", {c3, b.constant(random_tensor({1, 1, 6, 1}, DType::F32, 432))}, {}, "m3");
+  b.output(b.op1("Add", {m3, b.op1("Add", {s1, r1})}, {}, "out"), "out");
+  const auto labels = step_labels(b);
+  CHECK(std::find(labels.begin(), labels.end(), "c1") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "c2") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "a2") != labels.end());
+  CHECK(std::find(labels.begin(), labels.end(), "c3") != labels.end());  // [1,1,6,1] is neither per channel nor full
+  check_graph(b, {random_tensor({1, 3, 6, 6}, DType::F32, 433)}, 1e-4);  // Exp magnifies the conv's rounding
 }

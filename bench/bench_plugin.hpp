@@ -1,0 +1,86 @@
+// What the kernel benchmarks share: median timing, and the CPU plugin loaded through its C
+// table to compile, load and launch a generated kernel (only kernel_launch is timed).
+// Single-threaded use; the plugin is never unloaded (the process exits).
+#pragma once
+
+#include <dlfcn.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hpf/plugin.h"
+#include "jit/codegen/kernel_spec.hpp"
+
+namespace hpf::bench {
+
+// Wall time, or with `thread_clock` set the calling thread's CPU time: on a shared machine that
+// leaves out the time the thread waited for a core (meaningful only for single-threaded runs).
+inline bool thread_clock = false;
+inline double now_ms() {
+  if (thread_clock) {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+  }
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Median wall time of fn over `runs` timed calls after two warm-up calls.
+inline double median_ms(const std::function<void()>& fn, int runs) {
+  fn();
+  fn();
+  std::vector<double> t;
+  for (int r = 0; r < runs; ++r) {
+    const double t0 = now_ms();
+    fn();
+    t.push_back(now_ms() - t0);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+struct Plugin {
+  const hpf_plugin_api* api = nullptr;
+  hpf_plugin* p = nullptr;
+  std::string error;
+  bool fail(hpf_error* e, const char* what) {
+    if (!e) return false;
+    error = std::string(what) + ": " + api->error_message(e);
+    api->error_destroy(e);
+    return true;
+  }
+  bool init() {
+    void* h = dlopen(HPF_CPU_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    if (!h) return error = dlerror(), false;
+    auto get = reinterpret_cast<hpf_get_plugin_api_fn>(dlsym(h, HPF_PLUGIN_ENTRY_POINT));
+    if (!get) return error = "no entry point", false;
+    api = get();
+    return !fail(api->plugin_init(&p), "plugin_init");
+  }
+  // Compiles and loads `k`; false with `error` set on failure.
+  bool load(const jit::GeneratedKernel& k, hpf_kernel*& kern) {
+    hpf_blob* blob = nullptr;
+    if (fail(api->program_compile(p, 0, k.source.c_str(), k.source.size(), &blob), "compile")) return false;
+    hpf_program* prog = nullptr;
+    hpf_error* e = api->program_load(p, 0, blob->data, blob->size, &prog);
+    api->blob_free(p, blob);
+    if (fail(e, "load")) return false;
+    return !fail(api->kernel_get(p, prog, k.name.c_str(), &kern), "kernel_get");
+  }
+  // Times launches of `kern` over `args`: the median in ms.
+  double time(const jit::GeneratedKernel& k, hpf_kernel* kern, std::vector<void*> args, int runs) {
+    hpf_launch l{};
+    l.struct_size = sizeof l;
+    l.args = args.data();
+    l.arg_count = args.size();
+    l.work_items = k.work_items;
+    l.grain = k.grain;
+    return median_ms([&] { api->kernel_launch(p, kern, &l); }, runs);
+  }
+};
+
+}  // namespace hpf::bench

@@ -1,0 +1,46 @@
+// The FP32 register-blocked GEMM microkernel as C source text, shared by the generators that
+// reduce to GEMM (MatMul/Gemm, Conv as implicit GEMM). The text defines, after c_prelude():
+//   hpf_vf, HPF_VW, HPF_NV      one vector of floats, its width, vectors per row of the tile
+//   HPF_MR, HPF_NR              the register tile (MR rows x NR columns)
+//   HPF_KC, HPF_NC, HPF_MC      cache blocks: depth of a packed slice, columns and rows of a tile
+//   hpf_mm_micro_ex(kc, ap, ask, asi, bp, acc, ldc)
+//       acc[i * ldc + j] += sum_p ap[p * ask + i * asi] * bp[p * HPF_NR + j]
+//       for i < HPF_MR, j < HPF_NR, p < kc; bp is a k-major NR-wide panel (64-byte aligned);
+//       acc rows are 64-byte aligned (ldc a multiple of HPF_NR); A is read through strides,
+//       so a caller may point it at packed MR-interleaved rows (ask = HPF_MR, asi = 1) or
+//       straight at row-major FP32 rows (ask = 1, asi = row length).
+//   hpf_mm_micro(kc, ap, bp, acc)  the packed form, ldc = HPF_NC.
+// The vector width is chosen by the preprocessor in the kernel (AVX-512: 6x64, else 6x16), so
+// the source does not depend on the host. Pure text: no state, safe from any thread.
+#pragma once
+
+#include <cstdint>
+
+namespace hpf::jit {
+
+const char* gemm_micro_source();
+
+// After gemm_micro_source(), where the host has AVX512-BF16 and the BF16 dot product outruns
+// FP32 FMA (the preprocessor decides; nothing otherwise): HPF_BF16_DOT, and
+//   hpf_mm_micro_bf16(kp, ap, asi, bp, acc, ldc)
+//       acc[i * ldc + j] += sum over k < 2*kp of a(i, k) * b(k, j) in BF16 pairs (vdpbf16ps):
+//       a(i, k) = ap[i * asi + k] (BF16 bits, rows of even length); bp holds per pair of k an
+//       NR-wide row of u32, each the BF16 of b(2pp, j) (low half) and b(2pp+1, j) (high half).
+// Numerics: every product is exact in FP32; a pair's two products are added to the FP32 lane one
+// after the other (odd k first), rounding to nearest even each time, as the FP32 kernel would
+// add them apart from contraction; BF16 denormals are read as zero and FP32 denormal sums
+// flushed to zero.
+// When: vdpbf16ps does 32 multiply-adds per instruction against FMA's 16, but Intel cores
+// (Sapphire Rapids) issue it on one port against FMA's two, so it only ties, and the pair
+// interleave of the packing then makes it slower there (measured, bench/README.md). AMD Zen 4/5
+// run 512-bit FMA at half rate and the dot at full: selected there (__znver4__, __znver5__), or
+// anywhere by defining HPF_PREFER_BF16_DOT before this text (the tests do, to check it).
+const char* gemm_micro_bf16_source();
+
+// The host-independent tile constants (HPF_NR is not one: 16 or 64 by the preprocessor).
+inline constexpr int64_t kGemmMR = 6;
+inline constexpr int64_t kGemmKC = 128;
+inline constexpr int64_t kGemmNC = 64;
+inline constexpr int64_t kGemmMC = 96;
+
+}  // namespace hpf::jit
