@@ -168,7 +168,7 @@ Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, st
 }  // namespace
 
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
-                                         const std::vector<bool>& skip) {
+                                         const std::vector<bool>& skip, const LowerOptions& options) {
   HPF_ASSIGN_OR_RETURN(auto order, g.topological_order());
   const std::function<Expected<TensorDesc>(ValueId)> desc = [&](ValueId v) -> Expected<TensorDesc> {
     const Value& val = g.value(v);
@@ -222,7 +222,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
       produced_by(steps.size() - 1);
       continue;
     }
-    if (kElementwise.count(n.op) || n.op == "BatchNormalization") {
+    if (options.producer_epilogues && (kElementwise.count(n.op) || n.op == "BatchNormalization")) {
       HPF_ASSIGN_OR_RETURN(int into, absorb_into_producer(g, n, id, steps, step_of, uses, desc));
       if (into >= 0) {
         produced_by(static_cast<size_t>(into));

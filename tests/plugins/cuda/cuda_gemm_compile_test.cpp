@@ -153,7 +153,7 @@ TEST_CASE("cuda dialect: every kernel of bert-tiny and cnn-small generates and c
         const DType t = g->value(static_cast<ValueId>(v)).dtype;
         storage[v] = t == DType::F32 ? format : t;
       }
-      auto steps = jit::lower(*g, storage);
+      auto steps = jit::lower(*g, storage, {}, jit::kNoEpilogues);
       REQUIRE_MESSAGE(steps.ok(), steps.status().message());
       for (const auto& s : *steps) {
         if (s.kind != jit::LoweredStep::Kind::kernel) continue;

@@ -60,7 +60,7 @@ std::vector<jit::GeneratedKernel> elementwise_kernels(DType format) {
     for (Dim& d : g->value(id).shape)
       if (!d.known()) d = Dim(1);
   REQUIRE(g->infer_shapes().ok());
-  auto steps = jit::lower(*g, storage_of(*g, format));
+  auto steps = jit::lower(*g, storage_of(*g, format), {}, jit::kNoEpilogues);
   REQUIRE_MESSAGE(steps.ok(), steps.status().message());
   std::vector<jit::GeneratedKernel> out;
   for (const auto& s : *steps) {
@@ -123,7 +123,7 @@ TEST_CASE("cuda dialect: elementwise chains per format and softmax per row and o
   for (const auto& k : f32) block_softmax = block_softmax || k.source.find("hpf_block_sum(sum, scratch)") != std::string::npos;
   CHECK(block_softmax);
   jit::KernelSpec mm;
-  mm.family = "gather";
+  mm.family = "resize";
   auto k = jit::generate_cuda(mm);
   REQUIRE_FALSE(k.ok());
   CHECK(k.status().message().find("unsupported in the cuda dialect") != std::string::npos);

@@ -44,7 +44,7 @@ int main() {
       auto g = models::builtin(model);
       for (ValueId id : g->inputs()) for (Dim& d : g->value(id).shape) if (!d.known()) d = Dim(1);
       (void)g->infer_shapes();
-      auto steps = lower(*g, storage_of(*g, f));
+      auto steps = lower(*g, storage_of(*g, f), {}, kNoEpilogues);
       for (auto& s : *steps) if (s.kind == LoweredStep::Kind::kernel) dump(s.spec, std::string(model) + "/" + std::string(dtype_name(f)) + "/" + s.spec.family + "/" + s.label);
     }
   for (DType f : {DType::F32, DType::BF16}) {
