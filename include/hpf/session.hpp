@@ -102,8 +102,11 @@ class Executable {
   // Overflow watch, for live recompilation (live.hpp). Off by default. When on, run() reads back
   // every step output stored in a low-precision float format (F16, BF16, F8E4M3, F8E5M2) right
   // after the step, through Buffer::copy_out, and tests its bits for Inf/NaN (F8E4M3, which has
-  // no Inf: NaN or +-448). That one pass over the low-precision outputs is the whole cost while
-  // nothing overflows. A step with such a value whose float inputs are all finite is then
+  // no Inf: NaN or +-448). A kernel that keeps an F16 value in registers (a Conv/MatMul whose
+  // epilogue absorbed overflow-transparent consumers: Add, Sub, Mul, Div, BatchNormalization,
+  // Cast, Relu, LeakyRelu) has its output read whatever its format: an overflow there arrives as
+  // Inf/NaN, or (Relu of -Inf) as the value FP32 gives too, which changes nothing and is not
+  // reported. That one pass over those outputs is the whole cost while nothing overflows. A step with such a value whose float inputs are all finite is then
   // recomputed in FP32 on the reference interpreter from those inputs (still live: a step's
   // outputs never share memory with its inputs), with the graph's FP32 weights, and every node of
   // the step whose FP32 result is finite but does not fit its storage format is reported in

@@ -64,11 +64,24 @@ bool chain_takes(const Graph& g, const Node& n) {
 }
 
 
+// Whether op `op`, given an Inf or NaN at operand `at` (its other operands finite), returns a
+// non-finite value, or (Relu of -Inf) exactly the value it returns for every finite input beyond
+// F16's range of that sign, so that an F16 overflow it consumes inside a fused kernel either
+// reaches the kernel's output, where the overflow watch sees it, or changes no value at all.
+// Not Clip, HardSigmoid, Sigmoid, Tanh (they map Inf to a bound a finite input may not reach, or
+// the argument needs their parameters), nor Div with the value as divisor (finite / Inf = 0).
+bool overflow_transparent(const std::string& op, int at) {
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "BatchNormalization", "Cast", "Identity",
+                                            "Relu", "LeakyRelu"};
+  return ops.count(op) > 0 || (op == "Div" && at == 0);
+}
+
 // Epilogue fusion: node `n` (elementwise, or an inference BatchNormalization after a conv) joins
 // the epilogue of the matmul/conv step that produces one of its inputs, when that value has no
 // other reader, the shapes agree, and every other operand exists before the producer runs (the
 // kernel runs where the producer was) and broadcasts to its output as a scalar, per channel or
-// in full, and the producer's value is stored in a format with FP32's range. Returns the step's
+// in full, and no value it follows is stored in a narrow-range format unless `n` is
+// overflow-transparent (F16 only). Returns the step's
 // index, or -1 when `n` stays a step of its own.
 Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, std::vector<LoweredStep>& steps,
                                    const std::vector<int>& step_of, const std::vector<int>& uses,
@@ -98,10 +111,19 @@ Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, st
   HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));
   const TensorDesc& pout = p.spec.outputs[0];
   if (!is_float(out.dtype) || !is_float(pout.dtype) || out.shape != pout.shape) return -1;
-  // A value stored in a narrow-range format (F16, FP8) stays a step's output: an overflow there
-  // must be where the session's overflow watch looks (step outputs) to be found and healed; an
-  // epilogue could also hide it (Relu(-Inf) = 0, Sigmoid(Inf) = 1).
-  if (pout.dtype != DType::F32 && pout.dtype != DType::BF16 && pout.dtype != DType::TF32) return -1;
+  // Values of the kernel in a narrow-range format: an overflow there (F16 rounds it to Inf) must
+  // stay visible to the session's overflow watch, which reads the step's final output. FP8 values
+  // stay step outputs (the epilogue does not round to FP8, and E4M3 saturates rather than giving
+  // Inf); past an F16 value only overflow-transparent steps are absorbed.
+  auto wide = [](DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::TF32; };
+  bool narrow_seen = !wide(pout.dtype);
+  for (const ElementwiseStep& e : p.spec.epilogue) narrow_seen = narrow_seen || !wide(e.dtype);
+  if (narrow_seen) {
+    if (!wide(pout.dtype) && pout.dtype != DType::F16) return -1;
+    for (const ElementwiseStep& e : p.spec.epilogue)
+      if (!wide(e.dtype) && e.dtype != DType::F16) return -1;
+    if (!overflow_transparent(n.op, at)) return -1;
+  }
   const int axis = conv ? 1 : static_cast<int>(out.shape.size()) - 1;
   // The other operands, checked before anything changes.
   std::vector<TensorDesc> ops(n.inputs.size());

@@ -43,6 +43,11 @@ struct Step {
   // The step's nodes as a graph in FP32, built on the overflow watch's first hit here.
   std::shared_ptr<Graph> fp32;
   std::vector<ValueId> fp32_inputs, fp32_outputs;  // values of the executable's graph
+  // Some value the step computes but does not store (a fused node's output) is in a
+  // low-precision format: the overflow watch then reads every output whatever its format, since
+  // an overflow there reaches the output as Inf/NaN (lowering absorbs only overflow-transparent
+  // nodes after an F16 value).
+  bool hides_low_precision = false;
 };
 
 // Nodes whose output sizes depend on input values (NonZero, Unique, a Reshape to a computed
@@ -545,6 +550,11 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       st.kernel = *kernel;
     }
     st.nodes = ls.fused;
+    for (int32_t id : st.nodes)
+      for (ValueId v : g->node(id).outputs)
+        if (v != kNoValue && low_precision(impl->storage[v]) &&
+            std::find(st.outputs.begin(), st.outputs.end(), v) == st.outputs.end())
+          st.hides_low_precision = true;
     impl->steps.push_back(std::move(st));
     ++done;
     if (impl_->options.progress) impl_->options.progress(done, lowered.size());
@@ -601,8 +611,10 @@ const std::vector<OverflowHit>& Executable::overflow_hits() const { return impl_
 
 Status Executable::Impl::check_overflow(Step& s) {
   bool suspect = false;
-  for (ValueId v : s.outputs) {
-    if (!low_precision(storage[v]) || plan.slot_of[v] < 0) continue;
+  for (ValueId v : s.outputs) {  // every step output is materialised (has a slot)
+    if (v == kNoValue || !is_float(storage[v]) || (!low_precision(storage[v]) && !s.hides_low_precision) ||
+        plan.slot_of[v] < 0)
+      continue;
     HPF_ASSIGN_OR_RETURN(Tensor t, download(v));
     if ((suspect = has_non_finite(t))) break;
   }

@@ -1197,3 +1197,30 @@ TEST_CASE("codegen: epilogue fusion stops at a second reader, a late operand, a 
   CHECK(std::find(labels.begin(), labels.end(), "c3") != labels.end());  // [1,1,6,1] is neither per channel nor full
   check_graph(b, {random_tensor({1, 3, 6, 6}, DType::F32, 433)}, 1e-4);  // Exp magnifies the conv's rounding
 }
+
+// An F16-stored MatMul fuses overflow-transparent consumers (Relu, Add) into its epilogue, but
+// not one that could hide its Inf behind a finite value (Sigmoid(Inf) = 1); FP8 never fuses.
+TEST_CASE("lowering: F16 producers fuse only overflow-transparent epilogue steps") {
+  GraphBuilder b("f16fuse");
+  auto x = b.input("x", DType::F32, {2, 4});
+  auto w = b.constant("w", *Tensor::from_f32({4, 4}, std::vector<float>(16, 0.5f)));
+  auto m1 = b.op1("MatMul", {x, w}, {}, "m1");
+  auto r = b.op1("Relu", {m1}, {}, "r");
+  auto a = b.op1("Add", {r, b.scalar(1.0f)}, {}, "a");
+  auto m2 = b.op1("MatMul", {a, w}, {}, "m2");
+  b.output(b.op1("Sigmoid", {m2}, {}, "s"), "y");
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto labels = [&](DType t) {
+    std::vector<DType> storage(g->values().size(), DType::F32);
+    for (ValueId v : {m1, r, a, m2}) storage[v] = t;
+    auto steps = jit::lower(*g, storage);
+    REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+    std::vector<std::string> out;
+    for (const auto& s : *steps) out.push_back(s.label);
+    return out;
+  };
+  CHECK(labels(DType::F16) == std::vector<std::string>{"m1+r+a", "m2", "s"});
+  CHECK(labels(DType::BF16) == std::vector<std::string>{"m1+r+a", "m2+s"});
+  CHECK(labels(DType::F8E4M3) == std::vector<std::string>{"m1", "r+a", "m2", "s"});
+}

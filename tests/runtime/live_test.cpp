@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -218,28 +219,30 @@ TEST_CASE("live: a kernel far slower than its predicted time is re-planned after
   o.slow_window = 2;
   o.slow_min_ms = 0;  // these kernels take microseconds
   SUBCASE("an absurd prediction") {
+    // The MatMul and its scale fuse into one kernel (F16 -> Mul is overflow-transparent): the
+    // step is compared with the sum of its nodes' predictions and both are re-planned.
     auto plan = uniform(g, Mode::fp16);
-    for (NodePlan& n : plan->nodes)
-      if (n.name == "big") n.predicted_ms = 1e-9;
+    for (NodePlan& n : plan->nodes) n.predicted_ms = 1e-9;
     o.session.plan = plan;
     auto live = LiveExecutable::create(g, o);
     REQUIRE(live.ok());
     for (int r = 0; r < 3; ++r) REQUIRE(live->run({x}).ok());
     CHECK(count(live->events(), "slow_kernel") == 0);  // still warming up and measuring
     REQUIRE(live->run({x}).ok());
-    REQUIRE(count(live->events(), "slow_kernel") == 1);
-    const RecompileEvent& e = live->events().back();
+    REQUIRE(count(live->events(), "slow_kernel") == 2);
+    const RecompileEvent& e = live->events()[live->events().size() - 2];
     CHECK(e.node == "big");
+    CHECK(live->events().back().node == "scale");
     CHECK(e.from == "f16");
     CHECK(e.to == "bf16");
-    CHECK(e.predicted_ms == doctest::Approx(1e-9));
+    CHECK(e.predicted_ms == doctest::Approx(2e-9));
     CHECK(e.measured_ms > 2e-9);
     CHECK(e.run == 4);
     CHECK(live->plan()->find("big")->storage == DType::BF16);
     CHECK(live->plan()->find("big")->predicted_ms < 0);  // the old format's prediction is gone
     // No prediction any more: no further re-planning, and the outputs stay right.
     for (int r = 0; r < 6; ++r) REQUIRE(live->run({x}).ok());
-    CHECK(count(live->events(), "slow_kernel") == 1);
+    CHECK(count(live->events(), "slow_kernel") == 2);
     auto d = compare(ref::run(g, {x}).value()[0], live->run({x}).value()[0]);
     CHECK(d->rel_l2 < 1e-2);
   }
@@ -270,5 +273,59 @@ TEST_CASE("live: a kernel far slower than its predicted time is re-planned after
     for (int r = 0; r < 10; ++r) REQUIRE(live->run({x}).ok());
     CHECK(count(live->events(), "slow_kernel") == 0);
     CHECK(live->events().size() == 1);  // new_shape only
+  }
+}
+
+// The overflowing MatMul followed by Relu and the scale: with F16 storage the three fuse into one
+// kernel (Relu and Mul are overflow-transparent), so the MatMul's F16 value is never stored.
+TEST_CASE("live: an FP16 MatMul overflowing inside a fused kernel (Relu epilogue) still heals") {
+  GraphBuilder b("overflow_relu");
+  auto x = b.input("x", DType::F32, {Dim::sym("batch"), 16});
+  std::vector<float> w(16 * 8);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = 1500.0f + 37.0f * static_cast<float>(k % 23);
+  auto h = b.op1("MatMul", {x, b.constant("w", *Tensor::from_f32({16, 8}, w))}, {}, "big");
+  auto r = b.op1("Relu", {h}, {}, "relu");
+  b.output(b.op1("Mul", {r, b.scalar(1e-3f)}, {}, "scale"), "y");
+  const Graph g = b.build().value();
+  LiveOptions o;
+  o.session.use_cache = false;
+  o.session.plan = uniform(g, Mode::fp16);
+  o.check_slow_kernels = false;
+  REQUIRE(o.session.plan->find("big")->storage == DType::F16);
+  auto live = LiveExecutable::create(g, o);
+  REQUIRE(live.ok());
+  auto fused = [&] {
+    REQUIRE(live->current());
+    for (const StepProfile& p : live->current()->profile())
+      if (p.nodes == std::vector<std::string>{"big", "relu", "scale"}) return true;
+    return false;
+  };
+  SUBCASE("positive overflow: Inf reaches the output, the MatMul is named and promoted") {
+    const Tensor in = input(2, 2.0f, 4.0f);
+    const auto want = ref::run(g, {in}).value();
+    auto got = live->run({in});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    REQUIRE(all_finite((*got)[0]));
+    CHECK(compare(want[0], (*got)[0])->rel_l2 < 1e-2);
+    // The MatMul and the Relu after it (its FP32 value, ~1e5, does not fit F16 either).
+    REQUIRE(count(live->events(), "overflow") == 2);
+    auto it = std::find_if(live->events().begin(), live->events().end(),
+                           [](const RecompileEvent& e) { return e.cause == "overflow" && e.node == "big"; });
+    REQUIRE(it != live->events().end());
+    const RecompileEvent& e = *it;
+    CHECK(e.from == "f16");
+    CHECK(e.to == "bf16");
+    CHECK(e.fp32_amax > 65504);
+    CHECK(live->plan()->find("big")->storage == DType::BF16);
+    CHECK(fused());  // the healed plan (BF16 MatMul) fuses the same way
+  }
+  SUBCASE("negative overflow: Relu(-Inf) = 0 is FP32's value too; nothing to heal") {
+    const Tensor in = input(2, -4.0f, -2.0f);
+    const auto want = ref::run(g, {in}).value();
+    auto got = live->run({in});
+    REQUIRE(got.ok());
+    CHECK(fused());
+    CHECK((*got)[0].to_f32() == want[0].to_f32());
+    CHECK(count(live->events(), "overflow") == 0);
   }
 }
