@@ -12,10 +12,11 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
 // MatMul/Gemm with constant weights pre-packed by the runtime (bf16/f16/i8/i4 panels, see
 // c_matmul_wq.cpp for the layout), FP32 compute.
 Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std::string& name);
-// `static inline float wq_out(float v, const void* Cv, i64 i, i64 j)`: the epilogue of output
-// element (i, j) of the packed-weight matmuls: alpha, beta * C (input `c_input` when present),
-// INT8 fake quantisation with attr out_scale when set. Attributes n, alpha, beta, out_scale.
-std::string c_matmul_epilogue(const KernelSpec& spec, size_t c_input);
+// `static inline float wq_out(float v, void* const* args, i64 i, i64 j)`: the epilogue of output
+// element (i, j) of the packed-weight matmuls (args: the kernel's): alpha, beta * C (input
+// `c_input` when the spec has more own inputs), INT8 fake quantisation with attr out_scale when
+// set, then the fused steps of KernelSpec::epilogue. Attributes n, alpha, beta, out_scale.
+Expected<std::string> c_matmul_epilogue(const KernelSpec& spec, size_t c_input);
 // u8 x s8 -> s32 MatMul/Gemm ("matmul_i8"): activations quantised on the fly with attr a_scale,
 // weights pre-packed in VNNI order; see c_matmul_int8.cpp.
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name);

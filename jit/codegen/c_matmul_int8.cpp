@@ -135,19 +135,19 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
                            shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4;
-  const bool has_c = spec.inputs.size() > 4;
   // Rows quantised at once (whole work items, at most ~192 KiB of u8 on the stack) and panels per
   // column block (~128 KiB of weights, a multiple of 4 panels).
   const int64_t chunk = kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
   const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
+  HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 4));
   std::ostringstream s;
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
-    << i8_micro() << c_matmul_epilogue(spec, 4)
+    << i8_micro() << out_fn
     // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
     << "    const i32* restrict ap, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
-    << "    const void* restrict Cv, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
+    << "    void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
     << "  i8_v16 acc[I8_MR][I8_NP];\n"
     << "#pragma clang loop unroll(full)\n"
     << "  for (int r = 0; r < I8_MR; ++r)\n"
@@ -170,7 +170,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
     << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
     << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j];\n"
-    << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, Cv, i0 + r, j)") << "; }\n"
+    << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, args, i0 + r, j)") << "; }\n"
     << "    }\n"
     << "}\n"
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
@@ -178,7 +178,6 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  const u8* restrict W = (const u8*)args[1];\n"
     << "  const float* restrict S = (const float*)args[2];\n"
     << "  const i32* restrict Z = (const i32*)args[3];\n"
-    << "  const void* restrict Cv = " << (has_c ? "args[4]" : "0") << ";\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
     << "  i32 ap[" << KG * chunk << "] __attribute__((aligned(64)));\n"
@@ -204,8 +203,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "      for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "        const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
     << "        i64 p = pb;\n"
-    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "        for (; p < pe; ++p) i8_tile(ap + r0, W, S, Z, Cv, Y, i0 + r0, mr, p, 1);\n"
+    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, W, S, Z, args, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "        for (; p < pe; ++p) i8_tile(ap + r0, W, S, Z, args, Y, i0 + r0, mr, p, 1);\n"
     << "      }\n"
     << "    }\n"
     << "  }\n}\n";

@@ -10,7 +10,8 @@
 // float formats take none (a one-element placeholder).
 //
 // Inputs: A (any float format, [.., M, K] row-major, not transposed), W (U8 bytes), S (F32),
-// optional C (Gemm bias, broadcast as ONNX says); output Y [.., M, N]. Attributes: wformat
+// optional C (Gemm bias, broadcast as ONNX says), then the epilogue's inputs (KernelSpec::epilogue:
+// the consumers lowering fused, applied to each output before it is stored); output Y [.., M, N]. Attributes: wformat
 // (f32|bf16|f16|i8|i4), k, n, group (i4), alpha/beta (Gemm), out_scale (optional: the output is
 // fake-quantised to INT8 with that per-tensor scale, as an int8 plan's emulation stores it).
 //
@@ -75,20 +76,25 @@ std::string row_loader(const std::string& f, int64_t K) {
 
 }  // namespace
 
-std::string c_matmul_epilogue(const KernelSpec& spec, size_t c_input) {
+Expected<std::string> c_matmul_epilogue(const KernelSpec& spec, size_t c_input) {
   const int64_t N = attr_i(spec.attrs, "n", 0);
-  const bool has_c = spec.inputs.size() > c_input;
+  const size_t own_inputs = spec.inputs.size() - spec.epilogue_inputs;
+  const bool has_c = own_inputs > c_input;
   const float alpha = attr_f(spec.attrs, "alpha", 1.0f), beta = attr_f(spec.attrs, "beta", 1.0f);
   const bool fq = spec.attrs.count("out_scale") > 0;
   const float out_scale = attr_f(spec.attrs, "out_scale", 1.0f);
+  const TensorDesc& Y = spec.outputs[0];
+  HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(spec, static_cast<int>(Y.shape.size()) - 1));
   std::ostringstream s;
-  s << "static inline float wq_out(float v, const void* restrict Cv, i64 i, i64 j) {\n  (void)Cv; (void)i; (void)j;\n";
+  s << "static inline float wq_out(float v, void* const* args, i64 i, i64 j) {\n  (void)args; (void)i; (void)j;\n"
+    << epi_ptrs;
   if (alpha != 1.0f) s << "  v *= " << c_float(alpha) << ";\n";
   if (has_c && beta != 0.0f) {
     const TensorDesc& C = spec.inputs[c_input];
     const auto& cs = C.shape;
     const std::string idx = numel(cs) == 1 ? "0" : cs.size() == 1 ? "j" : (cs[0] == 1 ? "j" : (cs[1] == 1 ? "i" : "i * " + L(N) + " + j"));
-    s << "  const " << c_storage_type(C.dtype) << "* restrict C = (const " << c_storage_type(C.dtype) << "*)Cv;\n"
+    s << "  const " << c_storage_type(C.dtype) << "* restrict C = (const " << c_storage_type(C.dtype) << "*)args["
+      << c_input << "];\n"
       << "  v += " << c_float(beta) << " * " << c_load(C.dtype, "C[" + idx + "]") << ";\n";
   }
   if (fq)  // fake_quantize: x / s rounded half to even, NaN -> 0, clamped to [-128, 127], times s
@@ -96,7 +102,14 @@ std::string c_matmul_epilogue(const KernelSpec& spec, size_t c_input) {
       << "  r = r != r ? 0.0f : (__builtin_fabsf(r) < 8388608.0f ? __builtin_rintf(r) : r);\n"
       << "  r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);\n"
       << "  v = r * " << c_float(out_scale) << ";\n";
-  s << "  return v;\n}\n";
+  // Fused consumers (bias, activation, residual): operands a scalar, one per column, or one per
+  // element of Y (row i of the flattened [M, N] output).
+  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(spec, "v", [&](int k) {
+    const int kind = epilogue_operand_kind(spec.inputs[k].shape, Y.shape, static_cast<int>(Y.shape.size()) - 1);
+    const std::string idx = kind == 0 ? "0" : kind == 1 ? "j" : "i * " + L(N) + " + j";
+    return c_load(spec.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
+  }));
+  s << epi << "  return v;\n}\n";
   return s.str();
 }
 
@@ -114,20 +127,18 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       Y.shape.back() != N)
     return Status::invalid("matmul_wq: inconsistent k/n/group for A " + shape_string(A.shape) + " and Y " + shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, NG = K / G;
-  const bool has_c = spec.inputs.size() > 3;
   const bool gemv = M <= kGemvMaxRows;
 
+  HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 3));
   std::ostringstream s;
-  s << c_prelude() << (gemv ? "" : gemm_micro_source()) << row_loader(f, K);
-  s << c_matmul_epilogue(spec, 3);
+  s << c_prelude() << (gemv ? "" : gemm_micro_source()) << row_loader(f, K) << out_fn;
 
   s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
     << "  const void* restrict W = args[1];\n"
     << "  const float* restrict S = (const float*)args[2];\n"
-    << "  const void* restrict Cv = " << (has_c ? "args[3]" : "0") << ";\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
-    << "];\n  (void)S; (void)Cv;\n";
+    << "];\n  (void)S;\n";
   const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
   if (gemv) {
     s << "  float arow[" << K << "] __attribute__((aligned(64)));\n"
@@ -175,7 +186,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     s << "      for (int c = 0; c < np; ++c) {\n"
       << "        float o[16]; __builtin_memcpy(o, &acc[c], 64);\n"
       << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
-      << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(o[jj], Cv, i, j)") << "; }\n"
+      << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(o[jj], args, i, j)") << "; }\n"
       << "      }\n"
       << "    }\n  }\n}\n";
     return GeneratedKernel{name, s.str(), M > 0 ? (P + kPanelsPerItem - 1) / kPanelsPerItem : 0, 2};
@@ -220,7 +231,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "      }\n"
     << "      for (i64 ii = 0; ii < mc; ++ii) { const i64 i = ic + ii;\n"
     << "        for (i64 jj = 0; jj < nc; ++jj) { const i64 j = jc + jj;\n"
-    << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(acc[ii * HPF_NC + jj], Cv, i, j)") << "; }\n"
+    << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(acc[ii * HPF_NC + jj], args, i, j)") << "; }\n"
     << "      }\n"
     << "    }\n  }\n}\n";
   const int64_t grain_rows = std::max<int64_t>(60, 65536 / std::max<int64_t>(1, N * K));

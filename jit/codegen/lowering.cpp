@@ -71,8 +71,8 @@ bool chain_takes(const Graph& g, const Node& n) {
 // Not Clip, HardSigmoid, Sigmoid, Tanh (they map Inf to a bound a finite input may not reach, or
 // the argument needs their parameters), nor Div with the value as divisor (finite / Inf = 0).
 bool overflow_transparent(const std::string& op, int at) {
-  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "BatchNormalization", "Cast", "Identity",
-                                            "Relu", "LeakyRelu"};
+  static const std::set<std::string> ops = {"Add", "Sub", "Mul", "BatchNormalization", "Cast", "Relu",
+                                            "LeakyRelu"};
   return ops.count(op) > 0 || (op == "Div" && at == 0);
 }
 

@@ -174,8 +174,10 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                                                              std::vector<jit::LoweredStep>& steps) {
   WeightLoweringStats stats;
   for (jit::LoweredStep& st : steps) {
-    if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.size() != 1) continue;
-    const Node n = g.node(st.node);  // a copy: adding initializers may move the node table
+    if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.empty()) continue;
+    // The MatMul is the step's first node; consumers fused into its epilogue come after it.
+    const Node n = g.node(st.fused.front());  // a copy: adding initializers may move the node table
+    const size_t own_inputs = st.inputs.size() - static_cast<size_t>(st.spec.epilogue_inputs);
     const NodePlan* p = plan ? plan->find(n.name) : nullptr;
     if (n.inputs.size() < 2) continue;
     const Tensor* w = g.constant(n.inputs[1]);
@@ -239,7 +241,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       spec.attrs["a_scale"] = a_scale;
       spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
     }
-    if (gemm && st.inputs.size() > 2) {
+    if (gemm && own_inputs > 2) {
       spec.inputs.push_back(st.spec.inputs[2]);
       ins.push_back(st.inputs[2]);
       auto f = [&](const char* a, float d) {
@@ -255,6 +257,17 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       auto it = n.attrs.find("alpha");
       if (it != n.attrs.end()) spec.attrs["alpha"] = it->second;
     }
+    // The epilogue and its inputs move along, after the new kernel's own inputs.
+    const int shift = static_cast<int>(spec.inputs.size()) - static_cast<int>(own_inputs);
+    for (size_t k = own_inputs; k < st.inputs.size(); ++k) {
+      spec.inputs.push_back(st.spec.inputs[k]);
+      ins.push_back(st.inputs[k]);
+    }
+    spec.epilogue = st.spec.epilogue;
+    spec.epilogue_inputs = st.spec.epilogue_inputs;
+    for (jit::ElementwiseStep& e : spec.epilogue)
+      for (int& o : e.operands)
+        if (o >= 0) o += shift;
     spec.outputs = st.spec.outputs;
     spec.attrs["wformat"] = format;
     spec.attrs["k"] = packed->k;
