@@ -218,8 +218,15 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "          else for (i64 q = 0; q < kc; ++q) *(hpf_f32x16*)(d + q * HPF_NR) = (hpf_f32x16){};\n"
     << "        }\n"
     << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-    << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-    << "#pragma clang loop vectorize(disable)\n"
+    << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n";
+  if (A.dtype == DType::F32)  // full blocks of FP32 rows are read in place (see c_matmul.cpp)
+    s << "          if (mr == HPF_MR) {\n"
+      << "            const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
+      << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+      << "              hpf_mm_micro_ex(kc, ar, 1, " << L(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+      << "            continue;\n"
+      << "          }\n";
+  s << "#pragma clang loop vectorize(disable)\n"
     << "          for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
     << "#pragma clang loop unroll(full)\n"
     << "            for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii;\n"

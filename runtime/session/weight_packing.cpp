@@ -12,7 +12,6 @@ namespace hpf {
 namespace {
 
 constexpr int64_t kPanel = 16;
-constexpr int64_t kGemvRows = 4;  // matmul_wq streams the weights once per row up to this M
 
 // The signed integer of element i of quantised storage `q` (I8 bytes or I4 nibbles).
 int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
@@ -186,8 +185,6 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     std::string format;
     std::optional<QuantParams> q;
     float a_scale = 0;  // W8A8: the INT8 scale A is held in
-    const int64_t cols = trans_b ? w->shape()[0] : w->shape()[1];
-    const int64_t rows = cols > 0 ? numel(st.spec.outputs[0].shape) / cols : 0;
     if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
@@ -202,9 +199,9 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       }
     } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
       format = p->weights == DType::BF16 ? "bf16" : "f16";
-    } else if (rows <= kGemvRows && storage[n.inputs[1]] == DType::F32 &&
+    } else if (storage[n.inputs[1]] == DType::F32 &&
                (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_)) {
-      format = "f32";  // FP32 GEMV: the streaming kernel instead of the packing GEMM
+      format = "f32";  // FP32 weights packed once: the GEMM streams contiguous panels, the GEMV its own kernel
     } else {
       continue;
     }

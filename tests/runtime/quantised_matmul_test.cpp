@@ -1,4 +1,4 @@
-// MatMul/Gemm with BF16, F16, INT8 and INT4 constant weights (matmul_wq kernels) through the
+// MatMul/Gemm with FP32, BF16, F16, INT8 and INT4 constant weights (matmul_wq kernels) through the
 // Session against the reference interpreter's emulation of the same plan: odd shapes (M = 1, 3,
 // 7 and larger, N and K off the vector width, INT4 groups of 8 and of the whole K), GEMV and
 // GEMM schedules, Gemm with transB, alpha and a bias; the weights really packed (weight_bytes).
@@ -125,8 +125,8 @@ const Case kCases[] = {
 
 }  // namespace
 
-TEST_CASE("matmul_wq: BF16, F16, INT8 (weights) and INT4 plans match their emulation") {
-  for (Mode mode : {Mode::bf16, Mode::fp16, Mode::int4_weights, Mode::int8}) {
+TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (weights) and INT4 plans match their emulation") {
+  for (Mode mode : {Mode::fp32, Mode::bf16, Mode::fp16, Mode::int4_weights, Mode::int8}) {
     for (const Case& c : kCases) {
       const std::string mname = mode_name(mode);
       CAPTURE(mname);
@@ -140,6 +140,7 @@ TEST_CASE("matmul_wq: BF16, F16, INT8 (weights) and INT4 plans match their emula
       REQUIRE(r.stats.packed_weight_nodes == std::vector<std::string>{"mm"});
       const int64_t P = (c.n + 15) / 16;
       int64_t want_bytes = 0;
+      if (mode == Mode::fp32) want_bytes = P * c.k * 16 * 4 + 4;  // FP32 weights packed too
       if (mode == Mode::bf16 || mode == Mode::fp16) want_bytes = P * c.k * 16 * 2 + 4;  // + a placeholder scale
       if (mode == Mode::int8) want_bytes = P * c.k * 16 + P * 16 * 4;
       if (mode == Mode::int4_weights) want_bytes = P * c.k * 8 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
@@ -160,7 +161,6 @@ TEST_CASE("matmul_wq: a MatMul with a fused bias and activation gets packed weig
   for (Mode mode : {Mode::bf16, Mode::int4_weights, Mode::int8, Mode::fp32}) {
     for (const Case& c : {Case{1, 300, 256, false, false, 0, true}, Case{70, 150, 200, false, false, 0, true},
                           Case{3, 37, 40, true, true, 0, true}}) {
-      if (mode == Mode::fp32 && c.m > 4) continue;  // FP32 packs GEMVs (M <= 4) only
       const std::string mname = mode_name(mode);
       CAPTURE(mname);
       CAPTURE(c.m);
