@@ -154,7 +154,8 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
 // bf16, f16, i8, i4 weights, FP32 compute) against OpenBLAS cblas_sgemv.
 void gemv_section(Plugin& cpu, int threads, int runs) {
   const Shape3 s{1, 4096, 4096, "gemv 4096x4096"};
-  std::printf("\n%d thread(s): GEMV 1x4096x4096 (ms; ratio = libhpf FP32 GEMM-kernel ms / this ms)\n", threads);
+  std::printf("\n%d thread(s): GEMV 1x4096x4096 (ms; ratio = libhpf f32-weights GEMV ms / this ms: the FP32 GEMV the\n"
+              "Session runs; the FP32 GEMM kernel with B as an input, first row, is for scale)\n", threads);
   std::mt19937 gen(5);
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> A(s.k), C(s.n), bv(s.k * s.n);
@@ -163,27 +164,28 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
   jit::GeneratedKernel k;
   hpf_kernel* kern = nullptr;
-  double base = -1;
-  auto row = [&](const char* what, double v) {
-    if (base < 0) base = v;
-    std::printf("%2d  %-28s %9.3f  %5.2f\n", threads, what, v, base / v);
-    std::fflush(stdout);
-  };
-  if (hpf_kernel_for(cpu, s, k, kern)) row("libhpf f32 (matmul)", cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs));
+  double base = -1;  // the f32-weights GEMV
+  std::vector<std::pair<std::string, double>> rows;
+  if (hpf_kernel_for(cpu, s, k, kern))
+    rows.emplace_back("libhpf f32 (matmul, B input)", cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs));
   for (const char* f : {"f32", "bf16", "f16", "i8", "i4"}) {
     std::vector<Tensor> held;
     if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, held)) {
       std::printf("  %s: %s\n", f, cpu.error.c_str());
       continue;
     }
-    row((std::string("libhpf ") + f + " weights (matmul_wq)").c_str(),
-        cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), C.data()}, runs));
+    const double ms = cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), C.data()}, runs);
+    if (std::string(f) == "f32") base = ms;
+    rows.emplace_back(std::string("libhpf ") + f + " weights (matmul_wq)", ms);
   }
 #ifdef HPF_BENCH_OPENBLAS
-  row("OpenBLAS sgemv f32", median_ms([&] {
+  rows.emplace_back("OpenBLAS sgemv f32", median_ms([&] {
         cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1);
       }, runs));
 #endif
+  for (const auto& [what, ms] : rows)
+    std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, what.c_str(), ms, base > 0 ? base / ms : 0.0);
+  std::fflush(stdout);
 }
 
 int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {

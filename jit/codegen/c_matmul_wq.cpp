@@ -3,8 +3,11 @@
 // The runtime packs the weights once (runtime/session/weight_packing.hpp) into panels of 16
 // output columns, k-major inside a panel, so one row k of a panel is one 16-lane vector:
 //   f32  float[P][K][16]     bf16 / f16  u16[P][K][16]     i8  i8[P][K][16]
-//   i4   u8[P][K][8]: byte b of row k holds column b in its low nibble and column b + 8 in its
-//        high nibble, each as q + 8 (0..15, q the signed INT4 value)
+//   i4   u8[P][K][8]: row k is 64 bits (little-endian); column 2i sits at bits 4i of its low 32
+//        bits and column 2i+1 at bits 4i of its high 32 bits, each as q + 8 (0..15, q the signed
+//        INT4 value), so that a row broadcast to 16 lanes and shifted per lane holds the 16
+//        columns in order in the low 4 bits of each lane; with AVX-512 one vpermps of a table
+//        of -8..7 turns those into floats (no mask, no convert, no shuffle on port 5)
 // with P = ceil(N / 16) and the columns past N zero (q = 0). Scales (input 2, F32): i8 one per
 // column, [P][16]; i4 one per column and group of `group` rows of K, [P][K / group][16]; the
 // float formats take none (a one-element placeholder).
@@ -19,7 +22,8 @@
 //   M <= 4 (GEMV, memory-bound): work item = 4 panels (64 columns); each row streams the panels
 //     once, dequantising in registers and accumulating in FP32. Per-column (i8) and per-group
 //     (i4) scales are factored out of the sums: i8 scales once at the end, i4 per group as
-//     s * (sum a*u - 8 * sum a), so the inner loop is a widening load, a convert and an FMA.
+//     s * sum a*q, so the inner loop is a load, a decode (i8: widen and convert; i4: shift and
+//     table permute) and an FMA.
 //   M > 4 (GEMM): the FP32 GEMM's schedule and microkernel (gemm_micro_source); B is dequantised
 //     exactly (q * s, the emulation's values) while its KC x NC block is packed.
 #include <sstream>
@@ -38,12 +42,10 @@ constexpr int64_t kRowBlock = 6;      // GEMM rows per work item (the microkerne
 constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
 
 // Loads of one panel row as 16 floats, per format. `wq_row(p, k)` reads panel p, row k; for
-// i4 it gives q + 8.
+// i4 it gives q (the signed value).
 std::string row_loader(const std::string& f, int64_t K) {
   std::ostringstream s;
-  s << "typedef u8 wq_u8x8 __attribute__((vector_size(8), aligned(1)));\n"
-    << "typedef u32 wq_u32x8 __attribute__((vector_size(32), aligned(4)));\n"
-    << "typedef i8 wq_i8x16 __attribute__((vector_size(16), aligned(1)));\n"
+  s << "typedef i8 wq_i8x16 __attribute__((vector_size(16), aligned(1)));\n"
     << "typedef i32 wq_i32x16 __attribute__((vector_size(64), aligned(4)));\n"
     << "typedef u16 wq_u16x16 __attribute__((vector_size(32), aligned(2)));\n"
     << "static inline __attribute__((always_inline)) hpf_f32x16 wq_row(const void* restrict W, i64 p, i64 k) {\n"
@@ -65,10 +67,16 @@ std::string row_loader(const std::string& f, int64_t K) {
   } else if (f == "i8") {
     s << "  return __builtin_convertvector(*(const wq_i8x16*)((const i8*)W + r * 16), hpf_f32x16);\n";
   } else {  // i4
-    s << "  wq_u32x8 v = __builtin_convertvector(*(const wq_u8x8*)((const u8*)W + r * 8), wq_u32x8);\n"
-      << "  wq_u32x8 lo = v & 15u, hi = v >> 4;\n"
-      << "  hpf_u32x16 u = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);\n"
-      << "  return __builtin_convertvector((wq_i32x16)u, hpf_f32x16);\n";
+    s << "  typedef unsigned long long wq_u64x8 __attribute__((vector_size(64)));\n"
+      << "  unsigned long long w; __builtin_memcpy(&w, (const u8*)W + r * 8, 8);\n"
+      << "  const hpf_u32x16 sh = {0, 0, 4, 4, 8, 8, 12, 12, 16, 16, 20, 20, 24, 24, 28, 28};\n"
+      << "  const hpf_u32x16 u = (hpf_u32x16)((wq_u64x8){} + w) >> sh;\n"
+      << "#if defined(__AVX512F__)\n"  // vpermps reads the low 4 bits of each index
+      << "  const hpf_f32x16 q = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};\n"
+      << "  return __builtin_ia32_permvarsf512(q, (wq_i32x16)u);\n"
+      << "#else\n"
+      << "  return __builtin_convertvector((wq_i32x16)(u & 15u), hpf_f32x16) - 8.0f;\n"
+      << "#endif\n";
   }
   s << "}\n";
   return s.str();
@@ -142,13 +150,8 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
   if (gemv) {
     s << "  float arow[" << K << "] __attribute__((aligned(64)));\n"
-      << "  float asum[" << NG << "];\n"
       << "  for (i64 i = 0; i < " << L(M) << "; ++i) {\n"
       << "    for (i64 p = 0; p < " << L(K) << "; ++p) arow[p] = " << a_load << ";\n";
-    if (f == "i4")
-      s << "    for (i64 g = 0; g < " << L(NG) << "; ++g) { float t = 0.0f;\n"
-        << "      for (i64 p = g * " << L(G) << "; p < (g + 1) * " << L(G) << "; ++p) t += arow[p];\n"
-        << "      asum[g] = 8.0f * t; }\n";
     s << "    for (i64 w = begin; w < end; ++w) {\n"
       << "      const i64 p0 = w * " << kPanelsPerItem << ", np = " << L(P) << " - p0 < " << kPanelsPerItem << " ? " << L(P)
       << " - p0 : " << kPanelsPerItem << ";\n"
@@ -170,7 +173,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
         << "            } else t[0] += av * wq_row(W, p0 + c0, k);\n"
         << "          }\n"
         << "          for (int c = 0; c < nc; ++c)\n"
-        << "            acc[c0 + c] += (t[c] - asum[g]) * *(const hpf_f32x16*)(S + ((p0 + c0 + c) * " << L(NG)
+        << "            acc[c0 + c] += t[c] * *(const hpf_f32x16*)(S + ((p0 + c0 + c) * " << L(NG)
         << " + g) * 16);\n"
         << "        }\n";
     else
@@ -196,7 +199,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   const int64_t nb = (M + kRowBlock - 1) / kRowBlock;
   std::string deq = "wq_row(W, pp, k)";
   if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";
-  if (f == "i4") deq = "(wq_row(W, pp, k) - 8.0f) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
+  if (f == "i4") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
   s << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"

@@ -125,9 +125,11 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
           d[(p * K + k) * kPanel + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
           if (n < N && k == 0) sc[p * kPanel + j] = q->scales[slot(k, n)];
         } else {
-          uint8_t& byte = d[(p * K + k) * (kPanel / 2) + j % 8];
+          // Even columns 2i in the row's low 32 bits, odd columns 2i+1 in its high 32 bits, each at
+          // bits 4i (c_matmul_wq.cpp: one broadcast and one variable shift decode a row).
+          uint8_t& byte = d[(p * K + k) * (kPanel / 2) + (j & 1) * 4 + (j >> 2)];
           const auto u = static_cast<uint8_t>(v + 8);
-          byte = j < 8 ? static_cast<uint8_t>((byte & 0xF0) | u) : static_cast<uint8_t>((byte & 0x0F) | (u << 4));
+          byte = (j >> 1) & 1 ? static_cast<uint8_t>((byte & 0x0F) | (u << 4)) : static_cast<uint8_t>((byte & 0xF0) | u);
           if (n < N && k % pw.group == 0) sc[(p * NG + k / pw.group) * kPanel + j] = q->scales[slot(k, n)];
         }
       }

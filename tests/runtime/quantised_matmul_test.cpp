@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "hpf/calibration.hpp"
@@ -200,8 +201,10 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
           if (t == DType::I8) {
             v = float(int8_t(d[(p * K + k) * 16 + j])) * sc[p * 16 + j];
           } else {
-            const uint8_t byte = d[(p * K + k) * 8 + j % 8];
-            const int u = j < 8 ? byte & 15 : byte >> 4;
+            // even columns 2i at bits 4i of the row's low 32 bits, odd ones in its high 32 bits
+            uint64_t row;
+            std::memcpy(&row, d + (p * K + k) * 8, 8);
+            const int u = static_cast<int>((row >> ((j & 1) * 32 + (j >> 1) * 4)) & 15);
             v = float(u - 8) * sc[(p * NG + k / pw->group) * 16 + j];
           }
           mismatches += v != deq[trans_b ? n * K + k : k * N + n];
