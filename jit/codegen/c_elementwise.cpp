@@ -13,7 +13,7 @@ namespace hpf::jit {
 
 namespace {
 
-const ExprSpelling kC{"C", "__builtin_fabsf", "__builtin_fabs"};
+const ExprSpelling kC{"C", "__builtin_fabsf", "__builtin_fabs", "hpf_vexp", "hpf_verf"};
 
 }  // namespace
 

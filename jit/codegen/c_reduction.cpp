@@ -8,6 +8,9 @@
 namespace hpf::jit {
 namespace {
 
+// Softmax rows up to this many values are staged in a stack buffer (64 KiB).
+constexpr int64_t kSoftmaxRowBuffer = 16384;
+
 int64_t axis_of(const KernelSpec& s, int64_t def) {
   auto it = s.attrs.find("axis");
   int64_t a = it == s.attrs.end() ? def : std::get<int64_t>(it->second);
@@ -26,19 +29,48 @@ Expected<GeneratedKernel> generate_c_softmax(const KernelSpec& spec, const std::
   std::ostringstream s;
   s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(X.dtype) << "* restrict X = (const " << c_storage_type(X.dtype) << "*)args[0];\n"
-    << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[1];\n"
-    << "  for (i64 r = begin; r < end; ++r) {\n"
+    << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[1];\n";
+  if (cols <= kSoftmaxRowBuffer) {
+    // The row in FP32 on the stack; max, exp (hpf_vexp, vectorised) and sum over it, the max and
+    // the sum in 16 lanes (FP32 sums in another order than the reference's FP64 one).
+    s << "  float e[" << std::max<int64_t>(cols, 1) << "] __attribute__((aligned(64)));\n"
+      << "  for (i64 r = begin; r < end; ++r) {\n"
+      << "    const i64 o = r * " << cols << "LL;\n"
+      << "    for (i64 j = 0; j < " << cols << "LL; ++j) e[j] = " << c_load(X.dtype, "X[o + j]") << ";\n"
+      << "    hpf_f32x16 mv = (hpf_f32x16){} - (1.0f / 0.0f);\n"
+      << "    i64 j = 0;\n"
+      << "    for (; j + 16 <= " << cols << "LL; j += 16) mv = __builtin_elementwise_max(mv, *(const hpf_f32x16*)(e + j));\n"
+      << "    float m = -(1.0f / 0.0f);\n"
+      << "    for (int l = 0; l < 16; ++l) m = mv[l] > m ? mv[l] : m;\n"
+      << "    for (; j < " << cols << "LL; ++j) m = e[j] > m ? e[j] : m;\n"
+      << "    for (i64 q = 0; q < " << cols << "LL; ++q) e[q] = hpf_vexp(e[q] - m);\n"
+      << "    hpf_f32x16 sv = {};\n"
+      << "    for (j = 0; j + 16 <= " << cols << "LL; j += 16) sv += *(const hpf_f32x16*)(e + j);\n"
+      << "    float sum = 0.0f;\n"
+      << "    for (int l = 0; l < 16; ++l) sum += sv[l];\n"
+      << "    for (; j < " << cols << "LL; ++j) sum += e[j];\n";
+    if (log)
+      s << "    const float ls = logf(sum);\n"
+        << "    for (i64 q = 0; q < " << cols << "LL; ++q) Y[o + q] = "
+        << c_store(Y.dtype, c_load(X.dtype, "X[o + q]") + " - m - ls") << ";\n";
+    else
+      s << "    const float inv = 1.0f / sum;\n"
+        << "    for (i64 q = 0; q < " << cols << "LL; ++q) Y[o + q] = " << c_store(Y.dtype, "e[q] * inv") << ";\n";
+    s << "  }\n}\n";
+    return GeneratedKernel{name, s.str(), rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols))};
+  }
+  s << "  for (i64 r = begin; r < end; ++r) {\n"
     << "    const i64 o = r * " << cols << "LL;\n"
     << "    float m = -(1.0f / 0.0f);\n"
     << "    for (i64 j = 0; j < " << cols << "LL; ++j) { const float v = " << c_load(X.dtype, "X[o + j]") << "; m = v > m ? v : m; }\n"
     << "    float sum = 0.0f;\n"
-    << "    for (i64 j = 0; j < " << cols << "LL; ++j) sum += expf(" << c_load(X.dtype, "X[o + j]") << " - m);\n";
+    << "    for (i64 j = 0; j < " << cols << "LL; ++j) sum += hpf_vexp(" << c_load(X.dtype, "X[o + j]") << " - m);\n";
   if (log)
     s << "    const float ls = logf(sum);\n"
       << "    for (i64 j = 0; j < " << cols << "LL; ++j) Y[o + j] = " << c_store(Y.dtype, c_load(X.dtype, "X[o + j]") + " - m - ls") << ";\n";
   else
     s << "    const float inv = 1.0f / sum;\n"
-      << "    for (i64 j = 0; j < " << cols << "LL; ++j) Y[o + j] = " << c_store(Y.dtype, "expf(" + c_load(X.dtype, "X[o + j]") + " - m) * inv")
+      << "    for (i64 j = 0; j < " << cols << "LL; ++j) Y[o + j] = " << c_store(Y.dtype, "hpf_vexp(" + c_load(X.dtype, "X[o + j]") + " - m) * inv")
       << ";\n";
   s << "  }\n}\n";
   return GeneratedKernel{name, s.str(), rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols))};

@@ -22,11 +22,12 @@ Expected<std::string> elementwise_expr(const ElementwiseStep& s, const std::vect
   if (s.op == "Neg") return "(-" + a + ")";
   if (s.op == "Abs") return (wide ? sp.fabs : sp.fabsf) + std::string("(") + a + ")";
   if (s.op == "Sqrt") return "sqrtf(" + a + ")";
-  if (s.op == "Exp") return "expf(" + a + ")";
+  const std::string expf = std::string(sp.expf) + "(", erff = std::string(sp.erff) + "(";
+  if (s.op == "Exp") return expf + a + ")";
   if (s.op == "Log") return "logf(" + a + ")";
-  if (s.op == "Erf") return "erff(" + a + ")";
+  if (s.op == "Erf") return erff + a + ")";
   if (s.op == "Tanh") return "tanhf(" + a + ")";
-  if (s.op == "Sigmoid") return "(1.0f / (1.0f + expf(-" + a + ")))";
+  if (s.op == "Sigmoid") return "(1.0f / (1.0f + " + expf + "-" + a + ")))";
   if (s.op == "Relu") return "(" + a + " > 0.0f ? " + a + " : (" + a + " != " + a + " ? " + a + " : 0.0f))";
   if (s.op == "LeakyRelu") return "(" + a + " >= 0.0f ? " + a + " : " + a + " * " + f(attr_f(s.attrs, "alpha", 0.01f)) + ")";
   if (s.op == "HardSigmoid")
@@ -38,7 +39,7 @@ Expected<std::string> elementwise_expr(const ElementwiseStep& s, const std::vect
     const bool tanh_form = it != s.attrs.end() && std::get<std::string>(it->second) == "tanh";
     if (tanh_form)
       return "(0.5f * " + a + " * (1.0f + tanhf(0.7978845608f * (" + a + " + 0.044715f * " + a + " * " + a + " * " + a + "))))";
-    return "(0.5f * " + a + " * (1.0f + erff(" + a + " * 0.70710678118654752f)))";
+    return "(0.5f * " + a + " * (1.0f + " + erff + a + " * 0.70710678118654752f)))";
   }
   // Float-only unary maths (lowering takes them on float inputs only), in FP32 like the rest.
   auto call = [&](const char* fn) { return std::string(fn) + "(" + a + ")"; };
@@ -66,7 +67,7 @@ Expected<std::string> elementwise_expr(const ElementwiseStep& s, const std::vect
   if (s.op == "Selu") {
     const std::string al = f(attr_f(s.attrs, "alpha", 1.67326319217681884765625f));
     const std::string ga = f(attr_f(s.attrs, "gamma", 1.05070102214813232421875f));
-    return "(" + a + " > 0 ? " + ga + " * " + a + " : " + ga + " * (" + al + " * expf(" + a + ") - " + al + "))";
+    return "(" + a + " > 0 ? " + ga + " * " + a + " : " + ga + " * (" + al + " * " + expf + a + ") - " + al + "))";
   }
   if (s.op == "Celu") {  // max(0, x) + min(0, alpha * expm1(x / alpha)); NaN gives 0, as the reference's std::max/min
     const std::string al = f(attr_f(s.attrs, "alpha", 1.0f));

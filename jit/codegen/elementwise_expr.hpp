@@ -14,6 +14,8 @@ struct ExprSpelling {
   const char* dialect;  // "C", "CUDA", "HIP": names the dialect in errors
   const char* fabsf;    // |x| of a float: "__builtin_fabsf" (C), "fabsf" (GPU)
   const char* fabs;     // |x| of a double
+  const char* expf;     // e^x of a float: "hpf_vexp" (C: the prelude's, which vectorises), "expf" (GPU)
+  const char* erff;     // erf of a float: "hpf_verf" (C), "erff" (GPU)
 };
 
 // The expression of step `s` over operand expressions `in` (empty: an absent optional operand).

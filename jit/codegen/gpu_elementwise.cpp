@@ -11,7 +11,7 @@
 namespace hpf::jit {
 
 Expected<GeneratedKernel> generate_gpu_elementwise(const KernelSpec& spec, const std::string& name, GpuDialect d) {
-  const ExprSpelling sp{d == GpuDialect::cuda ? "CUDA" : "HIP", "fabsf", "fabs"};
+  const ExprSpelling sp{d == GpuDialect::cuda ? "CUDA" : "HIP", "fabsf", "fabs", "expf", "erff"};
   const std::string what = std::string(sp.dialect) + " codegen: ";
   if (spec.outputs.size() != 1) return Status::unsupported(what + "elementwise kernels have one output");
   const TensorDesc& out = spec.outputs[0];

@@ -1224,3 +1224,46 @@ TEST_CASE("lowering: F16 producers fuse only overflow-transparent epilogue steps
   CHECK(labels(DType::BF16) == std::vector<std::string>{"m1+r+a", "m2+s"});
   CHECK(labels(DType::F8E4M3) == std::vector<std::string>{"m1", "r+a", "m2", "s"});
 }
+
+TEST_CASE("codegen: Exp, Erf, Sigmoid and Gelu without libm (hpf_vexp, hpf_verf) over their whole range") {
+  // Dense inputs across every range the approximations handle differently: the underflow to
+  // denormals and zero, the overflow to Inf, erf's clamp at +-4; and NaN, +-Inf, +-0.
+  std::vector<float> v;
+  for (int k = 0; k <= 40000; ++k) v.push_back(-110.0f + 205.0f * k / 40000.0f);
+  for (int k = 0; k <= 4000; ++k) v.push_back(-6.0f + 12.0f * k / 4000.0f);
+  for (float e = -40; e <= 0; e += 0.25f) v.push_back(std::ldexp(1.0f, int(e)) * 1.1f), v.push_back(-v.back());
+  for (float x : {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.7228f, 88.7229f, -87.3365f, -103.97f, -104.0f, 89.0f})
+    v.push_back(x);
+  const int64_t n = static_cast<int64_t>(v.size());
+  struct Op {
+    const char* name;
+    double ulps, abs;  // allowed error: ulps of the reference's value, or an absolute bound
+  };
+  // Gelu's 1 + erf(x / sqrt 2) cancels for x < -4: there the bound is erf's absolute error times
+  // |x| / 2. Results below F32's normal range (Sigmoid of x < -87 is 1 / (1 + Inf) = 0 in FP32,
+  // the reference's FP64 gives a denormal) may be off by less than the smallest normal.
+  for (const Op& op : {Op{"Exp", 2, 0}, Op{"Erf", 8, 5e-7}, Op{"Sigmoid", 3, 0}, Op{"Gelu", 8, 2e-6}}) {
+    const std::string name = op.name;
+    CAPTURE(name);
+    GraphBuilder b("libm-free");
+    auto x = b.input("x", DType::F32, {n});
+    b.output(b.op1(op.name, {x}), "out");
+    Tensor got, want;
+    if (!run_both(b, {*Tensor::from_f32({n}, v)}, &got, &want)) return;
+    const auto gv = got.to_f32(), wv = want.to_f32();
+    int bad = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      const float g = gv[k], w = wv[k];
+      if (std::isnan(w) || std::isinf(w)) {
+        bad += !(std::isnan(w) ? std::isnan(g) : g == w);
+        continue;
+      }
+      const double ulp = std::nextafter(std::abs(w), INFINITY) - std::abs(w);
+      const double d = std::abs(double(g) - w);
+      if (d > op.ulps * ulp && d > op.abs && !(std::abs(w) < 1.2e-38f && d < 1.2e-38)) {
+        if (++bad <= 5) MESSAGE(op.name << "(" << v[k] << ") = " << g << ", reference " << w);
+      }
+    }
+    CHECK(bad == 0);
+  }
+}
