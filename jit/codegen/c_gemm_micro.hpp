@@ -9,6 +9,9 @@
 //       acc rows are 64-byte aligned (ldc a multiple of HPF_NR); A is read through strides,
 //       so a caller may point it at packed MR-interleaved rows (ask = HPF_MR, asi = 1) or
 //       straight at row-major FP32 rows (ask = 1, asi = row length).
+//   hpf_mm_micro_bx(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)
+//       the same with B read through strides: vector v of row p at bp + p * bsk + v * bsv
+//       (hpf_mm_micro_ex is bsk = HPF_NR, bsv = HPF_VW), e.g. straight from 16-column panels
 //   hpf_mm_micro(kc, ap, bp, acc)  the packed form, ldc = HPF_NC.
 // The vector width is chosen by the preprocessor in the kernel (AVX-512: 6x64, else 6x16), so
 // the source does not depend on the host. Pure text: no state, safe from any thread.

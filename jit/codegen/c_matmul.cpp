@@ -61,11 +61,12 @@ typedef float hpf_vf __attribute__((vector_size(32)));
 #define HPF_NR (HPF_VW * HPF_NV)
 #define HPF_KC 128
 #define HPF_NC 64
-#define HPF_MC 96
+#define HPF_MC 132
 /* min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
    accumulators in two and spill them. */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_ex(
-    i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, float* restrict acc, i64 ldc) {
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_bx(
+    i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
@@ -74,7 +75,7 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   for (i64 p = 0; p < kc; ++p) {
     hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * HPF_NR + v * HPF_VW);
+    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * bsk + v * bsv);
 #pragma clang loop unroll(full)
     for (int i = 0; i < HPF_MR; ++i) {
       const float a = ap[p * ask + i * asi];
@@ -87,6 +88,7 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
 }
+#define hpf_mm_micro_ex(kc, ap, ask, asi, bp, acc, ldc) hpf_mm_micro_bx((kc), (ap), (ask), (asi), (bp), HPF_NR, HPF_VW, (acc), (ldc))
 #define hpf_mm_micro(kc, ap, bp, acc) hpf_mm_micro_ex((kc), (ap), HPF_MR, 1, (bp), (acc), HPF_NC)
 )";
 }

@@ -200,7 +200,10 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   std::string deq = "wq_row(W, pp, k)";
   if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";
   if (f == "i4") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
-  s << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+  // A vector v of a B row read in place: the next panel (AVX-512: 16 lanes) or the second half
+  // of the same one (8 lanes).
+  s << "#define WQ_BSV (HPF_VW == 16 ? " << L(K * 16) << " : 8LL)\n"
+    << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  const i64 r0 = begin * " << kRowBlock << "LL, r1 = end * " << kRowBlock << "LL < " << L(M) << " ? end * " << kRowBlock
@@ -213,7 +216,9 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
     // 16-column panels of the packed weights into the NR-wide panels of bpack (zero past N).
-    << "        for (i64 c = 0; c < HPF_NC / 16; ++c) {\n"
+    // F32 panels need no dequantising: whole NC blocks are read in place (direct).
+    << "        const int direct = " << (f == "f32" ? "jc / 16 + HPF_NC / 16 <= " + L(P) : std::string("0")) << ";\n"
+    << "        if (!direct) for (i64 c = 0; c < HPF_NC / 16; ++c) {\n"
     << "          const i64 pp = jc / 16 + c;\n"
     << "          float* restrict d = bpack + ((c * 16) / HPF_NR) * HPF_KC * HPF_NR + (c * 16) % HPF_NR;\n"
     << "          if (pp < " << L(P) << ") for (i64 q = 0; q < kc; ++q) { const i64 k = pc + q;\n"
@@ -226,7 +231,11 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     s << "          if (mr == HPF_MR) {\n"
       << "            const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
       << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-      << "              hpf_mm_micro_ex(kc, ar, 1, " << L(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+      << "              if (direct)\n"
+      << "                hpf_mm_micro_bx(kc, ar, 1, " << L(K) << ", (const float*)W + ((jc + jp) / 16 * " << L(K)
+      << " + pc) * 16, 16, WQ_BSV, acc + ir * HPF_NC + jp, HPF_NC);\n"
+      << "              else\n"
+      << "                hpf_mm_micro_ex(kc, ar, 1, " << L(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
       << "            continue;\n"
       << "          }\n";
   s << "#pragma clang loop vectorize(disable)\n"
@@ -236,7 +245,11 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "              apack[q * HPF_MR + ii] = ii < mr ? " << a_load << " : 0.0f; }\n"
     << "          }\n"
     << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-    << "            hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
+    << "            if (direct)\n"
+    << "              hpf_mm_micro_bx(kc, apack, HPF_MR, 1, (const float*)W + ((jc + jp) / 16 * " << L(K)
+    << " + pc) * 16, 16, WQ_BSV, acc + ir * HPF_NC + jp, HPF_NC);\n"
+    << "            else\n"
+    << "              hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
     << "        }\n"
     << "      }\n"
     << "      for (i64 ii = 0; ii < mc; ++ii) { const i64 i = ic + ii;\n"
