@@ -58,7 +58,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 Expected<BenchArgs> parse_bench(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("bench", argv, {"--json"},
                                           {"--plans", "--threads", "--runs", "--warmup", "--report", "--skip", "--batch",
-                                           "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--calib"}));
+                                           "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--kl-margin", "--calib"}));
   BenchArgs r;
   if (a.positional.empty()) return Status::invalid("bench needs a MODEL (an ONNX file or builtin:NAME)");
   if (a.positional.size() > 1) return Status::invalid("unexpected argument '" + a.positional[1] + "'");

@@ -87,7 +87,7 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only"},
                                           {"--batch", "--seed", "--random-inputs", "--repeat", "--threads", "--formats",
                                            "--precision", "--input", "--dim", "--output-dir", "--plan", "--save-plan",
-                                           "--kl-budget", "--calib"}));
+                                           "--kl-budget", "--kl-margin", "--calib"}));
   RunArgs r;
   if (a.positional.size() > 1) return hpf::Status::invalid("unexpected argument '" + a.positional[1] + "'");
   if (!a.positional.empty()) r.model = a.positional[0];
@@ -101,7 +101,7 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   r.reference_only = a.flag("--reference-only");
   r.plan = a.option("--plan");
   r.save_plan = a.option("--save-plan");
-  if ((a.options.count("--kl-budget") || !r.calib.empty()) && r.plan.empty())
+  if ((a.options.count("--kl-budget") || a.options.count("--kl-margin") || !r.calib.empty()) && r.plan.empty())
     return hpf::Status::invalid("--kl-budget and --calib go with --plan auto (or a policy with auto in it)");
   if (!r.plan.empty() && a.options.count("--precision"))
     return hpf::Status::invalid("--plan and --precision both set the formats; give one");

@@ -80,6 +80,12 @@ hpf::Status parse_model_spec(const Args& a, ModelSpec& r) {
     r.kl_budget = std::strtod(a.option("--kl-budget").c_str(), &end);
     if (*end || !(r.kl_budget > 0)) return hpf::Status::invalid("--kl-budget: '" + a.option("--kl-budget") + "' is not a positive number");
   }
+  if (a.options.count("--kl-margin")) {
+    char* end = nullptr;
+    r.kl_margin = std::strtod(a.option("--kl-margin").c_str(), &end);
+    if (*end || !(r.kl_margin > 0 && r.kl_margin <= 1))
+      return hpf::Status::invalid("--kl-margin: '" + a.option("--kl-margin") + "' is not in (0, 1]");
+  }
   return hpf::Status();
 }
 
@@ -173,6 +179,7 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
   HPF_ASSIGN_OR_RETURN(hpf::DeviceEvaluator ev, hpf::DeviceEvaluator::create(so, g, calib));
   hpf::PlannerOptions po;
   po.kl_budget = a.kl_budget;
+  po.margin = a.kl_margin;
   po.device = formats;
   po.policy = policy;
   hpf::PlannerReport report;

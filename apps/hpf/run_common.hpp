@@ -41,6 +41,7 @@ struct ModelSpec {
   int64_t batch = 1;
   uint64_t seed = 7;
   double kl_budget = 1e-3;  // --kl-budget, for --plan auto
+  double kl_margin = 0.5;   // --kl-margin: the planner searches within margin * budget
   std::string calib;        // --calib DIR, for --plan auto
 };
 

@@ -218,6 +218,11 @@ Expected<std::vector<std::vector<Tensor>>> load_calibration_dir(const Graph& g,
 
 struct PlannerOptions {
   double kl_budget = 1e-3;    // divergence budget (in the evaluator's metric)
+  // The search and the final check keep the divergence on the calibration inputs within
+  // margin * kl_budget, so that the plan stays within kl_budget on inputs it was not planned on
+  // (a BERT-base plan searched up to the full budget measured 1.36e-3 against 1e-3 on other
+  // inputs). 1 plans right up to the budget.
+  double margin = 0.5;
   std::string metric = "kl";  // the evaluator's metric, recorded in the plan ("kl", "rel-l2")
   // Objective, minimised among plans within the budget:
   //   alpha * latency / latency(FP32 plan) + beta * bytes / bytes(FP32 plan)

@@ -11,6 +11,22 @@ namespace {
 // Softmax rows up to this many values are staged in a stack buffer (64 KiB).
 constexpr int64_t kSoftmaxRowBuffer = 16384;
 
+// Statements declaring `float out` = the sum over q < n of `term` (an expression of buffer
+// `buf` at q), in 16 lanes: lane l sums the terms q = l (mod 16) below the last multiple of 16,
+// then the lanes and the tail are added in order.
+std::string sum16(const std::string& buf, const std::string& out, int64_t n, const std::string& term) {
+  std::ostringstream s;
+  const std::string lanes = out + "_l", vec = "(*(const hpf_f32x16*)(" + buf + " + q))";
+  std::string vterm = term;
+  for (size_t at; (at = vterm.find(buf + "[q]")) != std::string::npos;) vterm.replace(at, buf.size() + 3, vec);
+  s << "    hpf_f32x16 " << lanes << " = {};\n"
+    << "    for (i64 q = 0; q + 16 <= " << n << "LL; q += 16) " << lanes << " += " << vterm << ";\n"
+    << "    float " << out << " = 0.0f;\n"
+    << "    for (int l = 0; l < 16; ++l) " << out << " += " << lanes << "[l];\n"
+    << "    for (i64 q = " << n / 16 * 16 << "LL; q < " << n << "LL; ++q) " << out << " += " << term << ";\n";
+  return s.str();
+}
+
 int64_t axis_of(const KernelSpec& s, int64_t def) {
   auto it = s.attrs.find("axis");
   int64_t a = it == s.attrs.end() ? def : std::get<int64_t>(it->second);
@@ -44,11 +60,7 @@ Expected<GeneratedKernel> generate_c_softmax(const KernelSpec& spec, const std::
       << "    for (int l = 0; l < 16; ++l) m = mv[l] > m ? mv[l] : m;\n"
       << "    for (; j < " << cols << "LL; ++j) m = e[j] > m ? e[j] : m;\n"
       << "    for (i64 q = 0; q < " << cols << "LL; ++q) e[q] = hpf_vexp(e[q] - m);\n"
-      << "    hpf_f32x16 sv = {};\n"
-      << "    for (j = 0; j + 16 <= " << cols << "LL; j += 16) sv += *(const hpf_f32x16*)(e + j);\n"
-      << "    float sum = 0.0f;\n"
-      << "    for (int l = 0; l < 16; ++l) sum += sv[l];\n"
-      << "    for (; j < " << cols << "LL; ++j) sum += e[j];\n";
+      << sum16("e", "sum", cols, "e[q]");
     if (log)
       s << "    const float ls = logf(sum);\n"
         << "    for (i64 q = 0; q < " << cols << "LL; ++q) Y[o + q] = "
@@ -97,8 +109,27 @@ Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std
   for (size_t k = 1; k < spec.inputs.size(); ++k)
     s << "  const " << c_storage_type(spec.inputs[k].dtype) << "* restrict P" << k << " = (const "
       << c_storage_type(spec.inputs[k].dtype) << "*)args[" << k << "];\n";
-  s << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size() << "];\n"
-    << "  for (i64 r = begin; r < end; ++r) {\n"
+  s << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size() << "];\n";
+  if (cols <= kSoftmaxRowBuffer) {
+    // The row in FP32 on the stack; mean and variance summed in 16 lanes (vectorised; FP32 sums
+    // in another order than the reference's FP64 ones).
+    s << "  float e[" << std::max<int64_t>(cols, 1) << "] __attribute__((aligned(64)));\n"
+      << "  for (i64 r = begin; r < end; ++r) {\n"
+      << "    const i64 o = r * " << cols << "LL;\n"
+      << "    for (i64 j = 0; j < " << cols << "LL; ++j) e[j] = " << c_load(X.dtype, "X[o + j]") << ";\n"
+      << sum16("e", "mean", cols, "e[q]")
+      << "    mean /= " << cols << ".0f;\n"
+      << "    for (i64 j = 0; j < " << cols << "LL; ++j) e[j] -= mean;\n"
+      << sum16("e", "var", cols, "e[q] * e[q]")
+      << "    const float inv = 1.0f / sqrtf(var / " << cols << ".0f + " << c_float(eps) << ");\n"
+      << "    for (i64 j = 0; j < " << cols << "LL; ++j) {\n"
+      << "      float v = e[j] * inv;\n";
+    if (spec.inputs.size() > 1) s << "      v = v * " << param(1) << ";\n";
+    if (spec.inputs.size() > 2) s << "      v = v + " << param(2) << ";\n";
+    s << "      Y[o + j] = " << c_store(Y.dtype, "v") << ";\n    }\n  }\n}\n";
+    return GeneratedKernel{name, s.str(), rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, cols))};
+  }
+  s << "  for (i64 r = begin; r < end; ++r) {\n"
     << "    const i64 o = r * " << cols << "LL;\n"
     << "    float mean = 0.0f;\n"
     << "    for (i64 j = 0; j < " << cols << "LL; ++j) mean += " << c_load(X.dtype, "X[o + j]") << ";\n"

@@ -103,9 +103,13 @@ class Planner {
         cost_(g, o.device_model ? *o.device_model : DeviceModel::host()),
         rng_(o.seed) {}
 
+  // What plans must stay within on the calibration inputs (PlannerOptions::margin).
+  double search_budget() const { return o_.kl_budget * o_.margin; }
+
   Expected<Plan> run() {
     if (!ev_.divergence) return Status::invalid("plan_auto: no divergence evaluator");
     if (!(o_.kl_budget > 0)) return Status::invalid("plan_auto: the budget must be > 0");
+    if (!(o_.margin > 0 && o_.margin <= 1)) return Status::invalid("plan_auto: the margin must be in (0, 1]");
     HPF_RETURN_IF_ERROR(prepare_plans());
     HPF_RETURN_IF_ERROR(measure_times());
     start_.assign(g_.nodes().size(), Mode::fp32);
@@ -115,12 +119,12 @@ class Planner {
     b0_ = std::max<double>(double(cost_.plan_bytes(to_plan(start_))), 1.0);
     HPF_ASSIGN_OR_RETURN(double d0, divergence(start_));
     d0_ = d0;
-    if (d0 > o_.kl_budget)
+    if (d0 > search_budget())
       log(LogLevel::warn, "plan_auto: the policy's fixed nodes alone diverge by " +
-                              std::to_string(d0) + ", over the budget " +
-                              std::to_string(o_.kl_budget) + "; auto nodes stay fp32");
+                              std::to_string(d0) + ", over the search budget " +
+                              std::to_string(search_budget()) + " (margin x budget); auto nodes stay fp32");
     make_groups();
-    if (d0 <= o_.kl_budget) {
+    if (d0 <= search_budget()) {
       HPF_RETURN_IF_ERROR(measure_sensitivity());
       HPF_RETURN_IF_ERROR(anneal());
     }
@@ -315,9 +319,9 @@ class Planner {
         ++report_.sensitivity_evaluations;
         sensitivity_[{gi, m}] = d;
         const double gain = j0 - objective(s, 0);
-        if (!(d <= o_.kl_budget) || gain <= 0) continue;
+        if (!(d <= search_budget()) || gain <= 0) continue;
         // Gain per unit of sensitivity; a floor keeps harmless lowerings ordered by gain.
-        const double sens = std::max(d - d0_, 0.0) + 1e-6 * o_.kl_budget;
+        const double sens = std::max(d - d0_, 0.0) + 1e-6 * search_budget();
         proposals_.push_back({gi, m, d, gain / sens});
       }
     }
@@ -356,7 +360,7 @@ class Planner {
           continue;
         }
         HPF_ASSIGN_OR_RETURN(double d, divergence(next));
-        if (!(d <= o_.kl_budget)) {
+        if (!(d <= search_budget())) {
           ++report_.rejected_budget;
           continue;
         }
@@ -389,7 +393,7 @@ class Planner {
     Plan plan = to_plan(s);
     HPF_ASSIGN_OR_RETURN(double d, ev_.divergence(plan));
     ++report_.evaluations;
-    while (!(d <= o_.kl_budget) && pos != history_.rend() && std::next(pos) != history_.rend()) {
+    while (!(d <= search_budget()) && pos != history_.rend() && std::next(pos) != history_.rend()) {
       ++pos;
       ++report_.backed_off;
       s = *pos;
@@ -397,7 +401,7 @@ class Planner {
       HPF_ASSIGN_OR_RETURN(d, ev_.divergence(plan));
       ++report_.evaluations;
     }
-    if (!(d <= o_.kl_budget) && s != start_) {
+    if (!(d <= search_budget()) && s != start_) {
       s = start_;
       plan = to_plan(s);
       HPF_ASSIGN_OR_RETURN(d, ev_.divergence(plan));

@@ -258,7 +258,7 @@ Planned plan_model(const Graph& g, const std::vector<std::vector<Tensor>>& batch
   auto check = RefEvaluator::create(g, batches);
   REQUIRE(check.ok());
   const double d = *check->divergence(r.plan);
-  CHECK(d <= budget);
+  CHECK(d <= budget * PlannerOptions{}.margin);  // searched with headroom on these inputs
   CHECK(d == doctest::Approx(r.plan.divergence));
   CHECK(r.plan.budget == budget);
   CHECK(r.plan.check_matches(g).ok());
@@ -367,4 +367,14 @@ TEST_CASE("plan_auto: errors") {
   auto none = plan_auto(g, o, Evaluators{});
   REQUIRE_FALSE(none.ok());
   CHECK(none.status().message() == "plan_auto: no divergence evaluator");
+  const Graph m = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(m, 1, 3, 16);
+  auto ev = RefEvaluator::create(m, batches);
+  REQUIRE(ev.ok());
+  for (double margin : {0.0, 1.5}) {
+    o.margin = margin;
+    auto bad = plan_auto(m, o, ev->evaluators(), &batches);
+    REQUIRE_FALSE(bad.ok());
+    CHECK(bad.status().message() == "plan_auto: the margin must be in (0, 1]");
+  }
 }
