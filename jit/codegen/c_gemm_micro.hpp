@@ -44,6 +44,6 @@ const char* gemm_micro_bf16_source();
 inline constexpr int64_t kGemmMR = 6;
 inline constexpr int64_t kGemmKC = 128;
 inline constexpr int64_t kGemmNC = 64;
-inline constexpr int64_t kGemmMC = 96;
+inline constexpr int64_t kGemmMC = 132;
 
 }  // namespace hpf::jit

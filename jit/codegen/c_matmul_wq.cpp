@@ -24,8 +24,10 @@
 //     (i4) scales are factored out of the sums: i8 scales once at the end, i4 per group as
 //     s * sum a*q, so the inner loop is a load, a decode (i8: widen and convert; i4: shift and
 //     table permute) and an FMA.
-//   M > 4 (GEMM): the FP32 GEMM's schedule and microkernel (gemm_micro_source); B is dequantised
-//     exactly (q * s, the emulation's values) while its KC x NC block is packed.
+//   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns; the FP32 GEMM's
+//     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
+//     while its KC x NC block is packed, or read in place (F32); A rows in place (F32) or
+//     converted to FP32 rows per block.
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
@@ -38,7 +40,7 @@ namespace hpf::jit {
 namespace {
 
 constexpr int64_t kGemvMaxRows = 4;
-constexpr int64_t kRowBlock = 6;      // GEMM rows per work item (the microkernel's MR)
+constexpr int64_t kColGroup = 128;    // GEMM columns per work item (two NC blocks)
 constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
 
 // Loads of one panel row as 16 floats, per format. `wq_row(p, k)` reads panel p, row k; for
@@ -195,8 +197,12 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     return GeneratedKernel{name, s.str(), M > 0 ? (P + kPanelsPerItem - 1) / kPanelsPerItem : 0, 2};
   }
 
-  // GEMM: ranges of rows; per MC rows, per NC columns, per KC slice: dequantise B, pack A, micro.
-  const int64_t nb = (M + kRowBlock - 1) / kRowBlock;
+  // GEMM: work item = a tile of up to MC rows (M split evenly) and a group of kColGroup
+  // columns, so that two threads share even BERT's 128 rows and each dequantises only its own
+  // columns of B; per NC columns, per KC slice: dequantise B (F32: read in place), convert A,
+  // micro.
+  const int64_t tiles = (M + kGemmMC - 1) / kGemmMC, RT = (M + tiles - 1) / tiles;
+  const int64_t groups = (N + kColGroup - 1) / kColGroup;
   std::string deq = "wq_row(W, pp, k)";
   if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";
   if (f == "i4") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
@@ -206,11 +212,12 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
-    << "  const i64 r0 = begin * " << kRowBlock << "LL, r1 = end * " << kRowBlock << "LL < " << L(M) << " ? end * " << kRowBlock
-    << "LL : " << L(M) << ";\n"
-    << "  for (i64 ic = r0; ic < r1; ic += HPF_MC) {\n"
-    << "    const i64 mc = r1 - ic < HPF_MC ? r1 - ic : HPF_MC;\n"
-    << "    for (i64 jc = 0; jc < " << L(N) << "; jc += HPF_NC) {\n"
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    << "    const i64 ic = (w / " << L(groups) << ") * " << L(RT) << ", mc = " << L(M) << " - ic < " << L(RT) << " ? " << L(M)
+    << " - ic : " << L(RT) << ";\n"
+    << "    const i64 j0 = (w % " << L(groups) << ") * " << L(kColGroup) << ", j1 = j0 + " << L(kColGroup) << " < " << L(N)
+    << " ? j0 + " << L(kColGroup) << " : " << L(N) << ";\n"
+    << "    for (i64 jc = j0; jc < j1; jc += HPF_NC) {\n"
     << "      const i64 nc = " << L(N) << " - jc < HPF_NC ? " << L(N) << " - jc : HPF_NC;\n"
     << "      for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
@@ -238,18 +245,20 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "                hpf_mm_micro_ex(kc, ar, 1, " << L(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
       << "            continue;\n"
       << "          }\n";
-  s << "#pragma clang loop vectorize(disable)\n"
-    << "          for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "            for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii;\n"
-    << "              apack[q * HPF_MR + ii] = ii < mr ? " << a_load << " : 0.0f; }\n"
+  // Other rows (16-bit A, a ragged last block): converted row by row into FP32 rows (contiguous,
+  // so the conversion vectorises), zero past mr, read by the microkernel as in place.
+  s << "          for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
+    << "            float* restrict ad = apack + ii * HPF_KC;\n"
+    << "            const i64 i = ic + ir + ii;\n"
+    << "            if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; ad[q] = " << a_load << "; }\n"
+    << "            else for (i64 q = 0; q < kc; ++q) ad[q] = 0.0f;\n"
     << "          }\n"
     << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
     << "            if (direct)\n"
-    << "              hpf_mm_micro_bx(kc, apack, HPF_MR, 1, (const float*)W + ((jc + jp) / 16 * " << L(K)
+    << "              hpf_mm_micro_bx(kc, apack, 1, HPF_KC, (const float*)W + ((jc + jp) / 16 * " << L(K)
     << " + pc) * 16, 16, WQ_BSV, acc + ir * HPF_NC + jp, HPF_NC);\n"
     << "            else\n"
-    << "              hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
+    << "              hpf_mm_micro_ex(kc, apack, 1, HPF_KC, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
     << "        }\n"
     << "      }\n"
     << "      for (i64 ii = 0; ii < mc; ++ii) { const i64 i = ic + ii;\n"
@@ -257,8 +266,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(acc[ii * HPF_NC + jj], args, i, j)") << "; }\n"
     << "      }\n"
     << "    }\n  }\n}\n";
-  const int64_t grain_rows = std::max<int64_t>(60, 65536 / std::max<int64_t>(1, N * K));
-  return GeneratedKernel{name, s.str(), nb, (grain_rows + kRowBlock - 1) / kRowBlock};
+  return GeneratedKernel{name, s.str(), tiles * groups, 1};
 }
 
 }  // namespace hpf::jit
