@@ -11,7 +11,8 @@
 //       straight at row-major FP32 rows (ask = 1, asi = row length).
 //   hpf_mm_micro_bx(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)
 //       the same with B read through strides: vector v of row p at bp + p * bsk + v * bsv
-//       (hpf_mm_micro_ex is bsk = HPF_NR, bsv = HPF_VW), e.g. straight from 16-column panels
+//       (hpf_mm_micro_ex is bsk = HPF_NR, bsv = HPF_VW), e.g. straight from 16-column panels;
+//       B needs only float alignment (acc stays 64-byte aligned)
 //   hpf_mm_micro(kc, ap, bp, acc)  the packed form, ldc = HPF_NC.
 // The vector width is chosen by the preprocessor in the kernel (AVX-512: 6x64, else 6x16), so
 // the source does not depend on the host. Pure text: no state, safe from any thread.

@@ -50,10 +50,12 @@ const char* gemm_micro_source() {
   return R"(
 #if defined(__AVX512F__)
 typedef float hpf_vf __attribute__((vector_size(64)));
+typedef float hpf_vfu __attribute__((vector_size(64), aligned(4)));
 #define HPF_VW 16
 #define HPF_NV 4
 #else
 typedef float hpf_vf __attribute__((vector_size(32)));
+typedef float hpf_vfu __attribute__((vector_size(32), aligned(4)));
 #define HPF_VW 8
 #define HPF_NV 2
 #endif
@@ -75,7 +77,7 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   for (i64 p = 0; p < kc; ++p) {
     hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * bsk + v * bsv);
+    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);  /* any alignment */
 #pragma clang loop unroll(full)
     for (int i = 0; i < HPF_MR; ++i) {
       const float a = ap[p * ask + i * asi];

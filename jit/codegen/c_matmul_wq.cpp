@@ -24,7 +24,7 @@
 //     (i4) scales are factored out of the sums: i8 scales once at the end, i4 per group as
 //     s * sum a*q, so the inner loop is a load, a decode (i8: widen and convert; i4: shift and
 //     table permute) and an FMA.
-//   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns; the FP32 GEMM's
+//   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
 //     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
 //     while its KC x NC block is packed, or read in place (F32); A rows in place (F32) or
 //     converted to FP32 rows per block.
@@ -202,7 +202,9 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   // columns of B; per NC columns, per KC slice: dequantise B (F32: read in place), convert A,
   // micro.
   const int64_t tiles = (M + kGemmMC - 1) / kGemmMC, RT = (M + tiles - 1) / tiles;
-  const int64_t groups = (N + kColGroup - 1) / kColGroup;
+  // With many row tiles there is parallelism enough: wider groups read A fewer times.
+  const int64_t col_group = tiles >= 4 ? 4 * kColGroup : kColGroup;
+  const int64_t groups = (N + col_group - 1) / col_group;
   std::string deq = "wq_row(W, pp, k)";
   if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";
   if (f == "i4") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
@@ -215,8 +217,8 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << "    const i64 ic = (w / " << L(groups) << ") * " << L(RT) << ", mc = " << L(M) << " - ic < " << L(RT) << " ? " << L(M)
     << " - ic : " << L(RT) << ";\n"
-    << "    const i64 j0 = (w % " << L(groups) << ") * " << L(kColGroup) << ", j1 = j0 + " << L(kColGroup) << " < " << L(N)
-    << " ? j0 + " << L(kColGroup) << " : " << L(N) << ";\n"
+    << "    const i64 j0 = (w % " << L(groups) << ") * " << L(col_group) << ", j1 = j0 + " << L(col_group) << " < " << L(N)
+    << " ? j0 + " << L(col_group) << " : " << L(N) << ";\n"
     << "    for (i64 jc = j0; jc < j1; jc += HPF_NC) {\n"
     << "      const i64 nc = " << L(N) << " - jc < HPF_NC ? " << L(N) << " - jc : HPF_NC;\n"
     << "      for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
