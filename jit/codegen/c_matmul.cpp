@@ -222,38 +222,38 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "              for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = ii < mr ? "
       << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << " : 0.0f; }\n"
       << "            }\n";
-  else if (A.dtype == DType::F32)
-    // FP32 rows need no packing: a full MR block is read in place (MR row streams, one broadcast
-    // each per k), which saves a copy of A per column block.
-    s << "            if (mr == HPF_MR) {\n"
-      << "              const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
-      << "              for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-      << "                hpf_mm_micro_ex(kc, ar, 1, " << ll(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
-      << "              continue;\n"
-      << "            }\n"
-      << "            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
-      << "              const i64 i = ic + ir + ii;\n"
-      << "              if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = "
-      << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
-      << "              else for (i64 q = 0; q < kc; ++q) apack[q * HPF_MR + ii] = 0.0f;\n"
-      << "            }\n";
-  else
-    // A full MR block row by row across k: MR loads and one contiguous store of MR values per k
-    // (the vectoriser would otherwise turn the strided stores of a column-wise loop into scatters).
-    s << "            if (mr == HPF_MR) {\n"
-      << "#pragma clang loop vectorize(disable)\n"
-      << "              for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "                for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = "
-      << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
-      << "              }\n"
-      << "            } else\n"
-      << "            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
-      << "              const i64 i = ic + ir + ii;\n"
-      << "              if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = "
-      << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
-      << "              else for (i64 q = 0; q < kc; ++q) apack[q * HPF_MR + ii] = 0.0f;\n"
-      << "            }\n";
+  else {
+    // A ragged block (and any block of 16-bit rows, below) column by column, zero past mr.
+    const std::string ragged =
+        std::string("            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n") +
+        "              const i64 i = ic + ir + ii;\n"
+        "              if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = " +
+        c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") + "; }\n"
+        "              else for (i64 q = 0; q < kc; ++q) apack[q * HPF_MR + ii] = 0.0f;\n"
+        "            }\n";
+    if (A.dtype == DType::F32)
+      // FP32 rows need no packing: a full MR block is read in place (MR row streams, one broadcast
+      // each per k), which saves a copy of A per column block.
+      s << "            if (mr == HPF_MR) {\n"
+        << "              const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
+        << "              for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+        << "                hpf_mm_micro_ex(kc, ar, 1, " << ll(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "              continue;\n"
+        << "            }\n"
+        << ragged;
+    else
+      // A full MR block row by row across k: MR loads and one contiguous store of MR values per k
+      // (the vectoriser would otherwise turn the strided stores of a column-wise loop into scatters).
+      s << "            if (mr == HPF_MR) {\n"
+        << "#pragma clang loop vectorize(disable)\n"
+        << "              for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q;\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "                for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = "
+        << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
+        << "              }\n"
+        << "            } else\n"
+        << ragged;
+  }
   s << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
     << "              hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
     << "          }\n"

@@ -8,8 +8,8 @@
 namespace hpf::jit {
 namespace {
 
-// Softmax rows up to this many values are staged in a stack buffer (64 KiB).
-constexpr int64_t kSoftmaxRowBuffer = 16384;
+// Softmax and LayerNorm rows up to this many values are staged in a stack buffer (64 KiB).
+constexpr int64_t kRowBuffer = 16384;
 
 // Statements declaring `float out` = the sum over q < n of `term` (an expression of buffer
 // `buf` at q), in 16 lanes: lane l sums the terms q = l (mod 16) below the last multiple of 16,
@@ -46,7 +46,7 @@ Expected<GeneratedKernel> generate_c_softmax(const KernelSpec& spec, const std::
   s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(X.dtype) << "* restrict X = (const " << c_storage_type(X.dtype) << "*)args[0];\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[1];\n";
-  if (cols <= kSoftmaxRowBuffer) {
+  if (cols <= kRowBuffer) {
     // The row in FP32 on the stack; max, exp (hpf_vexp, vectorised) and sum over it, the max and
     // the sum in 16 lanes (FP32 sums in another order than the reference's FP64 one).
     s << "  float e[" << std::max<int64_t>(cols, 1) << "] __attribute__((aligned(64)));\n"
@@ -110,7 +110,7 @@ Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std
     s << "  const " << c_storage_type(spec.inputs[k].dtype) << "* restrict P" << k << " = (const "
       << c_storage_type(spec.inputs[k].dtype) << "*)args[" << k << "];\n";
   s << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size() << "];\n";
-  if (cols <= kSoftmaxRowBuffer) {
+  if (cols <= kRowBuffer) {
     // The row in FP32 on the stack; mean and variance summed in 16 lanes (vectorised; FP32 sums
     // in another order than the reference's FP64 ones).
     s << "  float e[" << std::max<int64_t>(cols, 1) << "] __attribute__((aligned(64)));\n"
