@@ -339,4 +339,22 @@ Status fake_quantize(std::span<float> x, std::span<const int64_t> shape, const Q
   return {};
 }
 
+Status fake_quantize_rows_i8(std::span<float> x, int64_t row) {
+  if (row <= 0 || x.size() % static_cast<size_t>(row) != 0)
+    return Status::invalid(fmt::format("fake_quantize_rows_i8: rows of {} do not divide {} elements", row, x.size()));
+  const auto n = static_cast<size_t>(row);
+  for (size_t r0 = 0; r0 < x.size(); r0 += n) {
+    const std::span<float> v = x.subspan(r0, n);
+    float amax = 0.0f;
+    for (float a : v) amax = std::fmax(amax, std::fabs(a));
+    const float s = amax == 0.0f ? 1.0f : std::max(amax / 127.0f, std::numeric_limits<float>::min());
+    for (float& a : v) {
+      float q = round_half_even(a / s);
+      if (std::isnan(q)) q = 0.0f;
+      a = std::clamp(q, -128.0f, 127.0f) * s;
+    }
+  }
+  return {};
+}
+
 }  // namespace hpf

@@ -26,6 +26,16 @@ Status check_value_quant(const Graph& g, const Emulation& emu) {
       return Status::invalid("emulation: value_quant names '" + name + "', a " +
                              std::string(dtype_name(g.value(*id).dtype)) + " value (only float values are quantised)");
   }
+  for (const std::string& name : emu.dynamic_int8_rows) {
+    const Node* n = nullptr;
+    for (const Node& m : g.nodes())
+      if (m.name == name) n = &m;
+    if (!n)
+      return Status::invalid("emulation: dynamic_int8_rows names node '" + name + "', which graph '" + g.name() +
+                             "' does not have");
+    if (n->inputs.empty() || n->inputs[0] == kNoValue || !is_float(g.value(n->inputs[0]).dtype))
+      return Status::invalid("emulation: dynamic_int8_rows names node '" + name + "', whose first input is not float");
+  }
   return {};
 }
 
@@ -168,6 +178,16 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
       if (!ready[v])
         return Status::internal("node '" + n.name + "': input '" + values[v].name + "' was not computed");
       in.push_back(&env[v]);
+    }
+    Buf rows;  // the first input quantised per row, for this node only
+    if (emu && emu->dynamic_int8_rows.count(n.name) && in[0] && in[0]->is_float()) {
+      rows = *in[0];
+      const int64_t k = rows.shape.empty() ? 1 : rows.shape.back();
+      if (k > 0 && !rows.f.empty()) {
+        Status s = fake_quantize_rows_i8(rows.f, k);
+        if (!s.ok()) return Status::invalid("emulation: node '" + n.name + "': " + s.message());
+      }
+      in[0] = &rows;
     }
     Accumulation acc;
     if (emu) {

@@ -155,4 +155,13 @@ Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
 Status fake_quantize(std::span<float> x, std::span<const int64_t> shape, const QuantParams& p,
                      Overflow mode = Overflow::saturate);
 
+// Dynamic INT8 quantisation of rows, faked in place: each run of `row` consecutive elements gets
+// its own symmetric scale s = max|x| / 127 (NaN ignored; 1 for an all-zero row; at least the
+// smallest normal), chosen from the data as it arrives, and x = clamp(rne(x / s), -128, 127) * s
+// (NaN -> 0). A row holding an infinity has s = inf and becomes NaN, as its product would. This is
+// what an int8 MatMul does to a float input that no calibrated scale describes (the CPU kernel
+// `matmul_i8` with a_dynamic computes the same s and the same integers). `row` must divide
+// x.size().
+Status fake_quantize_rows_i8(std::span<float> x, int64_t row);
+
 }  // namespace hpf

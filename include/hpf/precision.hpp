@@ -139,6 +139,20 @@ struct Plan {
   Status check_matches(const Graph& g) const;
 };
 
+// How an int8 MatMul/Gemm reads its float input A (the session's kernels do this and the
+// planner's emulation repeats it):
+//   static:  the producer's plan stores A as INT8 with one symmetric scale: that scale;
+//   dynamic: otherwise, when the node is int8 with INT8 weights in a rank-2 float initializer
+//            (MatMul, or Gemm without transA): per row of A, scale max|row| / 127 chosen at run
+//            time (hpf::fake_quantize_rows_i8), as ONNX Runtime's dynamic quantisation does;
+//   neither: A stays float and only the weights are INT8.
+// Both make the product u8 x s8 -> s32 on the CPU.
+struct Int8Input {
+  float static_scale = 0;  // > 0: static
+  bool dynamic = false;
+};
+Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n);
+
 // What a device can compute in, for turning modes into formats (from the plugin's description
 // and the hwdb): tf32/bf16/fp16 need TF32/BF16/F16 in `storage`, int8 needs int8_compute, fp8
 // needs fp8_compute, int4-weights needs I4 in `storage`.

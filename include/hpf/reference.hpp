@@ -31,6 +31,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,11 @@ struct Emulation {
   // all follow it. Errors: a name that is not a float value of the graph, parameters that do
   // not fit the value's shape (reported naming the value).
   std::map<std::string, QuantParams> value_quant;
+  // Nodes (by name) whose first input is quantised per row to INT8 on the fly, with a scale per
+  // row of its last axis (hpf::fake_quantize_rows_i8), before the node reads it: an int8
+  // MatMul/Gemm whose float input has no calibrated scale. The value itself is unchanged for its
+  // other consumers. Errors: a name that is not a node of the graph with a float first input.
+  std::set<std::string> dynamic_int8_rows;
 };
 
 struct RunOptions {

@@ -1,8 +1,10 @@
 // INT8 x INT8 MatMul / Gemm ("matmul_i8"): u8 activations x s8 weights -> s32, for int8 plans.
 //
-// Activations are quantised on the fly, per tensor with attr a_scale, exactly as
-// hpf::quantize does (x / s rounded half to even, NaN -> 0, clamped to [-128, 127]) and stored
-// as u8 = q + 128. The zero point is compensated with the weights' column sums:
+// Activations are quantised on the fly, exactly as hpf::quantize does (x / s rounded half to
+// even, NaN -> 0, clamped to [-128, 127]), with s the per-tensor attr a_scale (static, calibrated)
+// or, with attr a_dynamic, one scale per row chosen from the row as hpf::fake_quantize_rows_i8
+// does (s = max|row| / 127; the output then also multiplies by the row's s), and stored as
+// u8 = q + 128. The zero point is compensated with the weights' column sums:
 //   sum_k (q_a + 128) q_w = sum_k q_a q_w + 128 * colsum[n],
 // so the s32 result is exact. Weights come pre-packed (runtime/session/weight_packing.hpp):
 // panels of 16 columns, K padded to a multiple of 4, each group of 4 k one 64-byte vector
@@ -131,7 +133,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
                                std::string(dtype_name(Y.dtype)));
   const int64_t K = attr_i(spec.attrs, "k", 0), N = attr_i(spec.attrs, "n", 0);
   const float a_scale = attr_f(spec.attrs, "a_scale", 0.0f);
-  if (K <= 0 || N <= 0 || !(a_scale > 0) || A.shape.empty() || A.shape.back() != K || Y.shape.empty() || Y.shape.back() != N)
+  const bool dynamic = attr_i(spec.attrs, "a_dynamic", 0) != 0;
+  if (K <= 0 || N <= 0 || (dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K || Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
                            shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4;
@@ -142,11 +145,12 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 4));
   std::ostringstream s;
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
+    << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
     << i8_micro() << out_fn
     // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
-    << "    const i32* restrict ap, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+    << "    const i32* restrict ap, const float* restrict rs, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
     << "    void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
     << "  i8_v16 acc[I8_MR][I8_NP];\n"
     << "#pragma clang loop unroll(full)\n"
@@ -169,7 +173,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    for (int c = 0; c < np; ++c) {\n"
     << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
     << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
-    << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j];\n"
+    << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f);\n"
     << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, args, i0 + r, j)") << "; }\n"
     << "    }\n"
     << "}\n"
@@ -181,30 +185,44 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
     << "  i32 ap[" << KG * chunk << "] __attribute__((aligned(64)));\n"
+    << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
     << "  for (i64 w0 = begin; w0 < end; w0 += " << chunk / kRows << ") {\n"
     << "    const i64 i0 = w0 * " << kRows << "LL, w1 = w0 + " << chunk / kRows << " < end ? w0 + " << chunk / kRows
     << " : end;\n"
     << "    const i64 rows = (w1 * " << kRows << "LL < " << L(M) << " ? w1 * " << kRows << "LL : " << L(M) << ") - i0;\n"
     // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0 weight).
     << "    u8* restrict aq = (u8*)ap;\n"
-    << "    for (i64 r = 0; r < " << chunk << "; ++r)\n"
+    << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
+    << "      const i64 i = i0 + r;\n"
+    << "      float s = " << (dynamic ? "1.0f" : c_float(a_scale)) << ";\n"
+    << "#if I8_DYNAMIC\n"
+    << "      if (r < rows) {\n"
+    << "        float amax = 0.0f;\n"
+    << "        for (i64 k = 0; k < " << L(K) << "; ++k) amax = __builtin_fmaxf(amax, __builtin_fabsf("
+    << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << "));\n"
+    << "        s = amax == 0.0f ? 1.0f : amax / 127.0f;\n"
+    << "        s = s < 1.17549435e-38f ? 1.17549435e-38f : s;\n"
+    << "      }\n"
+    << "      rs[r] = s;\n"
+    << "#endif\n"
     << "      for (i64 k = 0; k < " << L(KG * 4) << "; ++k) {\n"
     << "        u8 q = I8_ZP;\n"
-    << "        if (r < rows && k < " << L(K) << ") { const i64 i = i0 + r;\n"
-    << "          float x = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << " / " << c_float(a_scale) << ";\n"
+    << "        if (r < rows && k < " << L(K) << ") {\n"
+    << "          float x = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << " / s;\n"
     << "          x = x != x ? 0.0f : (__builtin_fabsf(x) < 8388608.0f ? __builtin_rintf(x) : x);\n"
     << "          x = x < -128.0f ? -128.0f : (x > 127.0f ? 127.0f : x);\n"
     << "          q = (u8)((i32)x + I8_ZP); }\n"
     << "        aq[((k >> 2) * " << chunk << " + r) * 4 + (k & 3)] = q;\n"
     << "      }\n"
+    << "    }\n"
     // Column blocks of B small enough to stay in L2 across the chunk's rows.
     << "    for (i64 pb = 0; pb < " << L(P) << "; pb += " << block << ") {\n"
     << "      const i64 pe = pb + " << block << " < " << L(P) << " ? pb + " << block << " : " << L(P) << ";\n"
     << "      for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "        const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
     << "        i64 p = pb;\n"
-    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, W, S, Z, args, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "        for (; p < pe; ++p) i8_tile(ap + r0, W, S, Z, args, Y, i0 + r0, mr, p, 1);\n"
+    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "        for (; p < pe; ++p) i8_tile(ap + r0, rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, 1);\n"
     << "      }\n"
     << "    }\n"
     << "  }\n}\n";

@@ -93,6 +93,7 @@ Expected<ref::Emulation> emulation_for_plan(const Graph& g, const Plan& plan) {
     HPF_RETURN_IF_ERROR(add_outputs(g, n, *p, e));
     HPF_RETURN_IF_ERROR(add_weights(g, n, *p, e));
     e.accumulation[n.name] = p->accumulation;
+    if (int8_input(g, plan, n).dynamic) e.dynamic_int8_rows.insert(n.name);
   }
   return e;
 }

@@ -156,18 +156,6 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
   return int4_weight_params(w, axes.reduction, int4_group_for(w.shape()[axes.reduction], wanted));
 }
 
-// The per-tensor INT8 scale the plan gives the producer of `v` (0 when none): the emulation
-// holds `v` fake-quantised with it.
-float producer_scale(const Graph& g, const Plan& plan, ValueId v) {
-  const int32_t id = g.value(v).producer;
-  if (id < 0) return 0;
-  const NodePlan* p = plan.find(g.node(id).name);
-  if (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_ || !p->activation_quant) return 0;
-  const QuantParams& a = *p->activation_quant;
-  if (a.type != DType::I8 || a.scales.size() != 1 || !a.zero_points.empty()) return 0;
-  return a.scales[0];
-}
-
 }  // namespace
 
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
@@ -186,7 +174,8 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     const bool gemm = n.op == "Gemm", trans_b = gemm && trans_attr(n, "transB");
     std::string format;
     std::optional<QuantParams> q;
-    float a_scale = 0;  // W8A8: the INT8 scale A is held in
+    float a_scale = 0;       // W8A8, static: the INT8 scale A is held in
+    bool a_dynamic = false;  // W8A8, dynamic: A quantised per row by the kernel
     if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
@@ -195,9 +184,11 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       }
       q = std::move(params).value();
       format = q->type == DType::I8 ? "i8" : "i4";
-      if (format == "i8" && p->mode == Mode::int8) {
-        a_scale = producer_scale(g, *plan, n.inputs[0]);
-        if (a_scale > 0) format = "i8vnni";
+      if (format == "i8") {
+        const Int8Input in = int8_input(g, *plan, n);
+        a_scale = in.static_scale;
+        a_dynamic = in.dynamic;
+        if (a_scale > 0 || a_dynamic) format = "i8vnni";
       }
     } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
       format = p->weights == DType::BF16 ? "bf16" : "f16";
@@ -230,14 +221,18 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", std::move(packed->data)));
     HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", std::move(packed->scales)));
     jit::KernelSpec spec;
-    spec.family = a_scale > 0 ? "matmul_i8" : "matmul_wq";
+    const bool w8a8 = a_scale > 0 || a_dynamic;
+    spec.family = w8a8 ? "matmul_i8" : "matmul_wq";
     spec.inputs = {st.spec.inputs[0], {DType::U8, shapes[wid]}, {DType::F32, shapes[sid]}};
     std::vector<ValueId> ins = {st.inputs[0], wid, sid};
-    if (a_scale > 0) {
+    if (w8a8) {
       HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/colsums", std::move(packed->column_sums)));
       spec.inputs.push_back({DType::I32, shapes[zid]});
       ins.push_back(zid);
-      spec.attrs["a_scale"] = a_scale;
+      if (a_dynamic)
+        spec.attrs["a_dynamic"] = int64_t{1};
+      else
+        spec.attrs["a_scale"] = a_scale;
       spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
     }
     if (gemm && own_inputs > 2) {
@@ -279,7 +274,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     st.inputs = std::move(ins);
     ++stats.kernels;
     stats.nodes.push_back(n.name);
-    if (a_scale > 0) stats.int8_nodes.push_back(n.name);
+    if (w8a8) stats.int8_nodes.push_back(n.name);
   }
   return stats;
 }

@@ -126,7 +126,7 @@ const Case kCases[] = {
 
 }  // namespace
 
-TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (weights) and INT4 plans match their emulation") {
+TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans match their emulation") {
   for (Mode mode : {Mode::fp32, Mode::bf16, Mode::fp16, Mode::int4_weights, Mode::int8}) {
     for (const Case& c : kCases) {
       const std::string mname = mode_name(mode);
@@ -139,11 +139,13 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (weights) and INT4 plans match their
       const Result r = run_case(c, mode);
       CHECK(r.stats.fallbacks == 0);
       REQUIRE(r.stats.packed_weight_nodes == std::vector<std::string>{"mm"});
+      CHECK(r.stats.int8_compute_nodes == (mode == Mode::int8 ? std::vector<std::string>{"mm"} : std::vector<std::string>{}));
       const int64_t P = (c.n + 15) / 16;
       int64_t want_bytes = 0;
       if (mode == Mode::fp32) want_bytes = P * c.k * 16 * 4 + 4;  // FP32 weights packed too
       if (mode == Mode::bf16 || mode == Mode::fp16) want_bytes = P * c.k * 16 * 2 + 4;  // + a placeholder scale
-      if (mode == Mode::int8) want_bytes = P * c.k * 16 + P * 16 * 4;
+      // int8: u8 x s8 (A quantised per row as it arrives): K padded to 4, scales, column sums
+      if (mode == Mode::int8) want_bytes = P * ((c.k + 3) / 4 * 4) * 16 + P * 16 * 4 * 2;
       if (mode == Mode::int4_weights) want_bytes = P * c.k * 8 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
       if (c.gemm) want_bytes += c.n * 4;  // the bias: Gemm's C is a wide input, kept FP32
       CHECK(r.stats.weight_bytes == want_bytes);
@@ -214,9 +216,10 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
   }
 }
 
-TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 where A is held quantised, matching the emulation") {
-  // a -> mm1 (int8: A is a graph input, so INT8 weights in FP32; its output fake-quantised with
-  // its calibrated scale) -> mm2 (int8, A = mm1's quantised output: u8 x s8 -> s32).
+TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static A scales, matching the emulation") {
+  // a -> mm1 (int8: A is a graph input without a scale, so quantised per row as it arrives; its
+  // output fake-quantised with its calibrated scale) -> mm2 (int8, A = mm1's output with that
+  // static scale). Both u8 x s8 -> s32.
   // squeeze: mm2's weight scales halved, so weights saturate at -128 and 127 (the AVX2 kernel's
   // vpmaddubsw form needs |q| <= 127 and must step aside for them).
   struct Chain {
@@ -272,7 +275,7 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 where A is held quantise
     REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
     CHECK(exe->compile_stats().fallbacks == 0);
     CHECK(exe->compile_stats().packed_weight_nodes == std::vector<std::string>{"mm1", "mm2"});
-    CHECK(exe->compile_stats().int8_compute_nodes == std::vector<std::string>{"mm2"});
+    CHECK(exe->compile_stats().int8_compute_nodes == std::vector<std::string>{"mm1", "mm2"});
     CHECK(exe->compile_stats().kernels == 2);  // with the epilogue: Add and Relu inside mm2's kernel
     auto got = exe->run({x});
     REQUIRE(got.ok());

@@ -404,3 +404,27 @@ TEST_CASE("fake_quantize: integer and scaled FP8 types") {
   CHECK(hpf::fake_quantize(y, Shape{3}, params(DType::BF16, {1.0f})).message() ==
         "fake_quantize: type bf16 is not a quantised type (expected i8, u8, i4, f8e4m3 or f8e5m2)");
 }
+
+TEST_CASE("fake_quantize_rows_i8: one scale per row, max|row| / 127, NaN and infinity") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // Row 0: amax 2.54 -> s = 0.02: 2.54 -> 127, -1.27 -> -63.5 -> -64 (tie to even) -> -1.28,
+  // 0.011 -> 0.55 -> 1 -> 0.02. Row 1: all zero (s = 1). Row 2: NaN ignored by the max, stored 0.
+  // Row 3: an infinity makes s = inf: the row becomes NaN.
+  std::vector<float> x = {2.54f, -1.27f, 0.011f, 0, 0, 0, nan, 1.27f, -0.635f, inf, 1, 2};
+  REQUIRE(hpf::fake_quantize_rows_i8(x, 3).ok());
+  const float s0 = 2.54f / 127.0f, s2 = 1.27f / 127.0f;
+  CHECK(x[0] == 127 * s0);
+  CHECK(x[1] == -64 * s0);
+  CHECK(x[2] == 1 * s0);
+  CHECK((x[3] == 0 && x[4] == 0 && x[5] == 0));
+  CHECK(x[6] == 0);
+  CHECK(x[7] == 127 * s2);
+  CHECK(x[8] == std::nearbyint(-0.635f / s2) * s2);
+  CHECK((std::isnan(x[9]) && std::isnan(x[10]) && std::isnan(x[11])));
+  // Rows are independent: a large row does not coarsen a small one.
+  std::vector<float> y = {1000, 1, 0.001f, 0.002f};
+  REQUIRE(hpf::fake_quantize_rows_i8(y, 2).ok());
+  CHECK(y[3] == 127 * (0.002f / 127.0f));
+  CHECK(y[2] == std::nearbyint(0.001f / (0.002f / 127.0f)) * (0.002f / 127.0f));
+  CHECK(hpf::fake_quantize_rows_i8(y, 3).message() == "fake_quantize_rows_i8: rows of 3 do not divide 4 elements");
+}

@@ -294,6 +294,28 @@ TEST_CASE("emulation: an int8 MatMul equals the hand-computed quantised result")
         "got 3");
 }
 
+TEST_CASE("emulation: dynamic_int8_rows quantises a MatMul's A per row") {
+  // Row 0 amax 1: s = 1/127, x -> [64 (63.5, to even), -127, 33 (32.8)];
+  // row 1 amax 0.0127 (80x smaller, its own scale): s = 1e-4, [127, 10, -64 (-63.5, to even)].
+  Graph g = matmul_graph({1, 0, 0, 1, 0, 0});  // w picks columns 0 and 1 of x
+  const Tensor x = f32({2, 3}, {0.5f, -1, 0.258f, 0.0127f, 0.001f, -0.00635f});
+  ref::Emulation e;
+  e.dynamic_int8_rows.insert("mm");
+  ref::RunOptions o;
+  o.emulation = &e;
+  auto r = ref::run(g, {x}, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  std::vector<float> q = x.to_f32();
+  REQUIRE(fake_quantize_rows_i8(q, 3).ok());
+  const std::vector<float> got = (*r)[0].to_f32();
+  CHECK(got == std::vector<float>{q[0], q[1], q[3], q[4]});
+  const float s0 = 1.0f / 127, s1 = 0.0127f / 127;
+  CHECK(got == std::vector<float>{64 * s0, -127 * s0, 127 * s1, 10 * s1});
+  e.dynamic_int8_rows = {"nope"};
+  CHECK(ref::run(g, {x}, o).status().message() ==
+        "emulation: dynamic_int8_rows names node 'nope', which graph 'mm' does not have");
+}
+
 TEST_CASE("emulation: an int8 Conv with per-output-channel weight scales") {
   // X [1,1,1,2] / (1/64): [0.5, -0.2578125] -> [32, -16 (-16.5, tie to even)];
   // W [2,1,1,1], scales 1/64 and 1/512 along axis 0: [0.5, 0.0302734375] -> [32, 16 (15.5)].

@@ -1,0 +1,42 @@
+// How an int8 MatMul/Gemm reads its float input: a calibrated per-tensor scale from its producer
+// or per-row scales chosen at run time (precision.hpp).
+#include "hpf/precision.hpp"
+
+namespace hpf {
+
+namespace {
+
+bool int_attr(const Node& n, const char* name) {
+  auto it = n.attrs.find(name);
+  if (it == n.attrs.end()) return false;
+  const auto* v = std::get_if<int64_t>(&it->second);
+  return v && *v != 0;
+}
+
+}  // namespace
+
+Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
+  Int8Input r;
+  const NodePlan* p = plan.find(n.name);
+  if (!p || p->mode != Mode::int8 || (n.op != "MatMul" && n.op != "Gemm") || n.inputs.size() < 2) return r;
+  if (!p->weight_quant || p->weight_quant->type != DType::I8) return r;
+  const Tensor* w = g.constant(n.inputs[1]);
+  if (!w || w->dtype() != DType::F32 || w->rank() != 2 || int_attr(n, "transA")) return r;
+  const ValueId a = n.inputs[0];
+  if (a == kNoValue || !is_float(g.value(a).dtype)) return r;
+  const int32_t producer = g.value(a).producer;
+  if (producer >= 0) {
+    const NodePlan* pp = plan.find(g.node(producer).name);
+    if (pp && pp->mode == Mode::int8 && pp->activation_quant) {
+      const QuantParams& q = *pp->activation_quant;
+      if (q.type == DType::I8 && q.scales.size() == 1 && q.zero_points.empty() && q.scales[0] > 0) {
+        r.static_scale = q.scales[0];
+        return r;
+      }
+    }
+  }
+  r.dynamic = true;
+  return r;
+}
+
+}  // namespace hpf
