@@ -45,6 +45,7 @@ const char* i8_micro() {
   return R"(
 typedef i32 i8_v16 __attribute__((vector_size(64), aligned(4)));  /* unaligned loads: buffers are not 64-aligned everywhere */
 typedef i32 i8_v8 __attribute__((vector_size(32), aligned(4)));
+typedef u8 i8_u8x16 __attribute__((vector_size(16)));
 #if defined(__AVX512VNNI__) && defined(__AVX512F__)
 #define I8_MR 6
 #define I8_NP 4
@@ -137,7 +138,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   if (K <= 0 || N <= 0 || (dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K || Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
                            shape_string(Y.shape));
-  const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4;
+  const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4, KP = (K + 15) / 16 * 16;
   // Rows quantised at once (whole work items, at most ~192 KiB of u8 on the stack) and panels per
   // column block (~128 KiB of weights, a multiple of 4 panels).
   const int64_t chunk = kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
@@ -190,29 +191,40 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    const i64 i0 = w0 * " << kRows << "LL, w1 = w0 + " << chunk / kRows << " < end ? w0 + " << chunk / kRows
     << " : end;\n"
     << "    const i64 rows = (w1 * " << kRows << "LL < " << L(M) << " ? w1 * " << kRows << "LL : " << L(M) << ") - i0;\n"
-    // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0 weight).
-    << "    u8* restrict aq = (u8*)ap;\n"
+    // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0
+    // weight). A row is staged in FP32, then 16 lanes at a time (the division, NaN -> 0, clamp and
+    // rint as hpf::quantize does them, per lane), 4 k-groups of the k-group-major buffer per step.
     << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
+    << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[g * " << chunk << " + r] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n"
+    << "      float xr[" << KP << "] __attribute__((aligned(64)));\n"
+    << "      for (i64 k = 0; k < " << L(K) << "; ++k) xr[k] = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << ";\n"
+    << "      for (i64 k = " << L(K) << "; k < " << L(KP) << "; ++k) xr[k] = 0.0f;\n"
     << "      float s = " << (dynamic ? "1.0f" : c_float(a_scale)) << ";\n"
     << "#if I8_DYNAMIC\n"
-    << "      if (r < rows) {\n"
-    << "        float amax = 0.0f;\n"
-    << "        for (i64 k = 0; k < " << L(K) << "; ++k) amax = __builtin_fmaxf(amax, __builtin_fabsf("
-    << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << "));\n"
+    << "      {\n"
+    << "        hpf_f32x16 m = (hpf_f32x16){};\n"
+    << "        for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
+    << "          hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
+    << "          x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));  /* NaN -> 0: ignored by the max */\n"
+    << "          m = __builtin_elementwise_max(m, __builtin_elementwise_abs(x));\n"
+    << "        }\n"
+    << "        const float amax = __builtin_reduce_max(m);\n"
     << "        s = amax == 0.0f ? 1.0f : amax / 127.0f;\n"
     << "        s = s < 1.17549435e-38f ? 1.17549435e-38f : s;\n"
     << "      }\n"
     << "      rs[r] = s;\n"
     << "#endif\n"
-    << "      for (i64 k = 0; k < " << L(KG * 4) << "; ++k) {\n"
-    << "        u8 q = I8_ZP;\n"
-    << "        if (r < rows && k < " << L(K) << ") {\n"
-    << "          float x = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << " / s;\n"
-    << "          x = x != x ? 0.0f : (__builtin_fabsf(x) < 8388608.0f ? __builtin_rintf(x) : x);\n"
-    << "          x = x < -128.0f ? -128.0f : (x > 127.0f ? 127.0f : x);\n"
-    << "          q = (u8)((i32)x + I8_ZP); }\n"
-    << "        aq[((k >> 2) * " << chunk << " + r) * 4 + (k & 3)] = q;\n"
+    << "      const hpf_f32x16 sv = (hpf_f32x16){} + s;\n"
+    << "      for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
+    << "        hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
+    << "        x = x / sv;\n"
+    << "        x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));\n"
+    << "        x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);\n"
+    << "        const i8_v16 qi = __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;\n"
+    << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
+    << "        u32 w4[4]; __builtin_memcpy(w4, &qb, 16);\n"
+    << "        for (i64 w = 0; w < 4; ++w) if ((k >> 2) + w < " << L(KG) << ") ap[((k >> 2) + w) * " << chunk << " + r] = (i32)w4[w];\n"
     << "      }\n"
     << "    }\n"
     // Column blocks of B small enough to stay in L2 across the chunk's rows.
