@@ -20,6 +20,7 @@ Expected<std::string> c_matmul_epilogue(const KernelSpec& spec, size_t c_input);
 // u8 x s8 -> s32 MatMul/Gemm ("matmul_i8"): activations quantised on the fly with attr a_scale,
 // weights pre-packed in VNNI order; see c_matmul_int8.cpp.
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name);
+Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_softmax(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::string& name);

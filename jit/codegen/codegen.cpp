@@ -66,6 +66,7 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   if (spec.family == "matmul_wq") return generate_c_matmul_wq(spec, name);
   if (spec.family == "matmul_i8") return generate_c_matmul_i8(spec, name);
   if (spec.family == "softmax") return generate_c_softmax(spec, name);
+  if (spec.family == "lstm") return generate_c_lstm(spec, name);
   if (spec.family == "layernorm") return generate_c_layernorm(spec, name);
   if (spec.family == "gather") return generate_c_gather(spec, name);
   if (spec.family == "transpose") return generate_c_transpose(spec, name);

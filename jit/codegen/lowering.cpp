@@ -328,6 +328,44 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     else if (n.op == "GlobalAveragePool" && rank0() >= 3) family = "globalavgpool";
     else if (n.op == "GlobalMaxPool" && rank0() >= 3) family = "globalmaxpool";
     else if (n.op == "BatchNormalization" && n.inputs.size() == 5 && rank0() >= 2) family = "batchnorm";
+    // LSTM: its optional inputs and outputs may be absent anywhere; the kernel takes the present
+    // ones, and masks say which they are.
+    if (n.op == "LSTM" && n.inputs.size() >= 3 && n.inputs[0] != kNoValue && is_float(g.value(n.inputs[0]).dtype)) {
+      int64_t in_mask = 0, out_mask = 0;
+      for (size_t k = 3; k < n.inputs.size() && k < 8; ++k)
+        if (n.inputs[k] != kNoValue) in_mask |= int64_t{1} << k;
+      for (size_t k = 0; k < n.outputs.size() && k < 3; ++k)
+        if (n.outputs[k] != kNoValue) out_mask |= int64_t{1} << k;
+      if (out_mask != 0 && n.inputs[1] != kNoValue && n.inputs[2] != kNoValue) {
+        st.spec.family = "lstm";
+        st.spec.attrs = n.attrs;
+        st.spec.attrs["lstm_inputs"] = in_mask;
+        st.spec.attrs["lstm_outputs"] = out_mask;
+        for (ValueId v : n.inputs)
+          if (v != kNoValue) st.inputs.push_back(v);
+        for (ValueId v : n.outputs)
+          if (v != kNoValue) st.outputs.push_back(v);
+        bool ok = true;
+        for (ValueId v : st.inputs) {
+          auto d = desc(v);
+          if (!d.ok()) { ok = false; break; }
+          st.spec.inputs.push_back(*d);
+        }
+        for (ValueId v : st.outputs) {
+          auto d = desc(v);
+          if (!d.ok()) { ok = false; break; }
+          st.spec.outputs.push_back(*d);
+        }
+        if (ok) {
+          steps.push_back(std::move(st));
+          produced_by(steps.size() - 1);
+          continue;
+        }
+        st.spec = KernelSpec();
+        st.inputs.clear();
+        st.outputs.clear();
+      }
+    }
     if (family.empty()) family = bake_reduce(g, n, baked);
     if (family.empty()) family = bake_movement(g, n, baked);
     st.inputs = n.inputs;

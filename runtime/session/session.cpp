@@ -487,6 +487,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
         log(LogLevel::info, "node '" + ls.label + "': " + k.status().message() + "; using the reference");
         ls.kind = st.kind = jit::LoweredStep::Kind::fallback;
         st.inputs = g->node(ls.node).inputs;
+        st.outputs = g->node(ls.node).outputs;  // the kernel's may leave out absent ones (LSTM)
       } else {
         return k.status().with_context("generating the kernel for '" + ls.label + "'");
       }
@@ -726,7 +727,8 @@ Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
       }
       auto outs = ref::run(*s.fallback, ins);
       if (!outs.ok()) return outs.status().with_context("step '" + s.label + "' (reference fallback)");
-      for (size_t k = 0; k < s.outputs.size(); ++k) HPF_RETURN_IF_ERROR(m.upload(s.outputs[k], (*outs)[k]));
+      for (size_t k = 0; k < s.outputs.size(); ++k)
+        if (s.outputs[k] != kNoValue) HPF_RETURN_IF_ERROR(m.upload(s.outputs[k], (*outs)[k]));
     }
     s.total_ms += ms_since(t0);
     ++s.calls;

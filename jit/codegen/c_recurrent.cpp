@@ -1,0 +1,220 @@
+// LSTM in C ("lstm"): ONNX LSTM with layout 0, the default activations (Sigmoid, Tanh, Tanh), no
+// clip and input_forget 0; any direction, optional B, sequence_lens, initial_h, initial_c and P
+// (peepholes), and any subset of the outputs Y, Y_h, Y_c. Other forms are declined (unsupported:
+// the session runs the node on the reference).
+//
+// One work item per (direction, batch row): the recurrence is sequential in time, so directions
+// and batch rows are the parallelism. Steps go in chunks: first the input projections W . x_t of
+// the chunk's steps (each W row read once per chunk), then per step the gate pre-activations
+//   g[j] = W[j] . x_t + R[j] . h + Wb[j] + Rb[j]   (j < 4H, gates in ONNX order i, o, f, c)
+// are dot products in 16 FP32 lanes over the weight rows as stored (FP32, BF16 or F16, converted
+// in registers: BF16/F16 weights halve the bytes the memory-bound recurrence streams), then
+//   i = s(g_i + Pi c), f = s(g_f + Pf c), c~ = tanh(g_c), c = f c + i c~, o = s(g_o + Po c),
+//   h = o tanh(c)
+// with gates and states in FP32 (hpf_vexp-based sigmoid and tanh, a few ulps). Steps past a
+// batch row's sequence length leave Y zero; Y_h/Y_c hold the state after its last step.
+//
+// Spec: inputs X, W, R, then the present optional inputs in ONNX order (attr lstm_inputs: bit k
+// set when input k, 3 <= k <= 7, is present), outputs the present ones (attr lstm_outputs: bit k
+// for output k).
+#include <algorithm>
+#include <sstream>
+
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/c_prelude.hpp"
+
+namespace hpf::jit {
+
+namespace {
+
+bool vector_loadable(DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::F16; }
+
+// 16 values of storage type `t` at `p` as an hpf_f32x16 (a statement expression).
+std::string load16(DType t, const std::string& p) {
+  if (t == DType::F32) return "({ hpf_f32x16 v_; __builtin_memcpy(&v_, " + p + ", 64); v_; })";
+  if (t == DType::BF16)
+    return "({ hpf_u16x16 u_; __builtin_memcpy(&u_, " + p + ", 32); (hpf_f32x16)(__builtin_convertvector(u_, hpf_u32x16) << 16); })";
+  return "({ lstm_h16 u_; __builtin_memcpy(&u_, " + p + ", 32); __builtin_convertvector(u_, hpf_f32x16); })";
+}
+
+// `static inline float NAME(const T* w, const float* x)`: the dot product of n weights and n FP32
+// values, in 16 lanes (two accumulators) and an ordered tail.
+std::string dot_fn(const std::string& name, DType t, int64_t n) {
+  const char* ct = c_storage_type(t);
+  std::ostringstream s;
+  s << "static inline float " << name << "(const " << ct << "* restrict w, const float* restrict x) {\n"
+    << "  hpf_f32x16 a0 = {}, a1 = {};\n"
+    << "  i64 q = 0;\n"
+    << "  for (; q + 32 <= " << L(n) << "; q += 32) {\n"
+    << "    hpf_f32x16 x0, x1; __builtin_memcpy(&x0, x + q, 64); __builtin_memcpy(&x1, x + q + 16, 64);\n"
+    << "    a0 += " << load16(t, "w + q") << " * x0;\n"
+    << "    a1 += " << load16(t, "w + q + 16") << " * x1;\n"
+    << "  }\n"
+    << "  for (; q + 16 <= " << L(n) << "; q += 16) { hpf_f32x16 x0; __builtin_memcpy(&x0, x + q, 64); a0 += "
+    << load16(t, "w + q") << " * x0; }\n"
+    << "  a0 += a1;\n"
+    << "  float s = 0.0f;\n"
+    << "  for (int l = 0; l < 16; ++l) s += a0[l];\n"
+    << "  for (; q < " << L(n) << "; ++q) s += " << c_load_operand(t, "w[q]") << " * x[q];\n"
+    << "  return s;\n"
+    << "}\n";
+  return s.str();
+}
+
+}  // namespace
+
+Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::string& name) {
+  const int64_t in_mask = attr_i(spec.attrs, "lstm_inputs", 0), out_mask = attr_i(spec.attrs, "lstm_outputs", 1);
+  auto has_in = [&](int k) { return k < 3 || ((in_mask >> k) & 1) != 0; };
+  // Position of ONNX input k among the spec's inputs (-1 when absent).
+  auto pos = [&](int k) {
+    if (!has_in(k)) return -1;
+    int p = 0;
+    for (int j = 0; j < k; ++j) p += has_in(j);
+    return p;
+  };
+  int expected_inputs = 0, expected_outputs = 0;
+  for (int k = 0; k < 8; ++k) expected_inputs += has_in(k);
+  for (int k = 0; k < 3; ++k) expected_outputs += (out_mask >> k) & 1;
+  if (static_cast<int>(spec.inputs.size()) != expected_inputs || static_cast<int>(spec.outputs.size()) != expected_outputs ||
+      expected_outputs == 0)
+    return Status::invalid("lstm: inputs/outputs do not match lstm_inputs/lstm_outputs");
+  const std::string direction = attr_s(spec.attrs, "direction").empty() ? "forward" : attr_s(spec.attrs, "direction");
+  if (attr_i(spec.attrs, "layout", 0) != 0) return Status::unsupported("C codegen: LSTM with layout 1");
+  if (spec.attrs.count("clip")) return Status::unsupported("C codegen: LSTM with clip");
+  if (attr_i(spec.attrs, "input_forget", 0) != 0) return Status::unsupported("C codegen: LSTM with input_forget");
+  if (auto it = spec.attrs.find("activations"); it != spec.attrs.end()) {
+    const auto* acts = std::get_if<std::vector<std::string>>(&it->second);
+    if (!acts) return Status::unsupported("C codegen: LSTM activations attribute of an unexpected type");
+    for (size_t k = 0; k < acts->size(); ++k)
+      if ((*acts)[k] != (k % 3 == 0 ? "Sigmoid" : "Tanh"))
+        return Status::unsupported("C codegen: LSTM activation '" + (*acts)[k] + "' (only the default Sigmoid, Tanh, Tanh)");
+  }
+  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
+    return Status::invalid("lstm: direction '" + direction + "'");
+  const TensorDesc &X = spec.inputs[0], &W = spec.inputs[1], &R = spec.inputs[2];
+  if (X.shape.size() != 3 || W.shape.size() != 3 || R.shape.size() != 3)
+    return Status::invalid("lstm: X, W and R must have rank 3");
+  const int64_t T = X.shape[0], B = X.shape[1], I = X.shape[2], D = W.shape[0], G = W.shape[1], H = G / 4;
+  if (D != (direction == "bidirectional" ? 2 : 1) || G % 4 != 0 || W.shape[2] != I || R.shape[1] != G || R.shape[2] != H)
+    return Status::invalid("lstm: W " + shape_string(W.shape) + " and R " + shape_string(R.shape) + " do not fit X " +
+                           shape_string(X.shape));
+  for (const TensorDesc* t : {&X, &W, &R})
+    if (!vector_loadable(t->dtype)) return Status::unsupported("C codegen: LSTM on " + std::string(dtype_name(t->dtype)));
+  for (int k : {3, 5, 6, 7})
+    if (has_in(k) && !is_float(spec.inputs[static_cast<size_t>(pos(k))].dtype))
+      return Status::invalid("lstm: input " + std::to_string(k) + " is not float");
+  if (has_in(4) && spec.inputs[static_cast<size_t>(pos(4))].dtype != DType::I32)
+    return Status::unsupported("C codegen: LSTM sequence_lens of " + std::string(dtype_name(spec.inputs[static_cast<size_t>(pos(4))].dtype)));
+  for (const TensorDesc& y : spec.outputs)
+    if (!is_float(y.dtype)) return Status::invalid("lstm: output is not float");
+  if (H > 4096 || I > 16384) return Status::unsupported("C codegen: LSTM wider than its stack buffers (H <= 4096, I <= 16384)");
+
+  std::ostringstream s;
+  s << c_prelude() << "typedef _Float16 lstm_h16 __attribute__((vector_size(32)));\n"
+    << "static inline float lstm_sigmoid(float x) { return 1.0f / (1.0f + hpf_vexp(-x)); }\n"
+    << "static inline float lstm_tanh(float x) {\n"
+    << "  const float e = hpf_vexp(-2.0f * __builtin_fabsf(x)), r = (1.0f - e) / (1.0f + e);\n"
+    << "  return x != x ? x : (x < 0.0f ? -r : r);\n"
+    << "}\n"
+    << dot_fn("lstm_dot_w", W.dtype, I) << dot_fn("lstm_dot_r", R.dtype, H);
+  auto arg = [&](int k) {  // "args[p]" of ONNX input k
+    return "args[" + std::to_string(pos(k)) + "]";
+  };
+  auto ptr = [&](int k, const char* var) {
+    const char* ct = c_storage_type(spec.inputs[static_cast<size_t>(pos(k))].dtype);
+    return std::string("  const ") + ct + "* restrict " + var + " = (const " + ct + "*)" + arg(k) + ";\n";
+  };
+  s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << ptr(0, "X") << ptr(1, "W") << ptr(2, "R");
+  if (has_in(3)) s << ptr(3, "Bias");
+  if (has_in(4)) s << "  const i32* restrict SL = (const i32*)" << arg(4) << ";\n";
+  if (has_in(5)) s << ptr(5, "H0");
+  if (has_in(6)) s << ptr(6, "C0");
+  if (has_in(7)) s << ptr(7, "P");
+  const char* ynames[3] = {"Y", "YH", "YC"};
+  {
+    size_t o = 0;
+    for (int k = 0; k < 3; ++k) {
+      if (!((out_mask >> k) & 1)) continue;
+      const char* ct = c_storage_type(spec.outputs[o].dtype);
+      s << "  " << ct << "* restrict " << ynames[k] << " = (" << ct << "*)args[" << spec.inputs.size() + o << "];\n";
+      ++o;
+    }
+  }
+  auto out_dtype = [&](int k) {
+    size_t o = 0;
+    for (int j = 0; j < k; ++j) o += (out_mask >> j) & 1;
+    return spec.outputs[o].dtype;
+  };
+  const std::string G_ = L(G), H_ = L(H), I_ = L(I);
+  // Steps per chunk: its projections (TC x 4H) and inputs (TC x I) in at most 128 + 64 KiB.
+  const int64_t TC = std::max<int64_t>(1, std::min({T, 32768 / G, 16384 / I}));
+  s << "  float h[" << H << "] __attribute__((aligned(64))), c[" << H << "], g[" << G << "];\n"
+    << "  float gx[" << TC * G << "], xs[" << TC * I << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 item = begin; item < end; ++item) {\n"
+    << "    const i64 d = item / " << L(B) << ", b = item % " << L(B) << ";\n"
+    << "    const int backward = " << (direction == "reverse" ? "1" : direction == "bidirectional" ? "d == 1" : "0") << ";\n"
+    << "    const " << c_storage_type(W.dtype) << "* restrict Wd = W + d * " << L(G * I) << ";\n"
+    << "    const " << c_storage_type(R.dtype) << "* restrict Rd = R + d * " << L(G * H) << ";\n"
+    << "    for (i64 j = 0; j < " << H_ << "; ++j) {\n"
+    << "      h[j] = " << (has_in(5) ? c_load(spec.inputs[static_cast<size_t>(pos(5))].dtype, "H0[(d * " + L(B) + " + b) * " + H_ + " + j]") : "0.0f") << ";\n"
+    << "      c[j] = " << (has_in(6) ? c_load(spec.inputs[static_cast<size_t>(pos(6))].dtype, "C0[(d * " + L(B) + " + b) * " + H_ + " + j]") : "0.0f") << ";\n"
+    << "    }\n";
+  if (has_in(4))
+    s << "    i64 len = SL[b];\n    len = len < 0 ? 0 : (len > " << L(T) << " ? " << L(T) << " : len);\n";
+  else
+    s << "    const i64 len = " << L(T) << ";\n";
+  if ((out_mask & 1) != 0)  // Y past the sequence: zero
+    s << "    for (i64 t = len; t < " << L(T) << "; ++t)\n"
+      << "      for (i64 j = 0; j < " << H_ << "; ++j) Y[((t * " << L(D) << " + d) * " << L(B) << " + b) * " << H_
+      << " + j] = " << c_store(out_dtype(0), "0.0f") << ";\n";
+  // Steps in chunks of TC: the input projections of a chunk first (each W row read once per
+  // chunk, reused over its steps), then the recurrence, which streams only R.
+  s << "    for (i64 s0 = 0; s0 < len; s0 += " << L(TC) << ") {\n"
+    << "      const i64 sn = len - s0 < " << L(TC) << " ? len - s0 : " << L(TC) << ";\n"
+    << "      for (i64 q = 0; q < sn; ++q) {\n"
+    << "        const i64 t = backward ? len - 1 - (s0 + q) : s0 + q;\n"
+    << "        for (i64 k = 0; k < " << I_ << "; ++k) xs[q * " << I_ << " + k] = "
+    << c_load_operand(X.dtype, "X[(t * " + L(B) + " + b) * " + I_ + " + k]") << ";\n"
+    << "      }\n"
+    << "      for (i64 j = 0; j < " << G_ << "; ++j)\n"
+    << "        for (i64 q = 0; q < sn; ++q) gx[q * " << G_ << " + j] = lstm_dot_w(Wd + j * " << I_ << ", xs + q * " << I_ << ");\n"
+    << "      for (i64 q = 0; q < sn; ++q) {\n"
+    << "      const i64 t = backward ? len - 1 - (s0 + q) : s0 + q;\n"
+    << "      for (i64 j = 0; j < " << G_ << "; ++j)\n"
+    << "        g[j] = gx[q * " << G_ << " + j] + lstm_dot_r(Rd + j * " << H_ << ", h)";
+  if (has_in(3)) {
+    const DType bt = spec.inputs[static_cast<size_t>(pos(3))].dtype;
+    s << " + " << c_load(bt, "Bias[d * " + L(2 * G) + " + j]") << " + " << c_load(bt, "Bias[d * " + L(2 * G) + " + " + G_ + " + j]");
+  }
+  s << ";\n"
+    << "      for (i64 j = 0; j < " << H_ << "; ++j) {\n";
+  std::string pi = "0.0f", po = "0.0f", pf = "0.0f";
+  if (has_in(7)) {
+    const DType pt = spec.inputs[static_cast<size_t>(pos(7))].dtype;
+    pi = c_load(pt, "P[d * " + L(3 * H) + " + j]");
+    po = c_load(pt, "P[d * " + L(3 * H) + " + " + H_ + " + j]");
+    pf = c_load(pt, "P[d * " + L(3 * H) + " + " + L(2 * H) + " + j]");
+  }
+  s << "        const float ig = lstm_sigmoid(g[j] + " << pi << " * c[j]);\n"
+    << "        const float fg = lstm_sigmoid(g[" << L(2 * H) << " + j] + " << pf << " * c[j]);\n"
+    << "        const float cg = lstm_tanh(g[" << L(3 * H) << " + j]);\n"
+    << "        c[j] = fg * c[j] + ig * cg;\n"
+    << "        const float og = lstm_sigmoid(g[" << H_ << " + j] + " << po << " * c[j]);\n"
+    << "        h[j] = og * lstm_tanh(c[j]);\n"
+    << "      }\n";
+  if ((out_mask & 1) != 0)
+    s << "      for (i64 j = 0; j < " << H_ << "; ++j) Y[((t * " << L(D) << " + d) * " << L(B) << " + b) * " << H_
+      << " + j] = " << c_store(out_dtype(0), "h[j]") << ";\n";
+  s << "      }\n    }\n";
+  if ((out_mask & 2) != 0)
+    s << "    for (i64 j = 0; j < " << H_ << "; ++j) YH[(d * " << L(B) << " + b) * " << H_ << " + j] = " << c_store(out_dtype(1), "h[j]") << ";\n";
+  if ((out_mask & 4) != 0)
+    s << "    for (i64 j = 0; j < " << H_ << "; ++j) YC[(d * " << L(B) << " + b) * " << H_ << " + j] = " << c_store(out_dtype(2), "c[j]") << ";\n";
+  s << "  }\n}\n";
+  return GeneratedKernel{name, s.str(), D * B, 1};
+}
+
+}  // namespace hpf::jit
