@@ -6,7 +6,7 @@ run's own inputs (the planner calibrates on other, seeded inputs, so this is an 
 check of the budget). Standard library only.
 
 usage: bench/plans.py [--hpf build/apps/hpf/hpf] [--repeat 20] [--kl-budget 1e-3] [--threads N]
-                      MODEL...   (builtin:NAME or an ONNX file; default: bert-tiny bert-layer cnn-small)
+                      MODEL...   (builtin:NAME or an ONNX file; default: bert-tiny bert-layer cnn-small lstm-lm)
 """
 import argparse
 import json
@@ -30,7 +30,7 @@ def run(hpf, model, plan, args):
 def main():
     root = pathlib.Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser()
-    ap.add_argument("models", nargs="*", default=["builtin:bert-tiny", "builtin:bert-layer", "builtin:cnn-small"])
+    ap.add_argument("models", nargs="*", default=["builtin:bert-tiny", "builtin:bert-layer", "builtin:cnn-small", "builtin:lstm-lm"])
     ap.add_argument("--hpf", default=str(root / "build" / "apps" / "hpf" / "hpf"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--kl-budget", type=float, default=1e-3)

@@ -75,6 +75,7 @@ std::vector<BuiltinInfo> builtin_models() {
           {"bert-layer", "one BERT-base encoder layer: hidden 768, 12 heads, FFN 3072, sequence 128"},
           {"bert-tiny", "BERT encoder: 2 layers, hidden 128, 2 heads, sequence 32"},
           {"cnn-small", "residual CNN classifier, 3x32x32 images, Conv/BatchNorm/Relu/MaxPool/Gemm"},
+          {"lstm-lm", "LSTM language model: embedding 256, 2 LSTM layers of 512, sequence 64, vocabulary 4096"},
           {"mlp", "two-layer perceptron, 64 -> 128 -> 10"}};
 }
 
@@ -84,6 +85,7 @@ Expected<Graph> builtin(const std::string& name) {
   if (n == "bert-tiny") return bert(bert_tiny());
   if (n == "bert-layer") return bert(bert_layer());
   if (n == "cnn-small") return cnn_small();
+  if (n == "lstm-lm") return lstm_lm();
   if (n == "mlp") return mlp();
   std::string known;
   for (const auto& m : builtin_models()) known += (known.empty() ? "" : ", ") + m.name;

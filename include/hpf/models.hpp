@@ -40,12 +40,22 @@ Expected<Graph> cnn_small(uint64_t seed = 1);
 // A two-layer MLP: input "x" f32[batch,64]; output "logits" f32[batch,10].
 Expected<Graph> mlp(uint64_t seed = 1);
 
+// An LSTM language model: input "input_ids" i64[sequence, batch] (time-major, as ONNX LSTM's
+// layout 0); output "logits" f32[sequence, batch, vocab]. Embedding (Gather), `layers` stacked
+// forward LSTMs (PyTorch's initialisation), a MatMul + Add projection onto the vocabulary.
+struct LstmConfig {
+  int64_t vocab = 4096, embed = 256, hidden = 512, sequence = 64;
+  int layers = 2;
+};
+Expected<Graph> lstm_lm(const LstmConfig& config = {}, uint64_t seed = 1);
+
 struct BuiltinInfo {
   std::string name;
   std::string description;
 };
 std::vector<BuiltinInfo> builtin_models();
-// "bert-base", "bert-layer", "bert-tiny", "cnn-small", "mlp" (with or without "builtin:").
+// "bert-base", "bert-layer", "bert-tiny", "cnn-small", "lstm-lm", "mlp" (with or without
+// "builtin:").
 Expected<Graph> builtin(const std::string& name);
 
 // Seeded example inputs for a graph: integer ids in [0, bound) for i64 inputs named *ids

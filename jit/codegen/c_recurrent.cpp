@@ -7,8 +7,9 @@
 // and batch rows are the parallelism. Steps go in chunks: first the input projections W . x_t of
 // the chunk's steps (each W row read once per chunk), then per step the gate pre-activations
 //   g[j] = W[j] . x_t + R[j] . h + Wb[j] + Rb[j]   (j < 4H, gates in ONNX order i, o, f, c)
-// are dot products in 16 FP32 lanes over the weight rows as stored (FP32, BF16 or F16, converted
-// in registers: BF16/F16 weights halve the bytes the memory-bound recurrence streams), then
+// are dot products in 16 FP32 lanes, four rows at a time, over the weight rows as stored (FP32,
+// BF16 or F16, converted in registers: BF16/F16 weights halve the bytes the memory-bound
+// recurrence streams), then
 //   i = s(g_i + Pi c), f = s(g_f + Pf c), c~ = tanh(g_c), c = f c + i c~, o = s(g_o + Po c),
 //   h = o tanh(c)
 // with gates and states in FP32 (hpf_vexp-based sigmoid and tanh, a few ulps). Steps past a
@@ -38,26 +39,27 @@ std::string load16(DType t, const std::string& p) {
   return "({ lstm_h16 u_; __builtin_memcpy(&u_, " + p + ", 32); __builtin_convertvector(u_, hpf_f32x16); })";
 }
 
-// `static inline float NAME(const T* w, const float* x)`: the dot product of n weights and n FP32
-// values, in 16 lanes (two accumulators) and an ordered tail.
-std::string dot_fn(const std::string& name, DType t, int64_t n) {
+// `static inline void NAME(const T* w, const float* x, float* out)`: out[r] = the dot product of
+// weight row r (rows n apart, r < 4) and n FP32 values: four rows at once (each x vector loaded
+// once for all four), in 16 lanes, the lanes added pairwise, then an ordered tail.
+std::string dot4_fn(const std::string& name, DType t, int64_t n) {
   const char* ct = c_storage_type(t);
   std::ostringstream s;
-  s << "static inline float " << name << "(const " << ct << "* restrict w, const float* restrict x) {\n"
-    << "  hpf_f32x16 a0 = {}, a1 = {};\n"
+  s << "static inline void " << name << "(const " << ct << "* restrict w, const float* restrict x, float* restrict out) {\n"
+    << "  hpf_f32x16 a0 = {}, a1 = {}, a2 = {}, a3 = {};\n"
     << "  i64 q = 0;\n"
-    << "  for (; q + 32 <= " << L(n) << "; q += 32) {\n"
-    << "    hpf_f32x16 x0, x1; __builtin_memcpy(&x0, x + q, 64); __builtin_memcpy(&x1, x + q + 16, 64);\n"
-    << "    a0 += " << load16(t, "w + q") << " * x0;\n"
-    << "    a1 += " << load16(t, "w + q + 16") << " * x1;\n"
+    << "  for (; q + 16 <= " << L(n) << "; q += 16) {\n"
+    << "    hpf_f32x16 xv; __builtin_memcpy(&xv, x + q, 64);\n"
+    << "    a0 += " << load16(t, "w + q") << " * xv;\n"
+    << "    a1 += " << load16(t, "w + " + L(n) + " + q") << " * xv;\n"
+    << "    a2 += " << load16(t, "w + " + L(2 * n) + " + q") << " * xv;\n"
+    << "    a3 += " << load16(t, "w + " + L(3 * n) + " + q") << " * xv;\n"
     << "  }\n"
-    << "  for (; q + 16 <= " << L(n) << "; q += 16) { hpf_f32x16 x0; __builtin_memcpy(&x0, x + q, 64); a0 += "
-    << load16(t, "w + q") << " * x0; }\n"
-    << "  a0 += a1;\n"
-    << "  float s = 0.0f;\n"
-    << "  for (int l = 0; l < 16; ++l) s += a0[l];\n"
-    << "  for (; q < " << L(n) << "; ++q) s += " << c_load_operand(t, "w[q]") << " * x[q];\n"
-    << "  return s;\n"
+    << "  out[0] = lstm_hsum(a0); out[1] = lstm_hsum(a1); out[2] = lstm_hsum(a2); out[3] = lstm_hsum(a3);\n"
+    << "  for (; q < " << L(n) << "; ++q) {\n"
+    << "    const float xq = x[q];\n"
+    << "    for (int r = 0; r < 4; ++r) out[r] += " << c_load_operand(t, "w[r * " + L(n) + " + q]") << " * xq;\n"
+    << "  }\n"
     << "}\n";
   return s.str();
 }
@@ -118,7 +120,14 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
     << "  const float e = hpf_vexp(-2.0f * __builtin_fabsf(x)), r = (1.0f - e) / (1.0f + e);\n"
     << "  return x != x ? x : (x < 0.0f ? -r : r);\n"
     << "}\n"
-    << dot_fn("lstm_dot_w", W.dtype, I) << dot_fn("lstm_dot_r", R.dtype, H);
+    << "typedef float lstm_f8 __attribute__((vector_size(32)));\n"
+    << "typedef float lstm_f4 __attribute__((vector_size(16)));\n"
+    << "static inline float lstm_hsum(hpf_f32x16 v) {\n"
+    << "  lstm_f8 h = __builtin_shufflevector(v, v, 0, 1, 2, 3, 4, 5, 6, 7) + __builtin_shufflevector(v, v, 8, 9, 10, 11, 12, 13, 14, 15);\n"
+    << "  lstm_f4 q = __builtin_shufflevector(h, h, 0, 1, 2, 3) + __builtin_shufflevector(h, h, 4, 5, 6, 7);\n"
+    << "  return (q[0] + q[2]) + (q[1] + q[3]);\n"
+    << "}\n"
+    << dot4_fn("lstm_dot_w", W.dtype, I) << dot4_fn("lstm_dot_r", R.dtype, H);
   auto arg = [&](int k) {  // "args[p]" of ONNX input k
     return "args[" + std::to_string(pos(k)) + "]";
   };
@@ -179,12 +188,13 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
     << "        for (i64 k = 0; k < " << I_ << "; ++k) xs[q * " << I_ << " + k] = "
     << c_load_operand(X.dtype, "X[(t * " + L(B) + " + b) * " + I_ + " + k]") << ";\n"
     << "      }\n"
-    << "      for (i64 j = 0; j < " << G_ << "; ++j)\n"
-    << "        for (i64 q = 0; q < sn; ++q) gx[q * " << G_ << " + j] = lstm_dot_w(Wd + j * " << I_ << ", xs + q * " << I_ << ");\n"
+    << "      for (i64 j = 0; j < " << G_ << "; j += 4)\n"
+    << "        for (i64 q = 0; q < sn; ++q) lstm_dot_w(Wd + j * " << I_ << ", xs + q * " << I_ << ", gx + q * " << G_ << " + j);\n"
     << "      for (i64 q = 0; q < sn; ++q) {\n"
     << "      const i64 t = backward ? len - 1 - (s0 + q) : s0 + q;\n"
+    << "      for (i64 j = 0; j < " << G_ << "; j += 4) lstm_dot_r(Rd + j * " << H_ << ", h, g + j);\n"
     << "      for (i64 j = 0; j < " << G_ << "; ++j)\n"
-    << "        g[j] = gx[q * " << G_ << " + j] + lstm_dot_r(Rd + j * " << H_ << ", h)";
+    << "        g[j] += gx[q * " << G_ << " + j]";
   if (has_in(3)) {
     const DType bt = spec.inputs[static_cast<size_t>(pos(3))].dtype;
     s << " + " << c_load(bt, "Bias[d * " + L(2 * G) + " + j]") << " + " << c_load(bt, "Bias[d * " + L(2 * G) + " + " + G_ + " + j]");
