@@ -19,7 +19,8 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
   Int8Input r;
   const NodePlan* p = plan.find(n.name);
   if (!p || p->mode != Mode::int8 || (n.op != "MatMul" && n.op != "Gemm") || n.inputs.size() < 2) return r;
-  if (!p->weight_quant || p->weight_quant->type != DType::I8) return r;
+  // An int8 node without activation quantisation keeps its activations float (weights only).
+  if (!p->weight_quant || p->weight_quant->type != DType::I8 || !p->activation_quant) return r;
   const Tensor* w = g.constant(n.inputs[1]);
   if (!w || w->dtype() != DType::F32 || w->rank() != 2 || int_attr(n, "transA")) return r;
   const ValueId a = n.inputs[0];
@@ -34,6 +35,17 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
         return r;
       }
     }
+  }
+  // A GEMV (at most 4 rows, known from the graph) streams the weights either way: weight-only.
+  const Value& av = g.value(a);
+  if (av.has_shape && !av.shape.empty()) {
+    int64_t rows = 1;
+    bool known = true;
+    for (size_t k = 0; k + 1 < av.shape.size(); ++k) {
+      known = known && av.shape[k].known();
+      if (known) rows *= av.shape[k].value;
+    }
+    if (known && rows <= 4) return r;
   }
   r.dynamic = true;
   return r;

@@ -161,8 +161,9 @@ class RefEvaluator {
   static Expected<RefEvaluator> create(const Graph& g, std::vector<std::vector<Tensor>> batches,
                                        const std::string& metric = "kl");
 
-  // The divergence of `plan`: per output the mean over batches of its metric, then the largest
-  // over the outputs (every output must stay within the budget).
+  // The divergence of `plan`: per output the largest over batches of its metric, then the
+  // largest over the outputs (every output on every batch must stay within the budget: a mean
+  // let a BERT-base plan pass on two batches and leave the budget on a third input).
   Expected<double> divergence(const Plan& plan) const;
   // Per output, the metric used, and a line naming them ("logits: kl-softmax, ...").
   const std::vector<OutputMetric>& output_metrics() const;

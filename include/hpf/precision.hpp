@@ -139,11 +139,14 @@ struct Plan {
   Status check_matches(const Graph& g) const;
 };
 
-// How an int8 MatMul/Gemm reads its float input A (the session's kernels do this and the
-// planner's emulation repeats it):
+// How an int8 MatMul/Gemm that quantises activations (activation_quant set, as int8 plans have
+// it; without it the node is weight-only) reads its float input A (the session's kernels do this
+// and the planner's emulation repeats it):
 //   static:  the producer's plan stores A as INT8 with one symmetric scale: that scale;
 //   dynamic: otherwise, when the node is int8 with INT8 weights in a rank-2 float initializer
-//            (MatMul, or Gemm without transA): per row of A, scale max|row| / 127 chosen at run
+//            (MatMul, or Gemm without transA) and A has more than 4 rows or a symbolic row count
+//            (a GEMV streams the weights either way and stays weight-only): per row of A, scale
+//            max|row| / 127 chosen at run
 //            time (hpf::fake_quantize_rows_i8), as ONNX Runtime's dynamic quantisation does;
 //   neither: A stays float and only the weights are INT8.
 // Both make the product u8 x s8 -> s32 on the CPU.

@@ -28,6 +28,8 @@
 // of up to 4 items whose rows are quantised once into a k-group-major buffer; then per block of
 // panels (~128 KiB of weights, kept in L2 across the chunk) every tile runs over the whole K
 // (the packed panels are already in the multiply's order: nothing of B is repacked at run time).
+// With fewer than 4 row items (M < 48, GEMV-like) the columns are cut into groups as well, one
+// work item per (row item, group), so that every thread streams a share of the weights.
 #include <algorithm>
 #include <sstream>
 
@@ -141,7 +143,11 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4, KP = (K + 15) / 16 * 16;
   // Rows quantised at once (whole work items, at most ~192 KiB of u8 on the stack) and panels per
   // column block (~128 KiB of weights, a multiple of 4 panels).
-  const int64_t chunk = kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  // Few rows (a GEMV-like M): the columns split into CS groups of PG panels too, so that every
+  // thread streams its share of the weights; each work item is then one row item and one group.
+  const int64_t row_items = (M + kRows - 1) / kRows;
+  const int64_t CS = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8) : 1, PG = (P + CS - 1) / CS;
+  const int64_t chunk = CS > 1 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
   const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
   HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 4));
   std::ostringstream s;
@@ -187,10 +193,12 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "];\n"
     << "  i32 ap[" << KG * chunk << "] __attribute__((aligned(64)));\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
-    << "  for (i64 w0 = begin; w0 < end; w0 += " << chunk / kRows << ") {\n"
+    << "  for (i64 w = begin; w < end; w += " << chunk / kRows << ") {\n"
+    << "    const i64 w0 = w / " << L(CS) << ", cg = w % " << L(CS) << ";  /* row item, column group */\n"
     << "    const i64 i0 = w0 * " << kRows << "LL, w1 = w0 + " << chunk / kRows << " < end ? w0 + " << chunk / kRows
     << " : end;\n"
     << "    const i64 rows = (w1 * " << kRows << "LL < " << L(M) << " ? w1 * " << kRows << "LL : " << L(M) << ") - i0;\n"
+    << "    const i64 p0 = cg * " << L(PG) << ", p1 = p0 + " << L(PG) << " < " << L(P) << " ? p0 + " << L(PG) << " : " << L(P) << ";\n"
     // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0
     // weight). A row is staged in FP32, then 16 lanes at a time (the division, NaN -> 0, clamp and
     // rint as hpf::quantize does them, per lane), 4 k-groups of the k-group-major buffer per step.
@@ -228,8 +236,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "      }\n"
     << "    }\n"
     // Column blocks of B small enough to stay in L2 across the chunk's rows.
-    << "    for (i64 pb = 0; pb < " << L(P) << "; pb += " << block << ") {\n"
-    << "      const i64 pe = pb + " << block << " < " << L(P) << " ? pb + " << block << " : " << L(P) << ";\n"
+    << "    for (i64 pb = p0; pb < p1; pb += " << block << ") {\n"
+    << "      const i64 pe = pb + " << block << " < p1 ? pb + " << block << " : p1;\n"
     << "      for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "        const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
     << "        i64 p = pb;\n"
@@ -238,7 +246,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "      }\n"
     << "    }\n"
     << "  }\n}\n";
-  return GeneratedKernel{name, s.str(), (M + kRows - 1) / kRows, 1};
+  return GeneratedKernel{name, s.str(), row_items * CS, 1};
 }
 
 }  // namespace hpf::jit
