@@ -2,6 +2,7 @@
 // the messages for bad parameters.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -427,4 +428,26 @@ TEST_CASE("fake_quantize_rows_i8: one scale per row, max|row| / 127, NaN and inf
   CHECK(y[3] == 127 * (0.002f / 127.0f));
   CHECK(y[2] == std::nearbyint(0.001f / (0.002f / 127.0f)) * (0.002f / 127.0f));
   CHECK(hpf::fake_quantize_rows_i8(y, 3).message() == "fake_quantize_rows_i8: rows of 3 do not divide 4 elements");
+}
+
+TEST_CASE("quantize: rounds half to even like nearbyint, on ties and near them") {
+  std::mt19937 g(5);
+  std::uniform_int_distribution<int> halves(-300, 300);
+  std::uniform_real_distribution<float> u(-140.0f, 140.0f);
+  std::vector<float> x;
+  for (int i = 0; i < 20000; ++i) {
+    const float h = static_cast<float>(halves(g)) * 0.5f;  // exact ties and integers
+    x.push_back(h);
+    x.push_back(std::nextafter(h, 1000.0f));
+    x.push_back(std::nextafter(h, -1000.0f));
+    x.push_back(u(g));
+  }
+  std::vector<std::byte> q(x.size());
+  REQUIRE(hpf::quantize(x, Shape{static_cast<int64_t>(x.size())}, params(DType::I8, {1.0f}), q).ok());
+  int64_t wrong = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float want = std::clamp(std::nearbyint(x[i]), -128.0f, 127.0f);  // default mode: to even
+    wrong += static_cast<int8_t>(q[i]) != static_cast<int>(want);
+  }
+  CHECK(wrong == 0);
 }
