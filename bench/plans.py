@@ -5,18 +5,25 @@ memory and its ratio, and the divergence of the device's output from the FP32 re
 run's own inputs (the planner calibrates on other, seeded inputs, so this is an independent
 check of the budget). Standard library only.
 
-usage: bench/plans.py [--hpf build/apps/hpf/hpf] [--repeat 20] [--kl-budget 1e-3] [--threads N]
-                      MODEL...   (builtin:NAME or an ONNX file; default: bert-tiny bert-layer cnn-small lstm-lm)
+The auto plan is made once (its planning time is reported) and saved; then the three plans run
+in turn, --rounds times, and each plan's latency is the median of its rounds' medians, so that a
+co-tenant slowing the machine for a while weighs on every plan alike.
+
+usage: bench/plans.py [--hpf build/apps/hpf/hpf] [--repeat 10] [--rounds 3] [--kl-budget 1e-3]
+                      [--threads N] MODEL...
+       (builtin:NAME or an ONNX file; default: bert-tiny bert-layer cnn-small lstm-lm)
 """
 import argparse
 import json
 import pathlib
+import statistics
 import subprocess
 import sys
+import tempfile
 
 
-def run(hpf, model, plan, args):
-    cmd = [hpf, "run", model, "--plan", plan, "--json", "--formats", "none", "--repeat", str(args.repeat)]
+def run(hpf, model, plan, args, extra=()):
+    cmd = [hpf, "run", model, "--plan", plan, "--json", "--formats", "none", "--repeat", str(args.repeat), *extra]
     if plan == "auto":
         cmd += ["--kl-budget", str(args.kl_budget)]
     if args.threads:
@@ -30,29 +37,43 @@ def run(hpf, model, plan, args):
 def main():
     root = pathlib.Path(__file__).resolve().parents[1]
     ap = argparse.ArgumentParser()
-    ap.add_argument("models", nargs="*", default=["builtin:bert-tiny", "builtin:bert-layer", "builtin:cnn-small", "builtin:lstm-lm"])
+    ap.add_argument("models", nargs="*",
+                    default=["builtin:bert-tiny", "builtin:bert-layer", "builtin:cnn-small", "builtin:lstm-lm"])
     ap.add_argument("--hpf", default=str(root / "build" / "apps" / "hpf" / "hpf"))
-    ap.add_argument("--repeat", type=int, default=20)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kl-budget", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=0)
     args = ap.parse_args()
     print(f"{'model':28} {'plan':5} {'median ms':>10} {'vs fp32':>8} {'peak MiB':>9} {'vs fp32':>8} "
-          f"{'KL vs fp32':>11} {'recompiles':>10}  nodes")
+          f"{'KL vs fp32':>11} {'plan s':>7}  nodes")
     ok = True
-    for m in args.models:
-        base = None
-        for plan in ("fp32", "bf16", "auto"):
-            j = run(args.hpf, m, plan, args)
-            ms, mem = j["latency_ms"]["median"], j["peak_memory_bytes"]
-            if base is None:
-                base = (ms, mem)
-            kl = j.get("kl_vs_fp32", float("nan"))
-            modes = j.get("planner", {}).get("modes", {})
-            within = plan != "auto" or kl <= args.kl_budget
-            ok = ok and within
-            print(f"{pathlib.Path(m).name:28} {plan:5} {ms:10.3f} {ms / base[0]:8.3f} {mem / 2**20:9.2f} "
-                  f"{mem / base[1]:8.3f} {kl:11.3e} {len(j.get('recompiles', [])):10d}  "
-                  f"{' '.join(f'{k} {v}' for k, v in sorted(modes.items()))}{'' if within else '  OVER BUDGET'}")
+    with tempfile.TemporaryDirectory() as tmp:
+        for m in args.models:
+            saved = str(pathlib.Path(tmp) / "auto.json")
+            first = run(args.hpf, m, "auto", args, ["--save-plan", saved])
+            planner = first.get("planner", {})
+            plans = {"fp32": "fp32", "bf16": "bf16", "auto": saved}
+            results = {p: [] for p in plans}
+            for _ in range(args.rounds):
+                for p, arg in plans.items():
+                    results[p].append(run(args.hpf, m, arg, args))
+            base = None
+            for p in plans:
+                js = results[p]
+                ms = statistics.median(j["latency_ms"]["median"] for j in js)
+                mem = js[0]["peak_memory_bytes"]
+                if base is None:
+                    base = (ms, mem)
+                kl = js[0].get("kl_vs_fp32", float("nan"))
+                within = p != "auto" or kl <= args.kl_budget
+                ok = ok and within
+                modes = planner.get("modes", {}) if p == "auto" else {}
+                secs = f"{planner.get('seconds', float('nan')):7.1f}" if p == "auto" else f"{'':7}"
+                print(f"{pathlib.Path(m).name:28} {p:5} {ms:10.3f} {ms / base[0]:8.3f} {mem / 2**20:9.2f} "
+                      f"{mem / base[1]:8.3f} {kl:11.3e} {secs}  "
+                      f"{' '.join(f'{k} {v}' for k, v in sorted(modes.items()))}{'' if within else '  OVER BUDGET'}",
+                      flush=True)
     return 0 if ok else 1
 
 

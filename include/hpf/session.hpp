@@ -21,6 +21,21 @@
 
 namespace hpf {
 
+// Weights a Session derives from a graph's constant initializers at compile (packed panels,
+// quantised copies), kept for other sessions compiling the same graph: the planner compiles one
+// graph under dozens of plans, and BERT-base's 85M weights took seconds to quantise and pack each
+// time. Entries are keyed by initializer name, shape, format and quantisation parameters, so a
+// cache must be shared only between compiles of graphs whose equally named initializers hold
+// equal values (one model). It holds every entry until destroyed. Thread-safe.
+class WeightCache {
+ public:
+  static std::shared_ptr<WeightCache> create();
+  virtual ~WeightCache() = default;
+  virtual int64_t entries() const = 0;
+  virtual int64_t bytes() const = 0;
+  virtual int64_t hits() const = 0;
+};
+
 struct SessionOptions {
   std::string plugin;                 // plugin name ("cpu"); empty: the best-scoring device
   DType precision = DType::F32;       // storage format of weights and intermediate values
@@ -32,6 +47,8 @@ struct SessionOptions {
   std::string cache_dir;              // empty: HPF_CACHE_DIR, else the XDG cache
   // Called after each kernel is ready (done, total), for progress displays. May be empty.
   std::function<void(size_t done, size_t total)> progress;
+  // Packed weights shared with other compiles of the same model (see WeightCache); may be null.
+  std::shared_ptr<WeightCache> weight_cache;
 };
 
 struct CompileStats {
@@ -47,7 +64,8 @@ struct CompileStats {
   // whose F32 weights serve a GEMV (at most 4 rows): packed once at compile in 16-column panels
   // (weight_bytes counts the packed bytes) and run by matmul_wq / matmul_i8 kernels.
   std::vector<std::string> packed_weight_nodes;
-  // Those of them computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is held quantised.
+  // Those of them computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is quantised with a
+  // calibrated or a per-row run-time scale (hpf::int8_input).
   std::vector<std::string> int8_compute_nodes;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"

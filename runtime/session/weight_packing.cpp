@@ -1,6 +1,7 @@
 #include "runtime/session/weight_packing.hpp"
 
 #include <cstring>
+#include <memory>
 #include <functional>
 #include <optional>
 #include <span>
@@ -158,9 +159,41 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
 
 }  // namespace
 
+std::shared_ptr<WeightCache> WeightCache::create() { return std::make_shared<PackedWeightCache>(); }
+
+std::optional<PackedWeights> PackedWeightCache::find(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return std::nullopt;
+  ++hits_;
+  return it->second;
+}
+
+void PackedWeightCache::put(const std::string& key, const PackedWeights& w) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (map_.count(key)) return;
+  map_.emplace(key, w);
+  bytes_ += static_cast<int64_t>(w.data.nbytes() + w.scales.nbytes() + w.column_sums.nbytes());
+}
+
+int64_t PackedWeightCache::entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(map_.size());
+}
+int64_t PackedWeightCache::bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
+}
+int64_t PackedWeightCache::hits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return hits_;
+}
+
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
-                                                             std::vector<jit::LoweredStep>& steps) {
+                                                             std::vector<jit::LoweredStep>& steps,
+                                                             WeightCache* cache) {
+  auto* packed_cache = dynamic_cast<PackedWeightCache*>(cache);
   WeightLoweringStats stats;
   for (jit::LoweredStep& st : steps) {
     if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.empty()) continue;
@@ -198,7 +231,19 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     } else {
       continue;
     }
-    auto packed = pack_weights(*w, trans_b, format, q ? &*q : nullptr);
+    // The cache key: the initializer, how it is read, the format and the exact scales.
+    std::string key;
+    if (packed_cache) {
+      key = g.value(n.inputs[1]).name + "|" + shape_string(w->shape()) + "|" + (trans_b ? "t" : "n") + "|" + format;
+      if (q) {
+        key += "|" + std::to_string(static_cast<int>(q->type)) + "/" + std::to_string(q->axis) + "/" +
+               std::to_string(q->group_size) + "/";
+        key.append(reinterpret_cast<const char*>(q->scales.data()), q->scales.size() * sizeof(float));
+      }
+    }
+    std::optional<PackedWeights> hit = packed_cache ? packed_cache->find(key) : std::nullopt;
+    Expected<PackedWeights> packed = hit ? Expected<PackedWeights>(std::move(*hit)) : pack_weights(*w, trans_b, format, q ? &*q : nullptr);
+    if (packed.ok() && packed_cache && !hit) packed_cache->put(key, *packed);
     if (!packed.ok()) {
       log(LogLevel::warn, "node '" + n.name + "': " + packed.status().message() + "; its weights stay f32");
       continue;

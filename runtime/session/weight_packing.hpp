@@ -4,14 +4,18 @@
 // ones hpf::quantize gives for the same parameters (the reference emulation's), so a quantised
 // plan computes on exactly the weights its emulation measured.
 //
-// Ownership: plain values. Thread-safety: pure functions.
+// Ownership: plain values. Thread-safety: pure functions; PackedWeightCache is internally locked.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "hpf/precision.hpp"
+#include "hpf/session.hpp"
 #include "hpf/tensor.hpp"
 #include "jit/codegen/lowering.hpp"
 
@@ -51,15 +55,33 @@ struct WeightLoweringStats {
 // rewrites the step into a matmul_wq kernel reading them (the original weight is then read by
 // no step, so it gets no device memory). An int8 node with a calibrated activation scale also
 // fake-quantises its output with it in the kernel's epilogue, as the emulation stores it.
-// An int8 node whose input A comes from a node with a calibrated INT8 activation scale (the
-// emulation holds A quantised with it) becomes a matmul_i8 kernel (u8 x s8 -> s32) quantising
-// A with that scale; otherwise its INT8 weights are dequantised to FP32 (matmul_wq).
+// An int8 node that hpf::int8_input gives a static or dynamic input scale becomes a matmul_i8
+// kernel (u8 x s8 -> s32) quantising A with it; otherwise its INT8 weights are dequantised to
+// FP32 (matmul_wq). With `cache`, packed weights are looked up there before they are made, and
+// stored there after.
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
 // Without a plan (or for an fp32 or auto node), an F32 weight is packed as F32 too: the GEMV
 // (M <= 4) streams it once, the GEMM copies contiguous panels instead of gathering strided rows
 // of the original (BERT-base's projections: ~25% faster).
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
-                                                             std::vector<jit::LoweredStep>& steps);
+                                                             std::vector<jit::LoweredStep>& steps,
+                                                             WeightCache* cache = nullptr);
+
+// The WeightCache implementation: PackedWeights by key.
+class PackedWeightCache final : public WeightCache {
+ public:
+  // A copy of the entry for `key`, if any.
+  std::optional<PackedWeights> find(const std::string& key);
+  void put(const std::string& key, const PackedWeights& w);
+  int64_t entries() const override;
+  int64_t bytes() const override;
+  int64_t hits() const override;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, PackedWeights> map_;
+  int64_t bytes_ = 0, hits_ = 0;
+};
 
 }  // namespace hpf

@@ -297,3 +297,39 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     CHECK(off * 50 <= int64_t(gv.size()));
   }
 }
+
+TEST_CASE("WeightCache: a second compile of the same model reuses the packed weights, bit for bit") {
+  const Case c{70, 150, 200, false, false, 0, true};
+  const Graph g = build(c);
+  const Tensor a = random({c.m, c.k}, 3, -2, 2);
+  SessionOptions o;
+  o.use_cache = false;
+  o.weight_cache = WeightCache::create();
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto plan = std::make_shared<Plan>(calibrated_plan(g, Mode::int8, s->device_formats(), a, {"y", "mm:out"}));
+  s->set_plan(plan);
+  std::vector<std::vector<float>> outs;
+  for (int k = 0; k < 2; ++k) {
+    auto exe = s->compile(g);
+    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+    CHECK(exe->compile_stats().int8_compute_nodes == std::vector<std::string>{"mm"});
+    auto got = exe->run({a});
+    REQUIRE(got.ok());
+    outs.push_back((*got)[0].to_f32());
+  }
+  CHECK(o.weight_cache->entries() == 1);
+  CHECK(o.weight_cache->hits() == 1);
+  CHECK(o.weight_cache->bytes() > 0);
+  CHECK(outs[0] == outs[1]);
+  // Other scales are another entry, not a stale hit.
+  auto plan2 = std::make_shared<Plan>(*plan);
+  for (NodePlan& np : plan2->nodes)
+    if (np.name == "mm")
+      for (float& sc : np.weight_quant->scales) sc *= 2.0f;
+  s->set_plan(plan2);
+  auto exe = s->compile(g);
+  REQUIRE(exe.ok());
+  CHECK(o.weight_cache->entries() == 2);
+  CHECK(o.weight_cache->hits() == 1);
+}
