@@ -4,17 +4,6 @@
 
 namespace hpf {
 
-namespace {
-
-bool int_attr(const Node& n, const char* name) {
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return false;
-  const auto* v = std::get_if<int64_t>(&it->second);
-  return v && *v != 0;
-}
-
-}  // namespace
-
 Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
   Int8Input r;
   const NodePlan* p = plan.find(n.name);
@@ -22,7 +11,7 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
   // An int8 node without activation quantisation keeps its activations float (weights only).
   if (!p->weight_quant || p->weight_quant->type != DType::I8 || !p->activation_quant) return r;
   const Tensor* w = g.constant(n.inputs[1]);
-  if (!w || w->dtype() != DType::F32 || w->rank() != 2 || int_attr(n, "transA")) return r;
+  if (!w || w->dtype() != DType::F32 || w->rank() != 2 || n.flag("transA")) return r;
   const ValueId a = n.inputs[0];
   if (a == kNoValue || !is_float(g.value(a).dtype)) return r;
   const int32_t producer = g.value(a).producer;

@@ -80,6 +80,13 @@ struct Node {
   std::vector<ValueId> inputs;  // kNoValue marks an absent optional input
   std::vector<ValueId> outputs;
   Attributes attrs;
+
+  // An integer attribute used as a flag (transA, transB, ...): set and non-zero.
+  bool flag(const std::string& attr) const {
+    auto it = attrs.find(attr);
+    const auto* v = it == attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+    return v && *v != 0;
+  }
 };
 
 class Graph {

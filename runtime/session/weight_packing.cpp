@@ -139,13 +139,6 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
 
 namespace {
 
-bool trans_attr(const Node& n, const char* name) {
-  auto it = n.attrs.find(name);
-  if (it == n.attrs.end()) return false;
-  const auto* v = std::get_if<int64_t>(&it->second);
-  return v && *v != 0;
-}
-
 // Parameters for `w` of node `n` under plan `p`: the plan's when it has scales, else the ones
 // calibrate_plan would choose (weights need no calibration data).
 Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const Tensor& w, bool trans_b) {
@@ -203,8 +196,8 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     const NodePlan* p = plan ? plan->find(n.name) : nullptr;
     if (n.inputs.size() < 2) continue;
     const Tensor* w = g.constant(n.inputs[1]);
-    if (!w || w->dtype() != DType::F32 || w->rank() != 2 || trans_attr(n, "transA")) continue;
-    const bool gemm = n.op == "Gemm", trans_b = gemm && trans_attr(n, "transB");
+    if (!w || w->dtype() != DType::F32 || w->rank() != 2 || n.flag("transA")) continue;
+    const bool gemm = n.op == "Gemm", trans_b = gemm && n.flag("transB");
     std::string format;
     std::optional<QuantParams> q;
     float a_scale = 0;       // W8A8, static: the INT8 scale A is held in

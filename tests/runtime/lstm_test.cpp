@@ -9,17 +9,14 @@
 
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
+#include "tests/runtime/random_tensor.hpp"
 
 using namespace hpf;
 
 namespace {
 
 Tensor random(std::vector<int64_t> shape, uint32_t seed, float lo = -0.5f, float hi = 0.5f) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(numel(shape));
-  for (float& x : v) x = d(g);
-  return *Tensor::from_f32(shape, v);
+  return test::random_tensor(std::move(shape), seed, lo, hi);
 }
 
 struct Case {
@@ -78,6 +75,24 @@ Built build(const Case& c) {
   return {std::move(g).value(), feeds};
 }
 
+// The model compiled and run on the CPU plugin (storage `precision`), with its compile stats.
+struct DeviceRun {
+  std::vector<Tensor> outputs;
+  CompileStats stats;
+};
+DeviceRun run_on_cpu(const Built& m, DType precision = DType::F32) {
+  SessionOptions o;
+  o.use_cache = false;
+  o.precision = precision;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(m.g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  auto got = exe->run(m.inputs);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  return {std::move(got).value(), exe->compile_stats()};
+}
+
 }  // namespace
 
 TEST_CASE("lstm: the CPU kernel matches the reference") {
@@ -100,18 +115,11 @@ TEST_CASE("lstm: the CPU kernel matches the reference") {
     Built m = build(c);
     auto want = ref::run(m.g, m.inputs);
     REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(m.g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == 0);
-    auto got = exe->run(m.inputs);
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    REQUIRE(got->size() == want->size());
-    for (size_t k = 0; k < got->size(); ++k) {
-      const std::vector<float> gv = (*got)[k].to_f32(), wv = (*want)[k].to_f32();
+    const DeviceRun got = run_on_cpu(m);
+    CHECK(got.stats.fallbacks == 0);
+    REQUIRE(got.outputs.size() == want->size());
+    for (size_t k = 0; k < got.outputs.size(); ++k) {
+      const std::vector<float> gv = got.outputs[k].to_f32(), wv = (*want)[k].to_f32();
       REQUIRE(gv.size() == wv.size());
       double worst = 0;
       for (size_t i = 0; i < gv.size(); ++i) worst = std::max(worst, std::abs(double(gv[i]) - wv[i]));
@@ -123,24 +131,16 @@ TEST_CASE("lstm: the CPU kernel matches the reference") {
 
 TEST_CASE("lstm: BF16 weights and storage stay close to the reference's BF16 emulation") {
   Built m = build({8, 2, 48, 32, "bidirectional", true, false, true, false});
-  SessionOptions o;
-  o.use_cache = false;
-  o.precision = DType::BF16;
-  auto s = Session::create(o);
-  REQUIRE(s.ok());
-  auto exe = s->compile(m.g);
-  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-  CHECK(exe->compile_stats().fallbacks == 0);
-  auto got = exe->run(m.inputs);
-  REQUIRE(got.ok());
+  const DeviceRun got = run_on_cpu(m, DType::BF16);
+  CHECK(got.stats.fallbacks == 0);
   ref::Emulation e;
   e.default_format = DType::BF16;
   ref::RunOptions ro;
   ro.emulation = &e;
   auto want = ref::run(m.g, m.inputs, ro);
   REQUIRE(want.ok());
-  for (size_t k = 0; k < got->size(); ++k) {
-    const std::vector<float> gv = (*got)[k].to_f32(), wv = (*want)[k].to_f32();
+  for (size_t k = 0; k < got.outputs.size(); ++k) {
+    const std::vector<float> gv = got.outputs[k].to_f32(), wv = (*want)[k].to_f32();
     double worst = 0;
     for (size_t i = 0; i < gv.size(); ++i) worst = std::max(worst, std::abs(double(gv[i]) - wv[i]));
     // Outputs rounded to BF16 (2^-9 relative) on both sides, |values| < 1: at most a step or two.
@@ -159,15 +159,8 @@ TEST_CASE("lstm: forms the kernel does not take run on the reference") {
     Built m = build(c);
     auto want = ref::run(m.g, m.inputs);
     REQUIRE(want.ok());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(m.g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == 1);
-    auto got = exe->run(m.inputs);
-    REQUIRE(got.ok());
-    CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
+    const DeviceRun got = run_on_cpu(m);
+    CHECK(got.stats.fallbacks == 1);
+    CHECK(got.outputs[0].to_f32() == (*want)[0].to_f32());
   }
 }

@@ -13,6 +13,7 @@
 #include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
+#include "tests/runtime/random_tensor.hpp"
 #include "runtime/session/weight_packing.hpp"
 
 using namespace hpf;
@@ -20,11 +21,7 @@ using namespace hpf;
 namespace {
 
 Tensor random(std::vector<int64_t> shape, uint32_t seed, float lo = -1, float hi = 1) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(numel(shape));
-  for (float& x : v) x = d(g);
-  return *Tensor::from_f32(shape, v);
+  return test::random_tensor(std::move(shape), seed, lo, hi);
 }
 
 struct Case {

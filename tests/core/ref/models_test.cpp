@@ -38,6 +38,29 @@ TEST_CASE("models: bert-tiny builds with the expected structure and runs") {
   }
 }
 
+TEST_CASE("models: lstm-lm builds with the expected structure and runs") {
+  models::LstmConfig c;
+  c.vocab = 50;
+  c.embed = 8;
+  c.hidden = 16;
+  c.sequence = 5;
+  auto g = models::lstm_lm(c);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  CHECK(to_string(g->value(*g->find_value("input_ids")).shape) == "[5,batch]");
+  CHECK(to_string(g->value(*g->find_value("logits")).shape) == "[5,batch,50]");
+  int lstms = 0;
+  for (const auto& n : g->nodes()) lstms += n.op == "LSTM";
+  CHECK(lstms == 2);
+  auto in = models::example_inputs(*g, 7, 2);
+  REQUIRE(in.ok());
+  for (int64_t id : (*in)[0].to_i64()) CHECK((id >= 0 && id < 50));
+  auto out = ref::run(*g, *in);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK((*out)[0].shape() == std::vector<int64_t>{5, 2, 50});
+  for (float v : (*out)[0].to_f32()) CHECK(std::isfinite(v));
+  CHECK(models::builtin("builtin:lstm-lm").ok());  // the default size
+}
+
 TEST_CASE("models: same seed, same weights and outputs, another seed differs") {
   auto a = models::bert(models::bert_tiny());
   auto b = models::bert(models::bert_tiny());
@@ -85,7 +108,7 @@ TEST_CASE("models: lower formats diverge more, and FP32 storage not at all") {
 TEST_CASE("models: unknown names list the known ones") {
   auto g = models::builtin("builtin:resnet");
   REQUIRE_FALSE(g.ok());
-  CHECK(g.status().message() == "no built-in model 'resnet' (built-in models: bert-base, bert-layer, bert-tiny, cnn-small, mlp)");
+  CHECK(g.status().message() == "no built-in model 'resnet' (built-in models: bert-base, bert-layer, bert-tiny, cnn-small, lstm-lm, mlp)");
 }
 
 TEST_CASE("divergence: KL, rel-L2, top-1 on hand-computed logits") {
