@@ -27,13 +27,12 @@ Status check_value_quant(const Graph& g, const Emulation& emu) {
                              std::string(dtype_name(g.value(*id).dtype)) + " value (only float values are quantised)");
   }
   for (const std::string& name : emu.dynamic_int8_rows) {
-    const Node* n = nullptr;
-    for (const Node& m : g.nodes())
-      if (m.name == name) n = &m;
-    if (!n)
+    const std::optional<int32_t> id = g.find_node(name);
+    if (!id)
       return Status::invalid("emulation: dynamic_int8_rows names node '" + name + "', which graph '" + g.name() +
                              "' does not have");
-    if (n->inputs.empty() || n->inputs[0] == kNoValue || !is_float(g.value(n->inputs[0]).dtype))
+    const Node& n = g.node(*id);
+    if (n.inputs.empty() || n.inputs[0] == kNoValue || !is_float(g.value(n.inputs[0]).dtype))
       return Status::invalid("emulation: dynamic_int8_rows names node '" + name + "', whose first input is not float");
   }
   return {};

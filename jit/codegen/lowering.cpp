@@ -345,25 +345,17 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
           if (v != kNoValue) st.inputs.push_back(v);
         for (ValueId v : n.outputs)
           if (v != kNoValue) st.outputs.push_back(v);
-        bool ok = true;
         for (ValueId v : st.inputs) {
-          auto d = desc(v);
-          if (!d.ok()) { ok = false; break; }
-          st.spec.inputs.push_back(*d);
+          HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+          st.spec.inputs.push_back(d);
         }
         for (ValueId v : st.outputs) {
-          auto d = desc(v);
-          if (!d.ok()) { ok = false; break; }
-          st.spec.outputs.push_back(*d);
+          HPF_ASSIGN_OR_RETURN(TensorDesc d, desc(v));
+          st.spec.outputs.push_back(d);
         }
-        if (ok) {
-          steps.push_back(std::move(st));
-          produced_by(steps.size() - 1);
-          continue;
-        }
-        st.spec = KernelSpec();
-        st.inputs.clear();
-        st.outputs.clear();
+        steps.push_back(std::move(st));
+        produced_by(steps.size() - 1);
+        continue;
       }
     }
     if (family.empty()) family = bake_reduce(g, n, baked);

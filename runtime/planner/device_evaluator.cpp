@@ -1,9 +1,9 @@
 // DeviceEvaluator: plans measured on the device a Session picks, against the reference's FP32
 // ground truth.
 #include <algorithm>
-#include <future>
 #include <atomic>
 #include <cmath>
+#include <future>
 #include <limits>
 
 #include "hpf/log.hpp"
@@ -74,8 +74,7 @@ Expected<double> DeviceEvaluator::divergence(const Plan& plan) const {
     HPF_ASSIGN_OR_RETURN(std::vector<Tensor> out, exe.run(s_->batches[b]));
     for (size_t o = 0; o < out.size() && o < per_output.size(); ++o) {
       HPF_ASSIGN_OR_RETURN(double d, output_divergence(s_->metrics[o], s_->reference[b][o], out[o]));
-      per_output[o] = std::isnan(d) || std::isnan(per_output[o]) ? std::numeric_limits<double>::quiet_NaN()
-                                                         : std::max(per_output[o], d);
+      per_output[o] = std::max(per_output[o], std::isnan(d) ? std::numeric_limits<double>::infinity() : d);
     }
   }
   double worst = 0;

@@ -190,8 +190,7 @@ Expected<double> RefEvaluator::divergence(const Plan& plan) const {
     for (size_t o = 0; o < out.size(); ++o) {
       HPF_ASSIGN_OR_RETURN(double d,
                            output_divergence(s_->metrics[o], s_->reference[b][o], out[o]));
-      per_output[o] = std::isnan(d) || std::isnan(per_output[o]) ? std::numeric_limits<double>::quiet_NaN()
-                                                         : std::max(per_output[o], d);
+      per_output[o] = std::max(per_output[o], std::isnan(d) ? std::numeric_limits<double>::infinity() : d);
     }
   }
   double worst = 0;

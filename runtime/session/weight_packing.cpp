@@ -1,8 +1,8 @@
 #include "runtime/session/weight_packing.hpp"
 
 #include <cstring>
-#include <memory>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 
