@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <numeric>
+#include <thread>
 
 #include "hpf/reference.hpp"
 
@@ -293,16 +295,25 @@ Status observe_values(const Graph& graph, const std::vector<std::vector<Tensor>>
                                          name, dtype_name(g.value(*id).dtype)));
     HPF_RETURN_IF_ERROR(g.add_output(*id));
   }
-  for (size_t b = 0; b < batches.size(); ++b) {
-    auto outs = ref::run(g, batches[b]);
-    if (!outs.ok())
-      return Status(outs.status().code(),
-                    fmt::format("observe_values: batch {}: {}", b, outs.status().message()));
-    for (size_t k = 0; k < values.size(); ++k) {
-      Status s = observers[values[k]].observe((*outs)[first_extra + k]);
-      if (!s.ok())
-        return Status::invalid(
-            fmt::format("observe_values: batch {}, value '{}': {}", b, values[k], s.message()));
+  // The interpreter is single-threaded: batches run side by side, as many at a time as there
+  // are cores, and are observed in batch order (a histogram depends on the order it grows in).
+  const size_t wave = std::max<size_t>(1, std::thread::hardware_concurrency());
+  for (size_t first = 0; first < batches.size(); first += wave) {
+    std::vector<std::future<Expected<std::vector<Tensor>>>> runs;
+    for (size_t b = first; b < std::min(batches.size(), first + wave); ++b)
+      runs.push_back(std::async(std::launch::async, [&g, &batches, b] { return ref::run(g, batches[b]); }));
+    for (size_t r = 0; r < runs.size(); ++r) {
+      const size_t b = first + r;
+      auto outs = runs[r].get();
+      if (!outs.ok())
+        return Status(outs.status().code(),
+                      fmt::format("observe_values: batch {}: {}", b, outs.status().message()));
+      for (size_t k = 0; k < values.size(); ++k) {
+        Status s = observers[values[k]].observe((*outs)[first_extra + k]);
+        if (!s.ok())
+          return Status::invalid(
+              fmt::format("observe_values: batch {}, value '{}': {}", b, values[k], s.message()));
+      }
     }
   }
   return {};

@@ -10,36 +10,97 @@
 namespace hpf::ref {
 namespace {
 
-// row[j] += av * b[j] for j < n, in FP64, each element exactly as the scalar expression (no
-// reassociation, no fused multiply-add: neither clone has FMA), four lanes at a time. The ground
-// truth of every planner evaluation runs through here (BERT-base: seconds per batch).
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target_clones("avx2", "default")))
-#endif
-void axpy_f64(double* __restrict row, double av, const float* __restrict b, int64_t n) {
-  typedef double v4d __attribute__((vector_size(32)));
-  typedef float v4f __attribute__((vector_size(16)));
-  const v4d a = {av, av, av, av};
-  int64_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    v4f bf;
-    v4d r;
-    std::memcpy(&bf, b + j, sizeof bf);
-    std::memcpy(&r, row + j, sizeof r);
-    const v4d p = a * __builtin_convertvector(bf, v4d);
-    r = r + p;
-    std::memcpy(row + j, &r, sizeof r);
+// C = A * B in FP64, every element summed exactly as the scalar loop
+//   double s = 0.0; for (p = 0; p < k; ++p) s = s + double(a[i][p]) * double(b[p][j]);
+// (same order, each sum rounded; the products of floats are exact), then rounded to float.
+// Tiles of R rows x NV vectors of columns keep their sums in registers while p runs, so a strip
+// of B (k x one tile's columns) is read once per R rows from cache. The ground truth of every
+// planner evaluation runs through here (BERT-base: seconds per batch).
+// One tile: rows i0 .. i0+Rows-1 of A times `strip`, B's columns of the tile as FP64, [k][NV*L]
+// contiguous; the sums go to C's columns j0 .. j0+NV*L-1.
+template <typename VD, typename VF, int Rows, int NV>
+inline __attribute__((always_inline)) void matmul_f64_tile(const float* __restrict a, const double* __restrict strip,
+                                                           float* __restrict c, int64_t k, int64_t n, int64_t i0,
+                                                           int64_t j0) {
+  constexpr int L = sizeof(VD) / sizeof(double);
+  VD acc[Rows][NV] = {};
+  for (int64_t p = 0; p < k; ++p) {
+    VD bv[NV];
+#pragma GCC unroll 4
+    for (int v = 0; v < NV; ++v) std::memcpy(&bv[v], strip + (p * NV + v) * L, sizeof(VD));
+#pragma GCC unroll 8
+    for (int r = 0; r < Rows; ++r) {
+      const VD av = a[(i0 + r) * k + p] - VD{};  // broadcast (x - +0 is x, signed zeros too)
+#pragma GCC unroll 4
+      for (int v = 0; v < NV; ++v) {
+        const VD prod = av * bv[v];
+        acc[r][v] = acc[r][v] + prod;
+      }
+    }
   }
-  for (; j < n; ++j) {
-    const double p = av * static_cast<double>(b[j]);
-    row[j] = row[j] + p;
-  }
+  for (int r = 0; r < Rows; ++r)
+    for (int v = 0; v < NV; ++v) {
+      const VF out = __builtin_convertvector(acc[r][v], VF);
+      std::memcpy(c + (i0 + r) * n + j0 + v * L, &out, sizeof out);
+    }
 }
 
-// C[m,n] = sum_k A[m,k] * B[k,n], all row-major and contiguous. The i-k-j loop order keeps the
-// innermost loop contiguous in B and C so it vectorises.
+template <int VB, int R, int NV>  // vector bytes, rows per tile, vectors per tile row
+inline __attribute__((always_inline)) void matmul_f64_tiles(const float* a, const float* b, float* c, int64_t m,
+                                                            int64_t k, int64_t n) {
+  typedef double vd __attribute__((vector_size(VB)));
+  typedef float vf __attribute__((vector_size(VB / 2)));
+  constexpr int W = VB / 8 * NV;  // columns per tile
+  // A strip of B is read once per R rows: copied contiguous (B's rows are n floats apart, which
+  // maps a strip onto few cache sets and many pages) and converted to FP64 once.
+  std::vector<double> strip(static_cast<size_t>(k) * W);
+  int64_t j0 = 0;
+  for (; j0 + W <= n; j0 += W) {
+    for (int64_t p = 0; p < k; ++p)
+      for (int j = 0; j < W; ++j) strip[p * W + j] = b[p * n + j0 + j];
+    int64_t i0 = 0;
+    for (; i0 + R <= m; i0 += R) matmul_f64_tile<vd, vf, R, NV>(a, strip.data(), c, k, n, i0, j0);
+    for (; i0 < m; ++i0) matmul_f64_tile<vd, vf, 1, NV>(a, strip.data(), c, k, n, i0, j0);
+  }
+  for (int64_t i = 0; i < m; ++i)  // the last columns (fewer than a tile)
+    for (int64_t j = j0; j < n; ++j) {
+      double s = 0.0;
+      for (int64_t p = 0; p < k; ++p) {
+        const double prod = static_cast<double>(a[i * k + p]) * static_cast<double>(b[p * n + j]);
+        s = s + prod;
+      }
+      c[i * n + j] = static_cast<float>(s);
+    }
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// A product of two floats is exact in FP64, so a fused multiply-add (the avx512f clone may
+// contract to one) rounds exactly as the separate product and sum.
+__attribute__((target("avx512f"))) void matmul_f64_avx512(const float* a, const float* b, float* c, int64_t m,
+                                                          int64_t k, int64_t n) {
+  matmul_f64_tiles<64, 4, 2>(a, b, c, m, k, n);
+}
+__attribute__((target("avx2"))) void matmul_f64_avx2(const float* a, const float* b, float* c, int64_t m, int64_t k,
+                                                     int64_t n) {
+  matmul_f64_tiles<32, 4, 2>(a, b, c, m, k, n);
+}
+#endif
+
+void matmul_f64(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n) {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const int isa = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") ? 1 : 0;
+  if (isa == 2) return matmul_f64_avx512(a, b, c, m, k, n);
+  if (isa == 1) return matmul_f64_avx2(a, b, c, m, k, n);
+#endif
+  matmul_f64_tiles<16, 4, 2>(a, b, c, m, k, n);
+}
+
+// C[m,n] = sum_k A[m,k] * B[k,n], all row-major and contiguous. FP64 accumulation through the
+// tiles above; a narrower format row by row in i-k-j order (contiguous in B and C), each sum
+// rounded to it.
 void matmul_2d(const float* a, const float* b, float* c, int64_t m, int64_t k, int64_t n,
                Accumulation acc) {
+  if (!acc || is_integer(*acc)) return matmul_f64(a, b, c, m, k, n);
   with_accumulation(acc, [&](auto zero, auto round) {
     using T = decltype(zero);
     std::vector<T> row(n);
@@ -48,10 +109,7 @@ void matmul_2d(const float* a, const float* b, float* c, int64_t m, int64_t k, i
       for (int64_t p = 0; p < k; ++p) {
         const T av = a[i * k + p];
         const float* bp = b + p * n;
-        if constexpr (std::is_same_v<T, double>)
-          axpy_f64(row.data(), av, bp, n);  // round is the identity in FP64
-        else
-          for (int64_t j = 0; j < n; ++j) row[j] = round(row[j] + av * T(bp[j]));
+        for (int64_t j = 0; j < n; ++j) row[j] = round(row[j] + av * T(bp[j]));
       }
       for (int64_t j = 0; j < n; ++j) c[i * n + j] = static_cast<float>(row[j]);
     }

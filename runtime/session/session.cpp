@@ -327,7 +327,8 @@ struct Executable::Impl {
     return static_cast<std::byte*>(buffers[plan.slot_of[v]].device_pointer()) + plan.offset_of[v];
   }
   Status upload(ValueId v, const Tensor& t) {
-    const Tensor conv = t.dtype() == storage[v] ? t : t.cast(storage[v]);
+    if (t.dtype() == storage[v]) return buffers[plan.slot_of[v]].copy_in(plan.offset_of[v], t.bytes().data(), t.nbytes());
+    const Tensor conv = t.cast(storage[v]);
     return buffers[plan.slot_of[v]].copy_in(plan.offset_of[v], conv.bytes().data(), conv.nbytes());
   }
   Expected<Tensor> download(ValueId v) const {

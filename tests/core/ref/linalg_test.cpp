@@ -2,7 +2,9 @@
 // dimensions) and Gemm (transposes, alpha/beta, C broadcasting), and FP64 accumulation.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -129,13 +131,15 @@ TEST_CASE("ref linalg: MatMul batch dimensions that do not broadcast are an erro
   check_error(r, {"'node'", "MatMul", "[2]", "[3]"});
 }
 
-TEST_CASE("ref linalg: randomized MatMul against a naive double triple loop") {
+TEST_CASE("ref linalg: randomized MatMul against a naive double triple loop (bit for bit)") {
   std::mt19937 rng(12345);
   struct Case {
     int64_t m, k, n;
   };
   for (Case c :
-       {Case{1, 1, 1}, Case{3, 17, 5}, Case{16, 33, 9}, Case{7, 128, 1}, Case{1, 64, 31}}) {
+       {Case{1, 1, 1}, Case{3, 17, 5}, Case{16, 33, 9}, Case{7, 128, 1}, Case{1, 64, 31},
+        // register tiles of 4 rows x 8 or 16 columns, with rows and columns left over
+        Case{9, 40, 37}, Case{4, 300, 16}, Case{5, 3, 48}, Case{13, 77, 70}}) {
     INFO("m=" << c.m << " k=" << c.k << " n=" << c.n);
     const auto a = random_values(c.m * c.k, rng), b = random_values(c.k * c.n, rng);
     auto y = run1("MatMul", {in(f32({c.m, c.k}, a)), in(f32({c.k, c.n}, b))});
@@ -145,6 +149,19 @@ TEST_CASE("ref linalg: randomized MatMul against a naive double triple loop") {
     std::vector<float> want(ref.begin(), ref.end());
     check_close(y, {c.m, c.n}, want, 0, 0);
   }
+}
+
+TEST_CASE("ref linalg: MatMul sums start from +0 and propagate NaN as the scalar loop does") {
+  // 0 * -1 is -0, and +0 + -0 is +0: every output is +0, in register tiles and leftovers alike.
+  auto y = run1("MatMul", {in(f32({5, 1}, std::vector<float>(5, 0.0f))), in(f32({1, 20}, std::vector<float>(20, -1.0f)))});
+  for (float v : y.to_f32()) CHECK((v == 0.0f && !std::signbit(v)));
+  // inf * 0 is NaN; a NaN anywhere in a row or column makes that output NaN.
+  std::vector<float> b(2 * 17, 1.0f);
+  b[0] = std::numeric_limits<float>::infinity();
+  const auto z = run1("MatMul", {in(f32({4, 2}, {0, 1, 1, 1, 1, 1, 1, 1})), in(f32({2, 17}, b))}).to_f32();
+  CHECK(std::isnan(z[0]));
+  CHECK(std::isinf(z[17]));
+  CHECK(z[1] == 1.0f);
 }
 
 TEST_CASE("ref linalg: MatMul accumulates in FP64") {
