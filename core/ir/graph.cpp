@@ -67,6 +67,16 @@ Expected<ValueId> Graph::add_initializer(std::string name, Tensor t) {
   return id;
 }
 
+Expected<ValueId> Graph::add_initializer(std::string name, std::shared_ptr<const Tensor> t) {
+  if (!t) return Status::invalid("graph '" + name_ + "': initializer '" + name + "' has no tensor");
+  HPF_ASSIGN_OR_RETURN(ValueId id, add_initializer(std::move(name), Tensor()));
+  Value& v = values_[id];
+  v.dtype = t->dtype();
+  v.shape = make_shape(t->shape());
+  v.constant = std::move(t);
+  return id;
+}
+
 void Graph::set_constant(ValueId id, Tensor t) {
   Value& v = values_.at(id);
   v.dtype = t.dtype();

@@ -99,6 +99,8 @@ class Graph {
   // "<op>_<id>". Errors: duplicate name, dangling value id.
   Expected<ValueId> add_input(std::string name, DType dtype, Shape shape);
   Expected<ValueId> add_initializer(std::string name, Tensor value);
+  // The same sharing `value` (not null) with its other owners.
+  Expected<ValueId> add_initializer(std::string name, std::shared_ptr<const Tensor> value);
   // Adds a node whose outputs are new values named `output_names` (dtype/shape filled by
   // infer_shapes). Returns the node id.
   Expected<int32_t> add_node(std::string op, std::string name, std::vector<ValueId> inputs,

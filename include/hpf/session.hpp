@@ -22,11 +22,15 @@
 namespace hpf {
 
 // Weights a Session derives from a graph's constant initializers at compile (packed panels,
-// quantised copies), kept for other sessions compiling the same graph: the planner compiles one
-// graph under dozens of plans, and BERT-base's 85M weights took seconds to quantise and pack each
-// time. Entries are keyed by initializer name, shape, format and quantisation parameters, so a
+// quantised copies) and the device copies of the weights (in each storage format), kept for other
+// compiles: the planner compiles one graph under dozens of plans, a LiveExecutable one graph for
+// many shapes; BERT-base's 85M weights took seconds to quantise, pack and upload each time.
+// Packed entries are keyed by initializer name, shape, format and quantisation parameters, so a
 // cache must be shared only between compiles of graphs whose equally named initializers hold
-// equal values (one model). It holds every entry until destroyed. Thread-safe.
+// equal values (one model). Device copies (weights of 64 KiB and more) are keyed by the
+// initializer tensor itself, so executables compiled from copies of one Graph share them; they
+// are read-only to kernels. It holds every entry until destroyed, except device copies of
+// tensors no longer alive anywhere; an Executable keeps the entries it uses. Thread-safe.
 class WeightCache {
  public:
   static std::shared_ptr<WeightCache> create();
@@ -47,7 +51,8 @@ struct SessionOptions {
   std::string cache_dir;              // empty: HPF_CACHE_DIR, else the XDG cache
   // Called after each kernel is ready (done, total), for progress displays. May be empty.
   std::function<void(size_t done, size_t total)> progress;
-  // Packed weights shared with other compiles of the same model (see WeightCache); may be null.
+  // Packed weights and device copies of weights shared with other compiles of the same model
+  // (see WeightCache); may be null. A LiveExecutable creates one when this is null.
   std::shared_ptr<WeightCache> weight_cache;
 };
 

@@ -306,6 +306,8 @@ Expected<LiveExecutable> LiveExecutable::create(const Graph& graph, LiveOptions 
     impl->plan = std::make_shared<const Plan>(uniform_plan(graph, options.session.precision));
   if (impl->plan)
     HPF_RETURN_IF_ERROR(impl->plan->check_matches(graph).with_context("live executable"));
+  // Variants of one graph share its weights on the device instead of holding a copy each.
+  if (!options.session.weight_cache) options.session.weight_cache = WeightCache::create();
   HPF_ASSIGN_OR_RETURN(Session s, Session::create(options.session));
   impl->device_storage = s.device_formats().storage;
   impl->session.emplace(std::move(s));

@@ -19,6 +19,7 @@
 #include "jit/codegen/lowering.hpp"
 #include "runtime/planner/plan_util.hpp"
 #include "runtime/session/memory_plan.hpp"
+#include "runtime/session/weight_cache.hpp"
 #include "runtime/session/weight_packing.hpp"
 
 namespace hpf {
@@ -311,7 +312,8 @@ struct Executable::Impl {
   std::vector<Program> programs;
   std::vector<Step> steps;
   MemoryPlan plan;
-  std::vector<Buffer> buffers;       // one per plan slot
+  // One per plan slot; a weight's may be shared with other executables (SessionOptions::weight_cache).
+  std::vector<std::shared_ptr<Buffer>> buffers;
   std::vector<int> slot_of;          // value -> buffer index (-1: none)
   std::vector<DType> storage;        // value -> storage format
   std::vector<std::vector<int64_t>> shapes;  // value -> concrete shape
@@ -324,16 +326,17 @@ struct Executable::Impl {
 
   size_t value_bytes(ValueId v) const { return storage_bytes(storage[v], numel(shapes[v])); }
   void* pointer(ValueId v) const {
-    return static_cast<std::byte*>(buffers[plan.slot_of[v]].device_pointer()) + plan.offset_of[v];
+    return static_cast<std::byte*>(buffers[plan.slot_of[v]]->device_pointer()) + plan.offset_of[v];
   }
-  Status upload(ValueId v, const Tensor& t) {
-    if (t.dtype() == storage[v]) return buffers[plan.slot_of[v]].copy_in(plan.offset_of[v], t.bytes().data(), t.nbytes());
-    const Tensor conv = t.cast(storage[v]);
-    return buffers[plan.slot_of[v]].copy_in(plan.offset_of[v], conv.bytes().data(), conv.nbytes());
+  Status upload(ValueId v, const Tensor& t) { return upload_to(*buffers[plan.slot_of[v]], plan.offset_of[v], t, storage[v]); }
+  static Status upload_to(Buffer& b, size_t offset, const Tensor& t, DType format) {
+    if (t.dtype() == format) return b.copy_in(offset, t.bytes().data(), t.nbytes());
+    const Tensor conv = t.cast(format);
+    return b.copy_in(offset, conv.bytes().data(), conv.nbytes());
   }
   Expected<Tensor> download(ValueId v) const {
     Tensor t(storage[v], shapes[v]);
-    HPF_RETURN_IF_ERROR(buffers[plan.slot_of[v]].copy_out(plan.offset_of[v], t.bytes().data(), t.nbytes()));
+    HPF_RETURN_IF_ERROR(buffers[plan.slot_of[v]]->copy_out(plan.offset_of[v], t.bytes().data(), t.nbytes()));
     return t;
   }
   // The overflow watch after step `s` (set_overflow_watch): appends to `hits`.
@@ -585,16 +588,32 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   for (size_t v = 0; v < bytes.size(); ++v)
     bytes[v] = impl->dynamic.value_in_region[v] ? 0 : impl->value_bytes(static_cast<ValueId>(v));
   impl->plan = plan_memory(*g, bytes, step_inputs, step_outputs, alias_step);
+  // Weights first: with a weight cache, a large one shares the device copy other executables made
+  // of the same tensor in the same format.
+  impl->buffers.resize(impl->plan.slot_bytes.size());
+  std::vector<bool> filled(impl->buffers.size(), false);
+  auto* shared = dynamic_cast<SharedWeights*>(impl_->options.weight_cache.get());
+  for (size_t v = 0; v < bytes.size(); ++v) {
+    const std::shared_ptr<const Tensor>& c = g->value(static_cast<ValueId>(v)).constant;
+    const int slot = impl->plan.slot_of[v];
+    if (!c || slot < 0) continue;
+    impl->stats.weight_bytes += static_cast<int64_t>(bytes[v]);
+    if (!shared || bytes[v] < SharedWeights::kMinDeviceBytes || impl->plan.slot_bytes[slot] != bytes[v]) continue;
+    const DType format = impl->storage[v];
+    HPF_ASSIGN_OR_RETURN(impl->buffers[slot],
+                         shared->device_copy(c, format, impl_->plugin, impl_->device, bytes[v],
+                                             [&](Buffer& b) { return Executable::Impl::upload_to(b, 0, *c, format); }));
+    filled[slot] = true;
+  }
   for (size_t sl = 0; sl < impl->plan.slot_bytes.size(); ++sl) {
+    if (impl->buffers[sl]) continue;
     auto b = impl_->plugin->alloc(impl_->device, std::max<size_t>(impl->plan.slot_bytes[sl], 1));
     if (!b.ok()) return b.status();
-    impl->buffers.push_back(std::move(b).value());
+    impl->buffers[sl] = std::make_shared<Buffer>(std::move(b).value());
   }
   for (size_t v = 0; v < bytes.size(); ++v)
-    if (const Tensor* c = g->constant(static_cast<ValueId>(v)); c && impl->plan.slot_of[v] >= 0) {
+    if (const Tensor* c = g->constant(static_cast<ValueId>(v)); c && impl->plan.slot_of[v] >= 0 && !filled[impl->plan.slot_of[v]])
       HPF_RETURN_IF_ERROR(impl->upload(static_cast<ValueId>(v), *c));
-      impl->stats.weight_bytes += static_cast<int64_t>(bytes[v]);
-    }
   for (ValueId v : g->inputs()) impl->input_shapes.push_back(impl->shapes[v]);
   for (ValueId v : g->outputs()) impl->output_names.push_back(g->value(v).name);
   impl->graph = std::move(g);

@@ -8,6 +8,7 @@
 
 #include "hpf/calibration.hpp"
 #include "hpf/log.hpp"
+#include "runtime/session/weight_cache.hpp"
 
 namespace hpf {
 namespace {
@@ -152,41 +153,11 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
 
 }  // namespace
 
-std::shared_ptr<WeightCache> WeightCache::create() { return std::make_shared<PackedWeightCache>(); }
-
-std::optional<PackedWeights> PackedWeightCache::find(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto it = map_.find(key);
-  if (it == map_.end()) return std::nullopt;
-  ++hits_;
-  return it->second;
-}
-
-void PackedWeightCache::put(const std::string& key, const PackedWeights& w) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (map_.count(key)) return;
-  map_.emplace(key, w);
-  bytes_ += static_cast<int64_t>(w.data.nbytes() + w.scales.nbytes() + w.column_sums.nbytes());
-}
-
-int64_t PackedWeightCache::entries() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<int64_t>(map_.size());
-}
-int64_t PackedWeightCache::bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return bytes_;
-}
-int64_t PackedWeightCache::hits() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return hits_;
-}
-
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
                                                              WeightCache* cache) {
-  auto* packed_cache = dynamic_cast<PackedWeightCache*>(cache);
+  auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
   WeightLoweringStats stats;
   for (jit::LoweredStep& st : steps) {
     if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.empty()) continue;
@@ -234,37 +205,42 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
         key.append(reinterpret_cast<const char*>(q->scales.data()), q->scales.size() * sizeof(float));
       }
     }
-    std::optional<PackedWeights> hit = packed_cache ? packed_cache->find(key) : std::nullopt;
-    Expected<PackedWeights> packed = hit ? Expected<PackedWeights>(std::move(*hit)) : pack_weights(*w, trans_b, format, q ? &*q : nullptr);
-    if (packed.ok() && packed_cache && !hit) packed_cache->put(key, *packed);
-    if (!packed.ok()) {
-      log(LogLevel::warn, "node '" + n.name + "': " + packed.status().message() + "; its weights stay f32");
-      continue;
+    std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
+    if (!packed) {
+      auto made = pack_weights(*w, trans_b, format, q ? &*q : nullptr);
+      if (!made.ok()) {
+        log(LogLevel::warn, "node '" + n.name + "': " + made.status().message() + "; its weights stay f32");
+        continue;
+      }
+      packed = packed_cache ? packed_cache->put_packed(key, std::move(made).value())
+                            : std::make_shared<const PackedWeights>(std::move(made).value());
     }
     const std::string base = g.value(n.inputs[1]).name + "/" + format;
-    auto add = [&](const std::string& name, Tensor t) -> Expected<ValueId> {
-      std::vector<int64_t> shape = t.shape();
-      const DType dt = t.dtype();
-      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, std::move(t)));
+    auto add = [&](const std::string& name, std::shared_ptr<const Tensor> t) -> Expected<ValueId> {
+      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, t));
       storage.resize(g.values().size(), DType::F32);
       shapes.resize(g.values().size());
-      storage[id] = dt;
-      shapes[id] = std::move(shape);
+      storage[id] = t->dtype();
+      shapes[id] = t->shape();
       return id;
     };
-    if (a_scale > 0)  // s_a * s_w[n]: one multiply per output in the kernel
-      for (float& x : std::span<float>(reinterpret_cast<float*>(packed->scales.bytes().data()),
-                                       static_cast<size_t>(packed->scales.numel())))
+    auto shared = [&](const Tensor& member) { return std::shared_ptr<const Tensor>(packed, &member); };
+    std::shared_ptr<const Tensor> scales = shared(packed->scales);
+    if (a_scale > 0) {  // s_a * s_w[n]: one multiply per output in the kernel
+      Tensor s = packed->scales;
+      for (float& x : std::span<float>(reinterpret_cast<float*>(s.bytes().data()), static_cast<size_t>(s.numel())))
         x *= a_scale;
-    HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", std::move(packed->data)));
-    HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", std::move(packed->scales)));
+      scales = std::make_shared<const Tensor>(std::move(s));
+    }
+    HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", shared(packed->data)));
+    HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", scales));
     jit::KernelSpec spec;
     const bool w8a8 = a_scale > 0 || a_dynamic;
     spec.family = w8a8 ? "matmul_i8" : "matmul_wq";
     spec.inputs = {st.spec.inputs[0], {DType::U8, shapes[wid]}, {DType::F32, shapes[sid]}};
     std::vector<ValueId> ins = {st.inputs[0], wid, sid};
     if (w8a8) {
-      HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/colsums", std::move(packed->column_sums)));
+      HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/colsums", shared(packed->column_sums)));
       spec.inputs.push_back({DType::I32, shapes[zid]});
       ins.push_back(zid);
       if (a_dynamic)

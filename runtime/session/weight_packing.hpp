@@ -4,12 +4,10 @@
 // ones hpf::quantize gives for the same parameters (the reference emulation's), so a quantised
 // plan computes on exactly the weights its emulation measured.
 //
-// Ownership: plain values. Thread-safety: pure functions; PackedWeightCache is internally locked.
+// Ownership: plain values. Thread-safety: pure functions.
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,8 +55,8 @@ struct WeightLoweringStats {
 // fake-quantises its output with it in the kernel's epilogue, as the emulation stores it.
 // An int8 node that hpf::int8_input gives a static or dynamic input scale becomes a matmul_i8
 // kernel (u8 x s8 -> s32) quantising A with it; otherwise its INT8 weights are dequantised to
-// FP32 (matmul_wq). With `cache`, packed weights are looked up there before they are made, and
-// stored there after.
+// FP32 (matmul_wq). With `cache` (a WeightCache::create() one), packed weights are looked up there
+// before they are made, stored there after, and shared with the graph without a copy.
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
 // Without a plan (or for an fp32 or auto node), an F32 weight is packed as F32 too: the GEMV
 // (M <= 4) streams it once, the GEMM copies contiguous panels instead of gathering strided rows
@@ -67,21 +65,5 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
                                                              WeightCache* cache = nullptr);
-
-// The WeightCache implementation: PackedWeights by key.
-class PackedWeightCache final : public WeightCache {
- public:
-  // A copy of the entry for `key`, if any.
-  std::optional<PackedWeights> find(const std::string& key);
-  void put(const std::string& key, const PackedWeights& w);
-  int64_t entries() const override;
-  int64_t bytes() const override;
-  int64_t hits() const override;
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, PackedWeights> map_;
-  int64_t bytes_ = 0, hits_ = 0;
-};
 
 }  // namespace hpf
