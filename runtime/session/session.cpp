@@ -3,11 +3,13 @@
 #include "hpf/session.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -302,7 +304,71 @@ struct Session::Impl {
   std::string device_label;
   std::string fingerprint;  // digest of the device's fingerprint and toolchain
   std::shared_ptr<KernelCache> cache;  // shared with the Executables, for their kernel timings
+
+  struct Binary {
+    CacheKey key;
+    std::vector<std::byte> blob;
+  };
+  // The binary of each distinct kernel (by name) among the generated `sources` of `steps`: from
+  // the kernel cache, or compiled by the plugin (misses side by side, one per core) and stored.
+  // Counts hits and misses in `stats`. Errors: the first failing compile in step order.
+  Expected<std::map<std::string, Binary>> binaries_of(
+      const std::vector<jit::LoweredStep>& steps,
+      const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& sources, CompileStats& stats) const;
 };
+
+Expected<std::map<std::string, Session::Impl::Binary>> Session::Impl::binaries_of(
+    const std::vector<jit::LoweredStep>& steps,
+    const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& sources, CompileStats& stats) const {
+  const DeviceRecord& dev = plugin->devices()[device];
+  const bool cached = cache && cache->enabled();
+  std::map<std::string, Binary> out;
+  struct Miss {
+    const jit::GeneratedKernel* kernel;
+    const std::string* label;
+    std::optional<Expected<std::vector<std::byte>>> blob;
+    double ms = 0;
+  };
+  std::vector<Miss> missing;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!sources[i] || !sources[i]->ok()) continue;
+    const jit::GeneratedKernel& k = **sources[i];
+    auto [it, added] = out.try_emplace(k.name);
+    if (!added) continue;
+    it->second.key = CacheKey{fingerprint, dev.compiler, dev.compile_flags, hash_source(k.source)};
+    if (cached)
+      if (auto blob = cache->get(it->second.key)) {
+        it->second.blob = std::move(*blob);
+        ++stats.cache_hits;
+        continue;
+      }
+    missing.push_back(Miss{&k, &steps[i].label, std::nullopt});
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t j; (j = next++) < missing.size();) {
+      const auto t0 = Clock::now();
+      missing[j].blob = plugin->compile(device, missing[j].kernel->source);
+      missing[j].ms = ms_since(t0);
+    }
+  };
+  std::vector<std::thread> workers;
+  const size_t n = std::min<size_t>(missing.size(), std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t w = 1; w < n; ++w) workers.emplace_back(work);
+  work();
+  for (std::thread& t : workers) t.join();
+  for (Miss& m : missing) {
+    if (!m.blob->ok()) return m.blob->status().with_context("compiling kernel for '" + *m.label + "'");
+    Binary& b = out.at(m.kernel->name);
+    b.blob = std::move(*m.blob).value();
+    ++stats.cache_misses;
+    if (cached) {
+      Status s = cache->put(b.key, b.blob, m.ms);
+      if (!s.ok()) log(LogLevel::warn, "kernel cache: " + s.message());
+    }
+  }
+  return out;
+}
 
 struct Executable::Impl {
   std::shared_ptr<KernelCache> cache;  // the Session's (null without a cache)
@@ -473,9 +539,16 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);
     impl->dynamic.value_in_region.resize(g->values().size(), false);
   }
+  // Every kernel's source, then the binaries: from the cache, or compiled (misses side by side,
+  // one per core: a plugin compiles different programs concurrently).
+  std::vector<std::optional<Expected<jit::GeneratedKernel>>> sources(lowered.size());
+  for (size_t i = 0; i < lowered.size(); ++i)
+    if (lowered[i].kind == jit::LoweredStep::Kind::kernel) sources[i] = jit::generate_c(lowered[i].spec);
+  HPF_ASSIGN_OR_RETURN(auto binaries, impl_->binaries_of(lowered, sources, impl->stats));
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
   size_t done = 0;
-  for (auto& ls : lowered) {
+  for (size_t i = 0; i < lowered.size(); ++i) {
+    jit::LoweredStep& ls = lowered[i];
     Step st;
     st.kind = ls.kind;
     st.label = ls.label;
@@ -485,7 +558,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     // runs on the reference instead.
     std::optional<jit::GeneratedKernel> generated;
     if (ls.kind == jit::LoweredStep::Kind::kernel) {
-      auto k = jit::generate_c(ls.spec);
+      Expected<jit::GeneratedKernel>& k = *sources[i];
       if (k.ok()) {
         generated = std::move(k).value();
       } else if (k.status().code() == StatusCode::unsupported && ls.fused.size() == 1) {
@@ -527,25 +600,10 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       st.work_items = k.work_items;
       st.grain = k.grain;
       auto it = kernel_index.find(k.name);
-      CacheKey key{impl_->fingerprint, dev.compiler, dev.compile_flags, hash_source(k.source)};
-      st.key = key;
-      if (impl_->cache && impl_->cache->enabled()) st.cached_ms = cached_run_ms(*impl_->cache, key).first;
+      st.key = binaries.at(k.name).key;
+      if (impl_->cache && impl_->cache->enabled()) st.cached_ms = cached_run_ms(*impl_->cache, *st.key).first;
       if (it == kernel_index.end()) {
-        std::optional<std::vector<std::byte>> blob;
-        if (impl_->cache && impl_->cache->enabled()) blob = impl_->cache->get(key);
-        if (blob) {
-          ++impl->stats.cache_hits;
-        } else {
-          const auto tc = Clock::now();
-          auto compiled = impl_->plugin->compile(impl_->device, k.source);
-          if (!compiled.ok()) return compiled.status().with_context("compiling kernel for '" + ls.label + "'");
-          blob = std::move(compiled).value();
-          ++impl->stats.cache_misses;
-          if (impl_->cache && impl_->cache->enabled()) {
-            Status s = impl_->cache->put(key, *blob, ms_since(tc));
-            if (!s.ok()) log(LogLevel::warn, "kernel cache: " + s.message());
-          }
-        }
+        const std::vector<std::byte>* blob = &binaries.at(k.name).blob;
         auto program = impl_->plugin->load(impl_->device, *blob);
         if (!program.ok()) return program.status().with_context("loading kernel for '" + ls.label + "'");
         impl->programs.push_back(std::move(program).value());
