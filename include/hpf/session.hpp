@@ -49,7 +49,9 @@ struct SessionOptions {
   std::shared_ptr<const Plan> plan;
   bool use_cache = true;              // HPF_CACHE=0 also turns the cache off
   std::string cache_dir;              // empty: HPF_CACHE_DIR, else the XDG cache
-  // Called after each kernel is ready (done, total), for progress displays. May be empty.
+  // Called as the binaries of the distinct kernels are ready (done, total: from the kernel cache,
+  // or compiled), for progress displays; never concurrently, maybe from a compiling thread. May
+  // be empty.
   std::function<void(size_t done, size_t total)> progress;
   // Packed weights and device copies of weights shared with other compiles of the same model
   // (see WeightCache); may be null. A LiveExecutable creates one when this is null.

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -311,7 +312,8 @@ struct Session::Impl {
   };
   // The binary of each distinct kernel (by name) among the generated `sources` of `steps`: from
   // the kernel cache, or compiled by the plugin (misses side by side, one per core) and stored.
-  // Counts hits and misses in `stats`. Errors: the first failing compile in step order.
+  // Counts hits and misses in `stats`; reports progress as binaries are ready. Errors: the first
+  // failing compile in step order.
   Expected<std::map<std::string, Binary>> binaries_of(
       const std::vector<jit::LoweredStep>& steps,
       const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& sources, CompileStats& stats) const;
@@ -344,12 +346,19 @@ Expected<std::map<std::string, Session::Impl::Binary>> Session::Impl::binaries_o
       }
     missing.push_back(Miss{&k, &steps[i].label, std::nullopt});
   }
+  std::mutex progress_mutex;
+  size_t ready = out.size() - missing.size();
+  if (options.progress && ready > 0) options.progress(ready, out.size());
   std::atomic<size_t> next{0};
   auto work = [&] {
     for (size_t j; (j = next++) < missing.size();) {
       const auto t0 = Clock::now();
       missing[j].blob = plugin->compile(device, missing[j].kernel->source);
       missing[j].ms = ms_since(t0);
+      if (options.progress) {
+        std::lock_guard<std::mutex> lock(progress_mutex);
+        options.progress(++ready, out.size());
+      }
     }
   };
   std::vector<std::thread> workers;
@@ -546,7 +555,6 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (lowered[i].kind == jit::LoweredStep::Kind::kernel) sources[i] = jit::generate_c(lowered[i].spec);
   HPF_ASSIGN_OR_RETURN(auto binaries, impl_->binaries_of(lowered, sources, impl->stats));
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
-  size_t done = 0;
   for (size_t i = 0; i < lowered.size(); ++i) {
     jit::LoweredStep& ls = lowered[i];
     Step st;
@@ -620,8 +628,6 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
             std::find(st.outputs.begin(), st.outputs.end(), v) == st.outputs.end())
           st.hides_low_precision = true;
     impl->steps.push_back(std::move(st));
-    ++done;
-    if (impl_->options.progress) impl_->options.progress(done, lowered.size());
   }
   impl->stats.kernels = static_cast<int64_t>(kernel_index.size());
   for (const auto& ls : lowered)
