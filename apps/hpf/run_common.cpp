@@ -199,10 +199,15 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
     std::printf("planner  nodes: %s; divergence %.3e (budget %.1e); predicted %.3f -> %.3f ms, bytes %lld -> %lld\n",
                 modes.c_str(), plan.divergence, a.kl_budget, report.fp32_ms, report.plan_ms,
                 static_cast<long long>(report.fp32_bytes), static_cast<long long>(report.plan_bytes));
+    if (report.fp32_measured_ms > 0 && report.plan_measured_ms > 0)
+      std::printf("planner  measured on the calibration batches: %.3f -> %.3f ms (%d slower plans refused)\n",
+                  report.fp32_measured_ms, report.plan_measured_ms, report.rejected_slower);
   }
   j["planner"] = {{"metric", ev.describe()}, {"evaluations", report.evaluations}, {"seconds", ms / 1000},
                   {"budget", a.kl_budget}, {"divergence", plan.divergence}, {"modes", report.modes},
                   {"predicted_ms", {{"fp32", report.fp32_ms}, {"plan", report.plan_ms}}},
+                  {"measured_ms", {{"fp32", report.fp32_measured_ms}, {"plan", report.plan_measured_ms}}},
+                  {"rejected_slower", report.rejected_slower},
                   {"bytes", {{"fp32", report.fp32_bytes}, {"plan", report.plan_bytes}}}};
   return plan;
 }

@@ -115,11 +115,23 @@ class CostModel {
 // ---------------------------------------------------------------------------------------------
 // Evaluators: the planner never runs a model itself.
 
+// A plan run on the calibration inputs: its divergence and, where the evaluator times it, its
+// end-to-end milliseconds per run (-1: not measured).
+struct Evaluation {
+  double divergence = 0;
+  double ms = -1;
+};
+
 struct Evaluators {
   // End-to-end divergence of the model outputs from FP32 on the calibration inputs (required).
   std::function<Expected<double>(const Plan&)> divergence;
   // Measured milliseconds per node name for a plan (optional).
   std::function<Expected<std::map<std::string, double>>(const Plan&)> measure_ms;
+  // Divergence and measured end-to-end time in one go (optional; used instead of divergence
+  // when set): the planner then refuses plans measured slower than FP32
+  // (PlannerOptions::max_latency_ratio), which catches what per-node costs miss (fusion the
+  // formats allow or break, conversions at format boundaries, kernels slower than the roofline).
+  std::function<Expected<Evaluation>(const Plan&)> evaluate;
 };
 
 // The reference interpreter's emulation of a plan. For every node whose mode is not fp32 (or
@@ -188,10 +200,12 @@ class DeviceEvaluator {
                                           std::vector<std::vector<Tensor>> batches,
                                           const std::string& metric = "kl", int runs = 3);
   Expected<double> divergence(const Plan& plan) const;
+  // The divergence, and the fastest of the batches' runs as the plan's end-to-end time.
+  Expected<Evaluation> evaluate(const Plan& plan) const;
   Expected<std::map<std::string, double>> measure_ms(const Plan& plan) const;
   std::string describe() const;  // the metric per output, as RefEvaluator::describe
   int evaluations() const;
-  Evaluators evaluators() const;  // divergence and measure_ms
+  Evaluators evaluators() const;  // divergence, evaluate and measure_ms
 
  private:
   struct State;
@@ -231,7 +245,13 @@ struct PlannerOptions {
   // so each term is normalised: alpha = 1 weighs a plan twice as fast as FP32 at 0.5, beta the
   // same for memory, gamma = 0.1 charges a plan using its whole budget one tenth of the FP32
   // latency. Only the ratios matter.
+  // The latency term is the cost model's sum over the nodes (measured kernel times where
+  // measure_ms gives them, else the roofline).
   double alpha = 1.0, beta = 0.5, gamma = 0.1;
+  // With measured times, a plan measured slower than max_latency_ratio x the FP32 plan is never
+  // chosen, whatever it saves in memory (auto is for speed first; raise it to trade time for
+  // bytes). The 5% above 1 is timing noise on a shared machine, not a slowdown allowed.
+  double max_latency_ratio = 1.05;
   DeviceFormats device;  // candidate modes: bf16, fp16, tf32, fp8, int8, int4-weights
                          // as the device has them (plan_from_policy's availability)
   Policy policy = Policy::uniform(Mode::auto_);  // `auto` nodes are planned, others fixed
@@ -252,8 +272,9 @@ struct PlannerReport {
   int sensitivity_evaluations = 0;
   int groups = 0;     // lowering groups (nodes of one class in one block, or single nodes)
   int proposals = 0;  // (group, mode) pairs within budget alone
-  int accepted = 0, rejected_budget = 0, rejected_metropolis = 0, backed_off = 0;
+  int accepted = 0, rejected_budget = 0, rejected_metropolis = 0, rejected_slower = 0, backed_off = 0;
   double fp32_ms = 0, plan_ms = 0;  // cost model totals
+  double fp32_measured_ms = -1, plan_measured_ms = -1;  // end to end, where measured
   int64_t fp32_bytes = 0, plan_bytes = 0;
   double objective = 0;
   std::map<std::string, int> modes;  // nodes per mode in the result
@@ -272,10 +293,13 @@ struct PlannerReport {
 //      sensitivity; sweep over them: a proposal is evaluated end to end, rejected when the whole
 //      plan leaves the budget, else accepted when it lowers the objective, or with probability
 //      exp(-delta / T) when it raises it (Metropolis; moves back to higher precision are
-//      proposals too, so the search can leave a local minimum); T falls geometrically per sweep;
-//      sweeps end when one accepts nothing or the evaluations run out; the best plan wins;
+//      proposals too, so the search can leave a local minimum); with Evaluators::evaluate, a
+//      plan measured slower than max_latency_ratio x FP32 is rejected too; T falls
+//      geometrically per sweep; sweeps end when one accepts nothing or the evaluations run out;
+//      the best plan wins;
 //   4. final end-to-end check; if over the budget, the last accepted moves are undone until
-//      it fits.
+//      it fits; with measured times, then also while the plan, timed alternately with the FP32
+//      plan, is slower than max_latency_ratio x FP32.
 // The plan records per node predicted_ms, measured_ms, bytes and sensitivity (of its group
 // lowered alone to the node's final mode; for FP32 nodes, to their least aggressive
 // candidate), and Plan::divergence. Errors: no divergence evaluator, an evaluator's error, a

@@ -86,7 +86,8 @@ struct StepProfile {
   std::vector<std::string> nodes;  // names of the graph nodes the step computes (empty: the
                                    // dynamic region)
   // A kernel step's time per launch as recorded in the kernel cache by an earlier
-  // Executable::save_timings (any process on this device); -1 when none.
+  // Executable::save_timings (any process on this device with as many compute units: the CPU
+  // plugin's threads); -1 when none.
   double cached_ms = -1;
 };
 
@@ -116,12 +117,15 @@ class Executable {
   // Bytes of device memory the executable holds: weights plus the peak of the reused arena.
   size_t peak_memory_bytes() const;
   // Stores each kernel's mean time per launch over the runs so far beside its binary in the
-  // kernel cache (merged with what earlier runs stored), so the next plan or process can use it
-  // without measuring again (StepProfile::cached_ms). A no-op without a cache. Not synchronised
+  // kernel cache (merged with what earlier runs with the same number of compute units stored),
+  // so the next plan or process can use it without measuring again (StepProfile::cached_ms). A no-op without a cache. Not synchronised
   // with other Executables of the same Session.
   Status save_timings();
   // Per-step times accumulated over every run() so far, in launch order.
   std::vector<StepProfile> profile() const;
+  // Forgets the times and calls accumulated so far (e.g. after warm-up runs), for profile() and
+  // save_timings().
+  void clear_profile();
   const std::vector<std::string>& output_names() const;
 
   // Overflow watch, for live recompilation (live.hpp). Off by default. When on, run() reads back

@@ -91,6 +91,9 @@ struct Proposal {
 
 using State = std::vector<Mode>;  // per node id
 
+// The final latency check times the FP32 plan and the chosen one alternately this many times.
+constexpr int kFinalTimingRounds = 2;
+
 class Planner {
  public:
   Planner(const Graph& g, const PlannerOptions& o, const Evaluators& ev,
@@ -117,8 +120,14 @@ class Planner {
       if (!is_auto(id)) start_[id] = base_.nodes[id].mode;
     l0_ = std::max(cost_.plan_ms(to_plan(start_)), 1e-12);
     b0_ = std::max<double>(double(cost_.plan_bytes(to_plan(start_))), 1.0);
-    HPF_ASSIGN_OR_RETURN(double d0, divergence(start_));
+    HPF_ASSIGN_OR_RETURN(Evaluation e0, evaluate(start_));
+    const double d0 = e0.divergence;
     d0_ = d0;
+    ms0_ = e0.ms;
+    if (ms0_ > 0) {  // the fastest of two evaluations: a first run in a process is often slow
+      HPF_ASSIGN_OR_RETURN(Evaluation again, evaluate(start_, true));
+      if (again.ms > 0) ms0_ = std::min(ms0_, again.ms);
+    }
     if (d0 > search_budget())
       log(LogLevel::warn, "plan_auto: the policy's fixed nodes alone diverge by " +
                               std::to_string(d0) + ", over the search budget " +
@@ -229,14 +238,33 @@ class Planner {
     return Status();
   }
 
-  Expected<double> divergence(const State& s) {
-    const auto it = seen_.find(s);
-    if (it != seen_.end()) return it->second;
-    HPF_ASSIGN_OR_RETURN(double d, ev_.divergence(to_plan(s)));
+  // A plan's divergence and (with Evaluators::evaluate) measured time, evaluated once per state
+  // unless `fresh`.
+  Expected<Evaluation> evaluate(const State& s, bool fresh = false) {
+    if (!fresh)
+      if (const auto it = seen_.find(s); it != seen_.end()) return it->second;
+    Evaluation e;
+    if (ev_.evaluate) {
+      HPF_ASSIGN_OR_RETURN(e, ev_.evaluate(to_plan(s)));
+    } else {
+      HPF_ASSIGN_OR_RETURN(e.divergence, ev_.divergence(to_plan(s)));
+    }
     ++report_.evaluations;
-    if (std::isnan(d)) d = std::numeric_limits<double>::infinity();
-    seen_[s] = d;
-    return d;
+    if (std::isnan(e.divergence)) e.divergence = std::numeric_limits<double>::infinity();
+    if (log_level() <= LogLevel::debug) {
+      std::map<std::string, int> modes;
+      for (Mode m : s) ++modes[mode_name(m)];
+      std::string text;
+      for (const auto& [m, n] : modes) text += " " + m + "=" + std::to_string(n);
+      log(LogLevel::debug, "plan_auto: evaluation " + std::to_string(report_.evaluations) + ": divergence " +
+                               std::to_string(e.divergence) + ", " + std::to_string(e.ms) + " ms;" + text);
+    }
+    seen_[s] = e;
+    return e;
+  }
+  // Measured slower than max_latency_ratio x the FP32 plan (only when both are measured).
+  bool too_slow(const Evaluation& e) const {
+    return ms0_ > 0 && e.ms > 0 && e.ms > o_.max_latency_ratio * ms0_;
   }
 
   // alpha * latency + beta * bytes (normalised by the FP32 plan) of node `id` in mode `m`.
@@ -244,12 +272,14 @@ class Planner {
     const NodeCost c = cost_.cost(static_cast<int32_t>(id), node_plan(id, m));
     return o_.alpha * c.ms() / l0_ + o_.beta * double(c.bytes()) / b0_;
   }
+  // The objective: the cost model's latency and bytes, and the divergence. Measured end-to-end
+  // times only veto (too_slow): one group's share of them is often within the timing noise, and
+  // a noisy objective keeps the sweeps accepting moves.
   double objective(const State& s, double d) const {
     double j = 0;
     for (size_t id = 0; id < s.size(); ++id) j += node_cost(id, s[id]);
     return j + o_.gamma * d / o_.kl_budget;
   }
-
   // Groups of auto nodes with candidates: single nodes when their (node, mode) pairs fit the
   // sensitivity budget, else one class within one block, else one class.
   void make_groups() {
@@ -315,7 +345,8 @@ class Planner {
       for (Mode m : modes) {
         if (report_.sensitivity_evaluations >= o_.max_sensitivity_evaluations) break;
         const State s = with(start_, gi, m);
-        HPF_ASSIGN_OR_RETURN(double d, divergence(s));
+        HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(s));
+        const double d = e.divergence;
         ++report_.sensitivity_evaluations;
         sensitivity_[{gi, m}] = d;
         const double gain = j0 - objective(s, 0);
@@ -359,9 +390,14 @@ class Planner {
           ++report_.rejected_metropolis;
           continue;
         }
-        HPF_ASSIGN_OR_RETURN(double d, divergence(next));
+        HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(next));
+        const double d = e.divergence;
         if (!(d <= search_budget())) {
           ++report_.rejected_budget;
+          continue;
+        }
+        if (too_slow(e)) {
+          ++report_.rejected_slower;
           continue;
         }
         const double j = objective(next, d), delta = j - j_cur;
@@ -386,33 +422,53 @@ class Planner {
     return Status();
   }
 
-  // The final end-to-end check (a fresh evaluation, not the cache), backing off while over.
+  // The final end-to-end check (a fresh evaluation, not the cache), backing off along the
+  // accepted moves while over the budget, then, with measured times, while slower than the FP32
+  // plan (max_latency_ratio), timed against it alternately.
   Expected<Plan> finish() {
     State s = best_.empty() ? start_ : best_;
     auto pos = std::find(history_.rbegin(), history_.rend(), s);
-    Plan plan = to_plan(s);
-    HPF_ASSIGN_OR_RETURN(double d, ev_.divergence(plan));
-    ++report_.evaluations;
-    while (!(d <= search_budget()) && pos != history_.rend() && std::next(pos) != history_.rend()) {
+    auto back_off = [&]() -> bool {
+      if (pos == history_.rend() || std::next(pos) == history_.rend()) return false;
       ++pos;
       ++report_.backed_off;
       s = *pos;
-      plan = to_plan(s);
-      HPF_ASSIGN_OR_RETURN(d, ev_.divergence(plan));
-      ++report_.evaluations;
+      return true;
+    };
+    HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(s, true));
+    while (!(e.divergence <= search_budget()) && back_off()) {
+      HPF_ASSIGN_OR_RETURN(e, evaluate(s, true));
     }
-    if (!(d <= search_budget()) && s != start_) {
+    if (!(e.divergence <= search_budget()) && s != start_) {
       s = start_;
-      plan = to_plan(s);
-      HPF_ASSIGN_OR_RETURN(d, ev_.divergence(plan));
-      ++report_.evaluations;
+      HPF_ASSIGN_OR_RETURN(e, evaluate(s, true));
     }
-    plan.divergence = d;
-    record(s, plan);
+    if (ev_.evaluate && e.ms > 0) {
+      while (s != start_) {
+        double fastest = e.ms, fp32 = std::numeric_limits<double>::infinity();
+        for (int round = 0; round < kFinalTimingRounds; ++round) {
+          HPF_ASSIGN_OR_RETURN(Evaluation f, evaluate(start_, true));
+          HPF_ASSIGN_OR_RETURN(Evaluation p, evaluate(s, true));
+          if (f.ms > 0) fp32 = std::min(fp32, f.ms);
+          if (p.ms > 0) fastest = std::min(fastest, p.ms);
+        }
+        ms0_ = std::min(ms0_, fp32);
+        e.ms = fastest;
+        if (fastest <= o_.max_latency_ratio * fp32) break;
+        log(LogLevel::info, "plan_auto: the chosen plan measures " + std::to_string(fastest) + " ms against FP32's " +
+                                std::to_string(fp32) + " ms; backing off");
+        ++report_.rejected_slower;
+        if (!back_off()) s = start_;
+        HPF_ASSIGN_OR_RETURN(e, evaluate(s, true));
+      }
+    }
+    Plan plan = to_plan(s);
+    plan.divergence = e.divergence;
+    record(s, plan, e);
     return plan;
   }
 
-  void record(const State& s, Plan& plan) {
+  void record(const State& s, Plan& plan, const Evaluation& e) {
     for (size_t id = 0; id < s.size(); ++id) {
       NodePlan& p = plan.nodes[id];
       const NodeCost c = cost_.cost(static_cast<int32_t>(id), p);
@@ -427,7 +483,9 @@ class Planner {
     report_.fp32_bytes = static_cast<int64_t>(b0_);
     report_.plan_ms = cost_.plan_ms(plan);
     report_.plan_bytes = cost_.plan_bytes(plan);
-    report_.objective = objective(s, plan.divergence);
+    report_.fp32_measured_ms = ms0_;
+    report_.plan_measured_ms = e.ms;
+    report_.objective = objective(s, e.divergence);
   }
 
   double node_sensitivity(size_t id, Mode m) const {
@@ -455,11 +513,12 @@ class Planner {
   std::vector<std::vector<Mode>> candidates_;
   State start_, best_;
   double l0_ = 1, b0_ = 1, d0_ = 0;
+  double ms0_ = -1;  // the FP32 plan's measured end-to-end time (-1: not measured)
   std::vector<Group> groups_;
   std::map<std::pair<size_t, Mode>, double> sensitivity_;
   std::vector<Proposal> proposals_, moves_;
   std::vector<State> history_;
-  std::map<State, double> seen_;
+  std::map<State, Evaluation> seen_;
 };
 
 }  // namespace

@@ -147,14 +147,22 @@ Expected<std::shared_ptr<Graph>> nodes_as_graph(const Graph& g, const std::vecto
 
 bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape).has_value(); }
 
-// A kernel's measured time per launch kept in its cache entry's meta text
-// ({"run_ms": mean, "runs": count}), and how many launches the mean covers; {-1, 0} when none.
-std::pair<double, int64_t> cached_run_ms(KernelCache& cache, const CacheKey& key) {
+// A kernel's measured time per launch kept in its cache entry's meta text, per number of
+// compute units the device ran it with (the CPU plugin's thread count: a time measured with two
+// threads says nothing about one), {"by_units": {"2": {"run_ms": mean, "runs": count}}}, and how
+// many launches the mean covers; {-1, 0} when none for `units`.
+nlohmann::json cached_meta(KernelCache& cache, const CacheKey& key) {
   auto meta = cache.meta(key);
-  if (!meta || meta->empty()) return {-1, 0};
+  if (!meta || meta->empty()) return nlohmann::json::object();
   auto j = nlohmann::json::parse(*meta, nullptr, false);
-  if (!j.is_object() || !j.contains("run_ms") || !j["run_ms"].is_number()) return {-1, 0};
-  return {j["run_ms"].get<double>(), j.value("runs", int64_t{1})};
+  return j.is_object() ? j : nlohmann::json::object();
+}
+std::pair<double, int64_t> cached_run_ms(const nlohmann::json& meta, int32_t units) {
+  const auto by = meta.find("by_units");
+  if (by == meta.end() || !by->is_object()) return {-1, 0};
+  const auto e = by->find(std::to_string(units));
+  if (e == by->end() || !e->is_object() || !e->contains("run_ms") || !(*e)["run_ms"].is_number()) return {-1, 0};
+  return {(*e)["run_ms"].get<double>(), e->value("runs", int64_t{1})};
 }
 
 DeviceFormats formats_of(const DeviceRecord& d) {
@@ -609,7 +617,8 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       st.grain = k.grain;
       auto it = kernel_index.find(k.name);
       st.key = binaries.at(k.name).key;
-      if (impl_->cache && impl_->cache->enabled()) st.cached_ms = cached_run_ms(*impl_->cache, *st.key).first;
+      if (impl_->cache && impl_->cache->enabled())
+        st.cached_ms = cached_run_ms(cached_meta(*impl_->cache, *st.key), dev.compute_units).first;
       if (it == kernel_index.end()) {
         const std::vector<std::byte>* blob = &binaries.at(k.name).blob;
         auto program = impl_->plugin->load(impl_->device, *blob);
@@ -747,14 +756,28 @@ Status Executable::save_timings() {
       e.second.first += st.total_ms;
       e.second.second += st.calls;
     }
+  const int32_t units = impl_->plugin->devices()[impl_->device].compute_units;
   for (auto& [id, e] : per_kernel) {
-    auto [old_ms, old_runs] = cached_run_ms(*impl_->cache, *e.first);
+    nlohmann::json meta = cached_meta(*impl_->cache, *e.first);
+    auto [old_ms, old_runs] = cached_run_ms(meta, units);
     const int64_t runs = old_runs + e.second.second;
     const double total = (old_ms > 0 ? old_ms * double(old_runs) : 0.0) + e.second.first;
-    nlohmann::json meta = {{"run_ms", total / double(runs)}, {"runs", runs}};
+    meta.erase("run_ms");  // the unit-less form of earlier versions
+    meta.erase("runs");
+    if (!meta.contains("by_units") || !meta["by_units"].is_object()) meta["by_units"] = nlohmann::json::object();
+    meta["by_units"][std::to_string(units)] = {{"run_ms", total / double(runs)}, {"runs", runs}};
     HPF_RETURN_IF_ERROR(impl_->cache->set_meta(*e.first, meta.dump()));
   }
   return {};
+}
+
+void Executable::clear_profile() {
+  for (Step& s : impl_->steps) {
+    s.calls = 0;
+    s.total_ms = 0;
+  }
+  impl_->dynamic.calls = 0;
+  impl_->dynamic.total_ms = 0;
 }
 
 std::vector<StepProfile> Executable::profile() const {

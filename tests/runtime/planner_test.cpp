@@ -360,6 +360,42 @@ TEST_CASE("plan_auto: measured times replace the roofline") {
   CHECK(r.plan_ms == doctest::Approx(double(g.nodes().size())));
 }
 
+TEST_CASE("plan_auto: a plan measured slower than FP32 end to end is refused") {
+  // The roofline (test_device) says every lowering gains; the device's measured time says
+  // otherwise in the first case and agrees in the second.
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 1, 3, 16);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  for (double per_lowered : {+1.0, -0.1}) {
+    CAPTURE(per_lowered);
+    Evaluators e = ev->evaluators();
+    int timed = 0;
+    e.evaluate = [&](const Plan& p) -> Expected<Evaluation> {
+      ++timed;
+      HPF_ASSIGN_OR_RETURN(double d, ev->divergence(p));
+      return Evaluation{d, 10.0 + per_lowered * double(lowered_nodes(p))};
+    };
+    PlannerOptions o;
+    o.kl_budget = 1e-2;
+    o.device = all_formats();
+    o.device_model = test_device();
+    PlannerReport r;
+    auto plan = plan_auto(g, o, e, &batches, &r);
+    REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+    CHECK(timed == r.evaluations);  // every evaluation went through evaluate
+    CHECK(r.fp32_measured_ms == 10.0);
+    if (per_lowered > 0) {
+      CHECK(lowered_nodes(*plan) == 0);
+      CHECK(r.rejected_slower > 0);
+      CHECK(r.plan_measured_ms == 10.0);
+    } else {
+      CHECK(lowered_nodes(*plan) > 0);
+      CHECK(r.plan_measured_ms < r.fp32_measured_ms);
+    }
+  }
+}
+
 TEST_CASE("plan_auto: errors") {
   const Graph g = small_matmul();
   PlannerOptions o;
