@@ -280,6 +280,7 @@ class Planner {
     for (size_t id = 0; id < s.size(); ++id) j += node_cost(id, s[id]);
     return j + o_.gamma * d / o_.kl_budget;
   }
+
   // Groups of auto nodes with candidates: single nodes when their (node, mode) pairs fit the
   // sensitivity budget, else one class within one block, else one class.
   void make_groups() {
