@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -101,6 +102,24 @@ TEST_CASE("attr_type_name names every attribute kind") {
 }
 
 // ---- Building with Graph directly --------------------------------------------------------------
+
+TEST_CASE("Graph: an initializer from a shared tensor is shared, not copied") {
+  Graph g("shared");
+  auto t = std::make_shared<const Tensor>(zeros({3, 5}));
+  const ValueId w = ok_id(g.add_initializer("w", t));
+  CHECK(g.constant(w) == t.get());
+  CHECK(g.value(w).dtype == DType::F32);
+  CHECK(g.value(w).shape == Shape{3, 5});
+  CHECK(g.value(w).producer == -1);
+  const Graph copy = g;  // copies share it too
+  CHECK(copy.constant(w) == t.get());
+  auto none = g.add_initializer("v", std::shared_ptr<const Tensor>());
+  REQUIRE_FALSE(none.ok());
+  CHECK_CONTAINS(none.status().message(), "initializer 'v' has no tensor");
+  auto clash = g.add_initializer("w", t);
+  REQUIRE_FALSE(clash.ok());
+  CHECK_CONTAINS(clash.status().message(), "value name 'w' is already used");
+}
 
 TEST_CASE("Graph: inputs, initializers and nodes get dense ids, names and producers") {
   Graph g("mlp");
