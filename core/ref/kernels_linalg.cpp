@@ -2,8 +2,8 @@
 // FP64 by default, or in the plan's format in emulated mode; Det factorises in FP64.
 #include <cmath>
 #include <cstring>
-#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "core/ref/kernel.hpp"
 
@@ -16,6 +16,7 @@ namespace {
 // Tiles of R rows x NV vectors of columns keep their sums in registers while p runs, so a strip
 // of B (k x one tile's columns) is read once per R rows from cache. The ground truth of every
 // planner evaluation runs through here (BERT-base: seconds per batch).
+
 // One tile: rows i0 .. i0+Rows-1 of A times `strip`, B's columns of the tile as FP64, [k][NV*L]
 // contiguous; the sums go to C's columns j0 .. j0+NV*L-1.
 template <typename VD, typename VF, int Rows, int NV>

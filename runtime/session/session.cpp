@@ -616,12 +616,12 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       st.work_items = k.work_items;
       st.grain = k.grain;
       auto it = kernel_index.find(k.name);
-      st.key = binaries.at(k.name).key;
+      const Session::Impl::Binary& binary = binaries.at(k.name);
+      st.key = binary.key;
       if (impl_->cache && impl_->cache->enabled())
-        st.cached_ms = cached_run_ms(cached_meta(*impl_->cache, *st.key), dev.compute_units).first;
+        st.cached_ms = cached_run_ms(cached_meta(*impl_->cache, binary.key), dev.compute_units).first;
       if (it == kernel_index.end()) {
-        const std::vector<std::byte>* blob = &binaries.at(k.name).blob;
-        auto program = impl_->plugin->load(impl_->device, *blob);
+        auto program = impl_->plugin->load(impl_->device, binary.blob);
         if (!program.ok()) return program.status().with_context("loading kernel for '" + ls.label + "'");
         impl->programs.push_back(std::move(program).value());
         it = kernel_index.emplace(k.name, impl->programs.size() - 1).first;
