@@ -24,6 +24,7 @@
 
 #include "bench/bench_plugin.hpp"
 #include "hpf/graph.hpp"
+#include "jit/codegen/conv_packing.hpp"
 #include "jit/codegen/lowering.hpp"
 
 #ifdef HPF_BENCH_DNNL
@@ -44,8 +45,10 @@ struct Layer {
   double flops() const { return 2.0 * m * oh() * ow() * (c / group) * k * k; }
 };
 
-// The generated kernel for `l` with every tensor stored as `t`.
-bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedKernel& k, hpf_kernel*& kern) {
+// The generated kernel for `l` with every tensor stored as `t`, reading its weights packed
+// (conv_packing.hpp) where the Session packs them: `packed` says so.
+bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedKernel& k, hpf_kernel*& kern,
+                    bool* packed = nullptr) {
   GraphBuilder b("conv");
   auto x = b.input("x", t, {1, l.c, l.h, l.w});
   auto w = b.input("w", t, {l.m, l.c / l.group, l.k, l.k});
@@ -58,7 +61,10 @@ bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedK
   if (!g.ok()) return cpu.error = g.status().to_string(), false;
   auto steps = jit::lower(*g, {});
   if (!steps.ok() || steps->size() != 1) return cpu.error = "lowering did not give one kernel", false;
-  auto gk = jit::generate_c((*steps)[0].spec);
+  jit::KernelSpec spec = (*steps)[0].spec;
+  if (packed) *packed = jit::conv_takes_packed_weights(spec);
+  if (packed && *packed) spec = jit::conv_spec_with_packed_weights(spec);
+  auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
   if (const char* dir = std::getenv("HPF_BENCH_DUMP")) {  // the generated source, for reading
@@ -159,8 +165,16 @@ int run_child(int threads, int runs, const std::vector<Layer>& layers) {
     double f32_ms = -1, bf16_ms = -1, dnnl_ms = -1, err = -1;
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    if (hpf_kernel_for(cpu, l, DType::F32, k, kern))
-      f32_ms = cpu.time(k, kern, {X.data(), Wt.data(), B.data(), Y.data()}, runs);
+    bool packed = false;
+    if (hpf_kernel_for(cpu, l, DType::F32, k, kern, &packed)) {
+      std::vector<float> Wp;
+      if (packed) {
+        const int64_t rows = l.m / l.group, kk = l.c / l.group * l.k * l.k;
+        Wp.resize(jit::conv_packed_size(l.group, rows, kk));
+        jit::pack_conv_weights(Wt.data(), l.group, rows, kk, Wp.data());
+      }
+      f32_ms = cpu.time(k, kern, {X.data(), packed ? Wp.data() : Wt.data(), B.data(), Y.data()}, runs);
+    }
     else
       std::printf("  %s: libhpf f32 kernel failed: %s\n", l.tag, cpu.error.c_str());
     if (hpf_kernel_for(cpu, l, DType::BF16, k, kern))

@@ -71,8 +71,11 @@ struct CompileStats {
   // whose F32 weights serve a GEMV (at most 4 rows): packed once at compile in 16-column panels
   // (weight_bytes counts the packed bytes) and run by matmul_wq / matmul_i8 kernels.
   std::vector<std::string> packed_weight_nodes;
-  // Those of them computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is quantised with a
-  // calibrated or a per-row run-time scale (hpf::int8_input).
+  // Conv nodes whose constant FP32 weights were packed once at compile for the implicit-GEMM
+  // kernel (tiles of output channels in the order it reads them; jit/codegen/conv_packing.hpp).
+  std::vector<std::string> packed_conv_nodes;
+  // Of packed_weight_nodes, those computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is
+  // quantised with a calibrated or a per-row run-time scale (hpf::int8_input).
   std::vector<std::string> int8_compute_nodes;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"

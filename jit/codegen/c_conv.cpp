@@ -27,6 +27,7 @@
 #include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
+#include "jit/codegen/conv_packing.hpp"
 
 namespace hpf::jit {
 namespace {
@@ -75,7 +76,7 @@ std::string store_row(DType t, const std::string& dst, const std::string& row, c
 }
 
 Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
-                                    bool has_b, const std::string& head, const std::string& epi_ptrs,
+                                    bool has_b, bool packed, const std::string& head, const std::string& epi_ptrs,
                                     const std::string& name) {
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
   const int64_t K = z.CG * z.KH * z.KW, P = z.OH * z.OW, KK = z.KH * z.KW;
@@ -146,9 +147,24 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
         << "          u32* restrict o = bpack2 + jp * (HPF_KC / 2) + pp * HPF_NR;\n"
         << "          for (i64 jj = 0; jj < HPF_NR; ++jj) o[jj] = (u32)lo[jj] | (u32)lo[jj + HPF_NC] << 16;\n"
         << "        }\n";
+    if (packed) {  // the tiles of this slice one after another (conv_packing.hpp), ragged ones zero-filled
+      const int64_t T = (z.MG + kGemmMR - 1) / kGemmMR;
+      b << "      const float* restrict wp = Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
+        << " + ic * kc;\n"
+        << "      for (i64 ir = 0; ir < mc; ir += HPF_MR)\n"
+        << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+        << "          hpf_mm_micro_ex(kc, wp + ir * kc, HPF_MR, 1, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "    }\n";
+      return b.str();
+    }
     b << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
       << "        const i64 m0 = g * " << L(z.MG) << " + ic + ir;\n"
-      << "        float* restrict at = acc + ir * HPF_NC;\n";
+      << "        float* restrict at = acc + ir * HPF_NC;\n"
+      // The next tile's rows of this slice, fetched while this one computes (the rows are a
+      // whole K apart: too short a run each for the hardware prefetchers; conv_packing.hpp).
+      << "        if (ir + HPF_MR < mc)\n"
+      << "          for (i64 ii = 0; ii < HPF_MR; ++ii) hpf_prefetch_r(Wt + (m0 + HPF_MR + ii) * " << L(K)
+      << " + pc, kc * sizeof(*Wt));\n";
     if (bf ? K % 2 == 0 : w32)  // full rows straight from the weights
       b << "        if (mc - ir >= HPF_MR) {\n"
         << "          const " << wt << "* restrict ap = Wt + m0 * " << L(K) << " + pc;\n"
@@ -229,7 +245,11 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "      float* restrict a = acc + ii * HPF_NC;\n"
     << "      (void)yo;\n";
   s << fin.loop("nc");
-  s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
+  // The next work item usually continues these rows with the next pixel block: its lines of the
+  // row are fetched while it computes (see hpf_prefetch_w).
+  s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc")
+    << "      if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + HPF_NC, HPF_NC * sizeof(*Y));\n"
+    << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * K * kGemmNC);
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }
@@ -301,7 +321,15 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
   std::vector<int> kinds(in_spec.inputs.size(), -1);
   for (size_t k = own; k < in_spec.inputs.size(); ++k)
     kinds[k] = epilogue_operand_kind(in_spec.inputs[k].shape, in_spec.outputs[0].shape, 1);
-  const KernelSpec spec = in_spec.inputs[0].shape.size() == 3 ? lift_1d(in_spec) : in_spec;  // 1-D as 2-D
+  // Packed weights (conv_packing.hpp): the geometry is the original weight's.
+  const bool packed = in_spec.attrs.count("w_shape") > 0;
+  KernelSpec shaped = in_spec;
+  if (packed) {
+    shaped.inputs[1].shape = attr_ints(in_spec.attrs, "w_shape");
+    if (in_spec.inputs[1].dtype != DType::F32 || shaped.inputs[1].shape.size() != in_spec.inputs[0].shape.size())
+      return Status::invalid("conv: packed weights must be F32 with a w_shape of the input's rank");
+  }
+  const KernelSpec spec = shaped.inputs[0].shape.size() == 3 ? lift_1d(shaped) : shaped;  // 1-D as 2-D
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
   const bool has_b = own == 3;
   for (size_t k = 0; k < own; ++k)
@@ -331,13 +359,20 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
   z.MG = z.M / z.G;
   const std::string head = c_prelude();
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
+  if (packed) {
+    const int64_t K = z.CG * z.KH * z.KW;
+    if (z.CG == 1 || numel(in_spec.inputs[1].shape) != conv_packed_size(z.G, z.MG, K))
+      return Status::invalid("conv: packed weights of " + shape_string(in_spec.inputs[1].shape) + " for weight " +
+                             shape_string(Wt.shape));
+    return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
+  }
   if (z.CG == 1 && z.OW > 0) {
     // Columns per register block; the padded row covers every block's last reads.
     const int64_t CB = std::min<int64_t>(32, round_up(z.OW, 8));
     const int64_t WP = std::max((round_up(z.OW, CB) - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
     if (z.KH * WP * 4 <= kMaxDepthwiseRows) return conv_depthwise(spec, z, kinds, has_b, head, epi_ptrs, name, WP, CB);
   }
-  return conv_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
+  return conv_gemm(spec, z, kinds, has_b, false, head, epi_ptrs, name);
 }
 
 // BatchNormalization (inference): y = x * scale[c] + shift[c], scale = gamma / sqrt(var + eps),

@@ -145,6 +145,17 @@ static inline float hpf_minf(float a, float b) { return (a != a || b != b) ? a +
 static inline float hpf_softplus(float x) {
   return x != x ? x : (x > 0.0f ? x : 0.0f) + log1pf(expf(-__builtin_fabsf(x)));
 }
+/* Asks for the cache lines of [p, p + bytes) ahead of writing them. Output tiles are stored a
+   short piece per row, rows far apart: the hardware prefetchers do not follow such writes, and
+   each line would otherwise be fetched on demand while the store waits (the FP32 1x1 Conv of
+   ResNet-50's 56x56 stage spent 3 of its 4 ms there). A prefetch never faults. */
+static inline void hpf_prefetch_w(const void* p, i64 bytes) {
+  for (i64 b = 0; b < bytes; b += 64) __builtin_prefetch((const char*)p + b, 1, 3);
+}
+/* The same ahead of reading them. */
+static inline void hpf_prefetch_r(const void* p, i64 bytes) {
+  for (i64 b = 0; b < bytes; b += 64) __builtin_prefetch((const char*)p + b, 0, 3);
+}
 /* ONNX Mod, fmod=0: the remainder takes the divisor's sign (Python's %). In double, as the
    reference: exact for floats and for integers up to 2^53. */
 static inline double hpf_mod(double a, double b) {

@@ -2,12 +2,15 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
 
 #include "hpf/calibration.hpp"
 #include "hpf/log.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_packing.hpp"
 #include "runtime/session/weight_cache.hpp"
 
 namespace hpf {
@@ -158,6 +161,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                                                              std::vector<jit::LoweredStep>& steps,
                                                              WeightCache* cache) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
+  std::map<std::string, std::shared_ptr<const PackedWeights>> packed_here;
   WeightLoweringStats stats;
   for (jit::LoweredStep& st : steps) {
     if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul" || st.fused.empty()) continue;
@@ -196,16 +200,15 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       continue;
     }
     // The cache key: the initializer, how it is read, the format and the exact scales.
-    std::string key;
-    if (packed_cache) {
-      key = g.value(n.inputs[1]).name + "|" + shape_string(w->shape()) + "|" + (trans_b ? "t" : "n") + "|" + format;
-      if (q) {
-        key += "|" + std::to_string(static_cast<int>(q->type)) + "/" + std::to_string(q->axis) + "/" +
-               std::to_string(q->group_size) + "/";
-        key.append(reinterpret_cast<const char*>(q->scales.data()), q->scales.size() * sizeof(float));
-      }
+    std::string key = g.value(n.inputs[1]).name + "|" + shape_string(w->shape()) + "|" + (trans_b ? "t" : "n") + "|" + format;
+    if (q) {
+      key += "|" + std::to_string(static_cast<int>(q->type)) + "/" + std::to_string(q->axis) + "/" +
+             std::to_string(q->group_size) + "/";
+      key.append(reinterpret_cast<const char*>(q->scales.data()), q->scales.size() * sizeof(float));
     }
-    std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
+    // A weight read by several nodes the same way is packed once.
+    std::shared_ptr<const PackedWeights>& packed = packed_here[key];
+    if (!packed && packed_cache) packed = packed_cache->find_packed(key);
     if (!packed) {
       auto made = pack_weights(*w, trans_b, format, q ? &*q : nullptr);
       if (!made.ok()) {
@@ -216,8 +219,17 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                             : std::make_shared<const PackedWeights>(std::move(made).value());
     }
     const std::string base = g.value(n.inputs[1]).name + "/" + format;
+    // An initializer under `name`: the one added for an earlier node when it holds the same tensor,
+    // else a new one (named apart when the name is taken, e.g. by this node's own scales).
     auto add = [&](const std::string& name, std::shared_ptr<const Tensor> t) -> Expected<ValueId> {
-      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, t));
+      std::string unique = name;
+      for (int k = 2;; ++k) {
+        const std::optional<ValueId> old = g.find_value(unique);
+        if (!old) break;
+        if (g.value(*old).constant == t) return *old;
+        unique = base + "#" + std::to_string(k) + name.substr(base.size());
+      }
+      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(unique, t));
       storage.resize(g.values().size(), DType::F32);
       shapes.resize(g.values().size());
       storage[id] = t->dtype();
@@ -291,6 +303,52 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     if (w8a8) stats.int8_nodes.push_back(n.name);
   }
   return stats;
+}
+
+Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
+                                     std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
+  auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
+  std::map<ValueId, ValueId> done;  // weight -> its packed initializer
+  std::vector<std::string> rewritten;
+  for (jit::LoweredStep& st : steps) {
+    if (st.kind != jit::LoweredStep::Kind::kernel || st.inputs.size() < 2 || st.fused.empty() ||
+        !jit::conv_takes_packed_weights(st.spec))
+      continue;
+    const ValueId wv = st.inputs[1];
+    const Tensor* w = g.constant(wv);
+    if (!w || w->dtype() != DType::F32 || storage[wv] != DType::F32) continue;
+    const jit::KernelSpec spec = jit::conv_spec_with_packed_weights(st.spec);
+    auto it = done.find(wv);
+    if (it == done.end()) {
+      const std::vector<int64_t>& ws = st.spec.inputs[1].shape;
+      const int64_t groups = std::max<int64_t>(1, jit::attr_i(st.spec.attrs, "group", 1));
+      const int64_t rows = ws[0] / groups, k = w->numel() / std::max<int64_t>(1, ws[0]);
+      const std::string name = g.value(wv).name + "/conv_packed";
+      const std::string key = name + "|" + shape_string(ws) + "|" + std::to_string(groups);
+      std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
+      if (!packed) {
+        PackedWeights p;
+        p.format = "conv_f32";
+        p.k = k;
+        p.n = ws[0];
+        p.data = Tensor(DType::F32, spec.inputs[1].shape);
+        jit::pack_conv_weights(reinterpret_cast<const float*>(w->bytes().data()), groups, rows, k,
+                               reinterpret_cast<float*>(p.data.bytes().data()));
+        packed = packed_cache ? packed_cache->put_packed(key, std::move(p))
+                              : std::make_shared<const PackedWeights>(std::move(p));
+      }
+      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, std::shared_ptr<const Tensor>(packed, &packed->data)));
+      storage.resize(g.values().size(), DType::F32);
+      shapes.resize(g.values().size());
+      storage[id] = DType::F32;
+      shapes[id] = spec.inputs[1].shape;
+      it = done.emplace(wv, id).first;
+    }
+    st.spec = spec;
+    st.inputs[1] = it->second;
+    rewritten.push_back(g.node(st.fused.front()).name);
+  }
+  return rewritten;
 }
 
 }  // namespace hpf

@@ -1,4 +1,5 @@
-// Constant MatMul/Gemm weights packed once at compile time for the "matmul_wq" kernels
+// Constant MatMul/Gemm weights packed once at compile time for the "matmul_wq" kernels, and FP32
+// Conv weights for the implicit-GEMM conv kernel
 // (jit/codegen/c_matmul_wq.cpp describes the layout): BF16/F16 in panels of 16 columns, INT8
 // per output channel and INT4 group-wise along K with the plan's scales. The integers are the
 // ones hpf::quantize gives for the same parameters (the reference emulation's), so a quantised
@@ -65,5 +66,14 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
                                                              WeightCache* cache = nullptr);
+
+// For every Conv kernel step whose constant weight is stored F32 and which the C generator runs
+// as implicit GEMM (jit::conv_takes_packed_weights): packs the weight once in the layout of
+// jit/codegen/conv_packing.hpp, adds it to `g` as an initializer (extending `storage` and
+// `shapes`) and points the step at it. Weights read by several steps are packed once; with
+// `cache`, shared across compiles as lower_weight_quantised_matmuls does. Returns the names of
+// the Conv nodes rewritten.
+Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
+                                     std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr);
 
 }  // namespace hpf

@@ -11,6 +11,8 @@
 #include "hpf/graph.hpp"
 #include "hpf/plugin.h"
 #include "hpf/reference.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_packing.hpp"
 #include "jit/codegen/lowering.hpp"
 
 using namespace hpf;
@@ -87,8 +89,10 @@ Tensor random_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float l
 
 // Builds the graph, lowers it with every value in its graph dtype, runs each kernel step on the
 // plugin over host copies: the device's first graph output and the reference interpreter's;
-// false (with a message) when the plugin is not loadable.
-bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out) {
+// false (with a message) when the plugin is not loadable. `pack_conv`: Conv steps with constant
+// FP32 weights read them packed, as the Session gives them (jit/codegen/conv_packing.hpp).
+bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out,
+              bool pack_conv = false) {
   auto& cpu = plugin();
   if (!cpu.skip.empty()) {
     MESSAGE("skipped: " << cpu.skip);
@@ -111,10 +115,22 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
       continue;
     }
     REQUIRE_MESSAGE(st.kind == jit::LoweredStep::Kind::kernel, "no generator for " << st.label);
-    auto k = jit::generate_c(st.spec);
+    jit::KernelSpec spec = st.spec;
+    Tensor packed;
+    const bool pack = pack_conv && jit::conv_takes_packed_weights(spec) && g->values()[st.inputs[1]].constant;
+    if (pack) {
+      spec = jit::conv_spec_with_packed_weights(spec);
+      const auto& ws = st.spec.inputs[1].shape;
+      const int64_t groups = jit::attr_i(spec.attrs, "group", 1), k = numel(ws) / ws[0];
+      packed = Tensor(DType::F32, spec.inputs[1].shape);
+      jit::pack_conv_weights(reinterpret_cast<const float*>(vals[st.inputs[1]].bytes().data()), groups,
+                             ws[0] / groups, k, reinterpret_cast<float*>(packed.bytes().data()));
+    }
+    auto k = jit::generate_c(spec);
     REQUIRE_MESSAGE(k.ok(), k.status().to_string());
     std::vector<void*> args;
     for (ValueId v : st.inputs) args.push_back(vals[v].bytes().data());
+    if (pack) args[1] = packed.bytes().data();
     for (size_t o = 0; o < st.outputs.size(); ++o) {
       vals[st.outputs[o]] = Tensor(st.spec.outputs[o].dtype, st.spec.outputs[o].shape);
       args.push_back(vals[st.outputs[o]].bytes().data());
@@ -128,9 +144,9 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
 
 // run_both, then the outputs compared: relative error up to `tol`, NaN and Inf where the
 // reference has them.
-void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol) {
+void check_graph(GraphBuilder& b, const std::vector<Tensor>& inputs, double tol, bool pack_conv = false) {
   Tensor got, want;
-  if (!run_both(b, inputs, &got, &want)) return;
+  if (!run_both(b, inputs, &got, &want, pack_conv)) return;
   REQUIRE(got.shape() == want.shape());
   REQUIRE(got.dtype() == want.dtype());
   auto gv = got.to_f32(), wv = want.to_f32();
@@ -315,8 +331,12 @@ void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t
   // F16, BF16: both sum in FP32 and round once; only FP32 contraction differences remain (they
   // may move a result by one unit in the last place). Those grow with the terms per output, K.
   const double k_terms = double(ws[1] * ws[2] * (ws.size() > 3 ? ws[3] : 1));
-  check_graph(b, {random_tensor(xs, t, seed + 2)},
-              (t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3) * std::max(1.0, k_terms / 64));
+  const double tol = (t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3) * std::max(1.0, k_terms / 64);
+  check_graph(b, {random_tensor(xs, t, seed + 2)}, tol);
+  if (t == DType::F32 && ws[1] > 1) {  // FP32 weights packed, as the Session runs them
+    INFO("weights packed");
+    check_graph(b, {random_tensor(xs, t, seed + 2)}, tol, true);
+  }
 }
 
 }  // namespace

@@ -129,3 +129,65 @@ TEST_CASE("WeightCache: a LiveExecutable's shape variants share the weights on t
   }
   CHECK(o.session.weight_cache->hits() >= 2);  // the second variant's packed panels and device copy
 }
+
+// FP32 Conv weights are packed once at compile (jit/codegen/conv_packing.hpp): a weight read by
+// two Conv nodes is packed once, a depthwise Conv keeps its own, and the packed form is shared
+// between compiles through the cache.
+TEST_CASE("WeightCache: Conv weights packed once, shared by nodes and compiles") {
+  GraphBuilder b("convs");
+  auto x = b.input("x", DType::F32, Shape{1, 20, 9, 11});
+  auto w = b.constant("w", test::random_tensor({20, 20, 3, 3}, 3));
+  auto bias = b.constant("bias", test::random_tensor({20}, 4));
+  const Attributes pad{{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  auto c1 = b.op1("Conv", {x, w, bias}, pad, "c1");
+  auto r = b.op1("Relu", {c1}, {}, "relu");
+  auto c2 = b.op1("Conv", {r, w}, pad, "c2");  // the same weight again
+  auto dw = b.op1("Conv", {c2, b.constant("wd", test::random_tensor({20, 1, 3, 3}, 5))},
+                  {{"group", int64_t{20}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "dw");
+  b.output(dw, "y");
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  const Tensor in = test::random_tensor({1, 20, 9, 11}, 6);
+  auto cache = WeightCache::create();
+  auto s = Session::create(options(cache));
+  REQUIRE(s.ok());
+  auto first = s->compile(*g);
+  REQUIRE_MESSAGE(first.ok(), first.status().to_string());
+  CHECK(first->compile_stats().packed_conv_nodes == std::vector<std::string>{"c1", "c2"});
+  CHECK(first->compile_stats().fallbacks == 0);
+  // The original weight is read by no step: only its packed form (20 rows padded to 24) counts.
+  CHECK(first->compile_stats().weight_bytes == 4 * (24 * 180 + 20 + 20 * 9));
+  check_matches_reference(*g, in, run(*first, in));
+  const int64_t hits = cache->hits();
+  auto second = s->compile(*g);
+  REQUIRE(second.ok());
+  CHECK(cache->hits() > hits);
+  check_matches_reference(*g, in, run(*second, in));
+}
+
+// A weight read by two MatMul nodes is packed once (it used to fail the compile: the second
+// packed initializer took the first one's name).
+TEST_CASE("Packed MatMul weights: a weight read by two nodes is packed once") {
+  auto build = [](bool twice) {
+    GraphBuilder b("tied");
+    auto x = b.input("x", DType::F32, Shape{8, 64});
+    auto w = b.constant("w", test::random_tensor({64, 64}, 7));
+    ValueId y = b.op1("MatMul", {x, w}, {}, "m1");
+    if (twice) y = b.op1("MatMul", {y, w}, {}, "m2");
+    b.output(y, "y");
+    auto g = b.build();
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    return std::move(g).value();
+  };
+  const Tensor x = test::random_tensor({8, 64}, 8);
+  auto s = Session::create(options(nullptr));
+  REQUIRE(s.ok());
+  auto one = s->compile(build(false));
+  REQUIRE_MESSAGE(one.ok(), one.status().to_string());
+  const Graph g = build(true);
+  auto two = s->compile(g);
+  REQUIRE_MESSAGE(two.ok(), two.status().to_string());
+  CHECK(two->compile_stats().packed_weight_nodes == std::vector<std::string>{"m1", "m2"});
+  CHECK(two->compile_stats().weight_bytes == one->compile_stats().weight_bytes);
+  check_matches_reference(g, x, run(*two, x));
+}
