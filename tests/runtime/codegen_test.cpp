@@ -384,6 +384,11 @@ TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep 
     check_conv(t, {1, 12, 7, 9}, {8, 12, 1, 1}, true, {{"strides", Ints{2, 2}}}, 309);
     // Grouped, groups of 3 channels in and 7 out.
     check_conv(t, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 312);
+    // Output rows of 32 and more are packed in runs of a row (shorter ones through an offset
+    // table, as all the cases above): 45 wide, and 34 wide with a stride and a dilation.
+    check_conv(t, {1, 5, 6, 45}, {7, 5, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 321);
+    check_conv(t, {1, 4, 5, 70}, {6, 4, 3, 3}, false,
+               {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{1, 2}}, {"dilations", Ints{1, 2}}}, 324);
     // Depthwise with multiplier 2, stride 2, a 37-wide row (two column blocks), dilation.
     check_conv(t, {2, 4, 9, 37}, {8, 1, 3, 3}, true,
                {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 315);
