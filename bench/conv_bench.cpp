@@ -48,7 +48,7 @@ struct Layer {
 // The generated kernel for `l` with every tensor stored as `t`, reading its weights packed
 // (conv_packing.hpp) where the Session packs them: `packed` says so.
 bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedKernel& k, hpf_kernel*& kern,
-                    bool* packed = nullptr) {
+                    jit::KernelSpec* packed = nullptr) {
   GraphBuilder b("conv");
   auto x = b.input("x", t, {1, l.c, l.h, l.w});
   auto w = b.input("w", t, {l.m, l.c / l.group, l.k, l.k});
@@ -62,8 +62,7 @@ bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedK
   auto steps = jit::lower(*g, {});
   if (!steps.ok() || steps->size() != 1) return cpu.error = "lowering did not give one kernel", false;
   jit::KernelSpec spec = (*steps)[0].spec;
-  if (packed) *packed = jit::conv_takes_packed_weights(spec);
-  if (packed && *packed) spec = jit::conv_spec_with_packed_weights(spec);
+  if (packed && jit::conv_takes_packed_weights(spec)) *packed = spec = jit::conv_spec_with_packed_weights(spec);
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
@@ -165,15 +164,14 @@ int run_child(int threads, int runs, const std::vector<Layer>& layers) {
     double f32_ms = -1, bf16_ms = -1, dnnl_ms = -1, err = -1;
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    bool packed = false;
+    jit::KernelSpec packed;
     if (hpf_kernel_for(cpu, l, DType::F32, k, kern, &packed)) {
       std::vector<float> Wp;
-      if (packed) {
-        const int64_t rows = l.m / l.group, kk = l.c / l.group * l.k * l.k;
-        Wp.resize(jit::conv_packed_size(l.group, rows, kk));
-        jit::pack_conv_weights(Wt.data(), l.group, rows, kk, Wp.data());
+      if (!packed.inputs.empty()) {
+        Wp.resize(numel(packed.inputs[1].shape));
+        jit::pack_conv_weights(packed, Wt.data(), Wp.data());
       }
-      f32_ms = cpu.time(k, kern, {X.data(), packed ? Wp.data() : Wt.data(), B.data(), Y.data()}, runs);
+      f32_ms = cpu.time(k, kern, {X.data(), Wp.empty() ? Wt.data() : Wp.data(), B.data(), Y.data()}, runs);
     }
     else
       std::printf("  %s: libhpf f32 kernel failed: %s\n", l.tag, cpu.error.c_str());
@@ -230,6 +228,12 @@ int main(int argc, char** argv) {
       {"r50 14x14 256->256 3x3", 256, 14, 14, 256, 3, 1, 1, 1},
       {"r50 7x7 512->512 3x3", 512, 7, 7, 512, 3, 1, 1, 1},
       {"r50 56x56 64->256 1x1", 64, 56, 56, 256, 1, 1, 0, 1},
+      {"r50 28x28 512->128 1x1", 512, 28, 28, 128, 1, 1, 0, 1},
+      {"r50 28x28 128->512 1x1", 128, 28, 28, 512, 1, 1, 0, 1},
+      {"r50 14x14 1024->256 1x1", 1024, 14, 14, 256, 1, 1, 0, 1},
+      {"r50 14x14 256->1024 1x1", 256, 14, 14, 1024, 1, 1, 0, 1},
+      {"r50 7x7 2048->512 1x1", 2048, 7, 7, 512, 1, 1, 0, 1},
+      {"r50 7x7 512->2048 1x1", 512, 7, 7, 2048, 1, 1, 0, 1},
       {"r50 56x56 128->128 3x3 s2", 128, 56, 56, 128, 3, 2, 1, 1},
       {"r50 stem 224 3->64 7x7 s2", 3, 224, 224, 64, 7, 2, 3, 1},
       {"mbv2 dw 112x112x32", 32, 112, 112, 32, 3, 1, 1, 32},

@@ -38,6 +38,8 @@ constexpr int64_t kMaxDepthwiseRows = 128 * 1024;
 // The implicit GEMM packs through an offset table below this output row length, for kernels of
 // up to this many taps (the table is taps x HPF_NC 32-bit offsets on the stack).
 constexpr int64_t kTableRowsBelow = 32;
+// Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
+constexpr int64_t kPointwiseTiles = 16;
 constexpr int64_t kMaxTableTaps = 64;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -292,6 +294,83 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }
 
+// A pointwise Conv (1x1, unit strides, no padding) with weights in the "cols" layout
+// (conv_packing.hpp): Y^T = X^T W^T, output channels as the microkernel's columns, so that any
+// number of pixels fills its rows (6 at a time) and the input is read in place, a channel's
+// pixels contiguous (ask = the plane size); no patches are packed. A work item is one block of
+// up to kPointwiseTiles x 6 pixels and 64 output channels of one (image, group); its FP32 tile
+// is pixel-major and each output channel's row is gathered from it, finished and stored.
+Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
+                                         bool has_b, const std::string& head, const std::string& epi_ptrs,
+                                         const std::string& name) {
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  const int64_t P = z.H * z.W, K = z.CG, CB = (z.MG + kConvColBlock - 1) / kConvColBlock;
+  // Pixel blocks: as even as the tiles allow, at least 4 work items in all when there are pixels
+  // enough, so that two threads share the work.
+  const int64_t tiles = std::max<int64_t>(1, (P + kGemmMR - 1) / kGemmMR);
+  int64_t PBn = std::max((tiles + kPointwiseTiles - 1) / kPointwiseTiles, (4 + z.N * z.G * CB - 1) / (z.N * z.G * CB));
+  PBn = std::min(PBn, tiles);
+  const int64_t TPB = (tiles + PBn - 1) / PBn, PX = TPB * kGemmMR;
+  PBn = (tiles + TPB - 1) / TPB;
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  const bool x32 = X.dtype == DType::F32;
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  std::ostringstream s;
+  s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const float* restrict Wt = (const float*)args[1];\n";
+  if (has_b)
+    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
+      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
+  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
+    << "  float acc[" << PX * kConvColBlock << "] __attribute__((aligned(64)));\n"
+    << "  float a[" << PX << "] __attribute__((aligned(64)));\n"
+    // Channel blocks innermost: a range keeps its pixels' input in cache across them.
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    << "    const i64 cb = w % " << L(CB) << ", pb = (w / " << L(CB) << ") % " << L(PBn) << ", g = (w / " << L(CB * PBn)
+    << ") % " << L(z.G) << ", n = w / " << L(CB * PBn * z.G) << ";\n"
+    << "    const i64 p0 = pb * " << L(PX) << ", np = " << L(P) << " - p0 < " << L(PX) << " ? " << L(P) << " - p0 : " << L(PX)
+    << ";\n"
+    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n"
+    << "    const float* restrict wp = Wt + (g * " << L(CB) << " + cb) * " << L(K * kConvColBlock) << ";\n"
+    << "    for (i64 x = 0; x < " << L(PX * kConvColBlock) << "; ++x) acc[x] = 0.0f;\n"
+    << "    for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
+    << "      const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
+    << "      for (i64 t = 0; t * HPF_MR < np; ++t) {\n"
+    << "        float* restrict at = acc + t * HPF_MR * " << L(kConvColBlock) << ";\n"
+    << "        const float* restrict ap = apack;\n"
+    << "        i64 ask = HPF_MR;\n";
+  if (x32)  // whole tiles of FP32 pixels read in place
+    s << "        if (t * HPF_MR + HPF_MR <= np) {\n"
+      << "          ap = xg + pc * " << L(P) << " + t * HPF_MR;\n"
+      << "          ask = " << L(P) << ";\n"
+      << "        } else\n";
+  // The last, ragged tile (and 16-bit input): converted into MR-interleaved rows, zero past np.
+  s << "        for (i64 q = 0; q < kc; ++q)\n"
+    << "          for (i64 ii = 0; ii < HPF_MR; ++ii)\n"
+    << "            apack[q * HPF_MR + ii] = t * HPF_MR + ii < np ? "
+    << c_load_operand(X.dtype, "xg[(pc + q) * " + L(P) + " + t * HPF_MR + ii]") << " : 0.0f;\n"
+    << "        for (i64 jp = 0; jp < " << L(kConvColBlock) << "; jp += HPF_NR)\n"
+    << "          hpf_mm_micro_bx(kc, ap, ask, 1, wp + pc * " << L(kConvColBlock) << " + jp, " << L(kConvColBlock)
+    << ", HPF_VW, at + jp, " << L(kConvColBlock) << ");\n"
+    << "      }\n"
+    << "    }\n"
+    // Each output channel's pixels, a column of the tile, finished and stored as a row.
+    << "    const i64 mcn = " << L(z.MG) << " - cb * " << L(kConvColBlock) << " < " << L(kConvColBlock) << " ? " << L(z.MG)
+    << " - cb * " << L(kConvColBlock) << " : " << L(kConvColBlock) << ";\n"
+    << "    for (i64 j = 0; j < mcn; ++j) {\n"
+    << "      const i64 mo = g * " << L(z.MG) << " + cb * " << L(kConvColBlock) << " + j;\n"
+    << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
+    << "      (void)yo;\n"
+    << "      for (i64 i = 0; i < np; ++i) a[i] = acc[i * " << L(kConvColBlock) << " + j];\n";
+  s << fin.loop("np");
+  s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "np") << "    }\n  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, PX * kConvColBlock * K);
+  return GeneratedKernel{name, s.str(), z.N * z.G * PBn * CB, std::max<int64_t>(1, (1 << 20) / per_item)};
+}
+
 Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                          bool has_b, const std::string& head, const std::string& epi_ptrs,
                                          const std::string& name, int64_t WP, int64_t CB) {
@@ -399,9 +478,14 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
   if (packed) {
     const int64_t K = z.CG * z.KH * z.KW;
-    if (z.CG == 1 || numel(in_spec.inputs[1].shape) != conv_packed_size(z.G, z.MG, K))
-      return Status::invalid("conv: packed weights of " + shape_string(in_spec.inputs[1].shape) + " for weight " +
-                             shape_string(Wt.shape));
+    const bool cols = attr_s(in_spec.attrs, "w_layout") == "cols";
+    const int64_t block = cols ? kConvColBlock : kGemmMR;
+    const bool pointwise = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.OH == z.H && z.OW == z.W;
+    if (z.CG == 1 || (cols && !pointwise) || (!cols && attr_s(in_spec.attrs, "w_layout") != "rows") ||
+        numel(in_spec.inputs[1].shape) != z.G * round_up(z.MG, block) * K)
+      return Status::invalid("conv: packed weights of " + shape_string(in_spec.inputs[1].shape) + " (layout '" +
+                             attr_s(in_spec.attrs, "w_layout") + "') for weight " + shape_string(Wt.shape));
+    if (cols) return conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name);
     return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
   }
   if (z.CG == 1 && z.OW > 0) {

@@ -1,4 +1,4 @@
-// Conv weight packing (layout in conv_packing.hpp).
+// Conv weight packing (layouts in conv_packing.hpp).
 #include "jit/codegen/conv_packing.hpp"
 
 #include <algorithm>
@@ -7,26 +7,22 @@
 #include "jit/codegen/c_helpers.hpp"
 
 namespace hpf::jit {
+namespace {
 
-int64_t conv_packed_size(int64_t groups, int64_t rows, int64_t k) {
-  return groups * (rows + kGemmMR - 1) / kGemmMR * kGemmMR * k;
+struct Dims {
+  int64_t groups, rows, k;  // rows: output channels per group
+};
+
+Dims dims_of(const std::vector<int64_t>& ws, const Attributes& attrs) {
+  int64_t k = 1;
+  for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
+  const int64_t groups = std::max<int64_t>(1, attr_i(attrs, "group", 1));
+  return {groups, ws[0] / groups, k};
 }
 
-void pack_conv_weights(const float* w, int64_t groups, int64_t rows, int64_t k, float* out) {
-  const int64_t tiles = (rows + kGemmMR - 1) / kGemmMR;
-  for (int64_t g = 0; g < groups; ++g)
-    for (int64_t s0 = 0; s0 < k; s0 += kGemmKC) {
-      const int64_t kc = std::min(kGemmKC, k - s0);
-      for (int64_t t = 0; t < tiles; ++t) {
-        float* d = out + g * tiles * kGemmMR * k + s0 * tiles * kGemmMR + t * kc * kGemmMR;
-        for (int64_t i = 0; i < kGemmMR; ++i) {
-          const int64_t m = t * kGemmMR + i;
-          const float* src = m < rows ? w + (g * rows + m) * k + s0 : nullptr;
-          for (int64_t q = 0; q < kc; ++q) d[q * kGemmMR + i] = src ? src[q] : 0.0f;
-        }
-      }
-    }
-}
+int64_t blocks(int64_t v, int64_t b) { return (v + b - 1) / b; }
+
+}  // namespace
 
 bool conv_takes_packed_weights(const KernelSpec& spec) {
   if (spec.family != "conv" || spec.inputs.size() < 2 || spec.attrs.count("w_shape")) return false;
@@ -38,12 +34,50 @@ bool conv_takes_packed_weights(const KernelSpec& spec) {
 KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   KernelSpec s = spec;
   const std::vector<int64_t>& ws = spec.inputs[1].shape;
-  int64_t k = 1;
-  for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
-  const int64_t groups = std::max<int64_t>(1, attr_i(spec.attrs, "group", 1));
+  const std::vector<int64_t>& xs = spec.inputs[0].shape;
+  const std::vector<int64_t>& ys = spec.outputs[0].shape;
+  const Dims d = dims_of(ws, spec.attrs);
+  // Pointwise: a 1x1 kernel keeping the input's spatial size (so unit strides, no padding).
+  bool pointwise = ws.size() == xs.size() && ys.size() == xs.size();
+  for (size_t a = 2; pointwise && a < ws.size(); ++a) pointwise = ws[a] == 1 && ys[a] == xs[a];
+  for (int64_t st : attr_ints(spec.attrs, "strides")) pointwise = pointwise && st == 1;
+  // The "cols" kernel pays for gathering each output row from its tile; it wins where the rows
+  // kernel wastes much of its 64-pixel blocks (ResNet-50's 14x14 and 7x7 maps fill 77% of
+  // them), K is deep enough to hide the gathering, and the channels fill the 64-wide blocks
+  // (a 24-channel layer would compute 64). Measured with bench/conv_bench.cpp.
+  int64_t pixels = 1;
+  for (size_t a = 2; a < ys.size(); ++a) pixels *= ys[a];
+  const bool rows_waste = pixels * 10 < blocks(pixels, kGemmNC) * kGemmNC * 9;
+  pointwise = pointwise && rows_waste && d.k >= 256 && blocks(d.rows, kConvColBlock) * kConvColBlock * 10 <= d.rows * 11;
   s.attrs["w_shape"] = ws;
-  s.inputs[1] = TensorDesc{DType::F32, {conv_packed_size(groups, ws[0] / groups, k)}};
+  s.attrs["w_layout"] = std::string(pointwise ? "cols" : "rows");
+  const int64_t rows = pointwise ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
+  s.inputs[1] = TensorDesc{DType::F32, {d.groups * rows * d.k}};
   return s;
+}
+
+void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out) {
+  const Dims d = dims_of(attr_ints(packed_spec.attrs, "w_shape"), packed_spec.attrs);
+  auto weight = [&](int64_t g, int64_t m, int64_t k) { return m < d.rows ? w[(g * d.rows + m) * d.k + k] : 0.0f; };
+  if (attr_s(packed_spec.attrs, "w_layout") == "cols") {
+    const int64_t nb = blocks(d.rows, kConvColBlock);
+    for (int64_t g = 0; g < d.groups; ++g)
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t k = 0; k < d.k; ++k)
+          for (int64_t j = 0; j < kConvColBlock; ++j)
+            out[((g * nb + b) * d.k + k) * kConvColBlock + j] = weight(g, b * kConvColBlock + j, k);
+    return;
+  }
+  const int64_t tiles = blocks(d.rows, kGemmMR);
+  for (int64_t g = 0; g < d.groups; ++g)
+    for (int64_t s0 = 0; s0 < d.k; s0 += kGemmKC) {
+      const int64_t kc = std::min(kGemmKC, d.k - s0);
+      for (int64_t t = 0; t < tiles; ++t) {
+        float* o = out + g * tiles * kGemmMR * d.k + s0 * tiles * kGemmMR + t * kc * kGemmMR;
+        for (int64_t q = 0; q < kc; ++q)
+          for (int64_t i = 0; i < kGemmMR; ++i) o[q * kGemmMR + i] = weight(g, t * kGemmMR + i, s0 + q);
+      }
+    }
 }
 
 }  // namespace hpf::jit

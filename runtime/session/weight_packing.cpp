@@ -308,7 +308,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
 Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
                                      std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
-  std::map<ValueId, ValueId> done;  // weight -> its packed initializer
+  std::map<std::pair<ValueId, std::string>, ValueId> done;  // (weight, layout) -> its packed initializer
   std::vector<std::string> rewritten;
   for (jit::LoweredStep& st : steps) {
     if (st.kind != jit::LoweredStep::Kind::kernel || st.inputs.size() < 2 || st.fused.empty() ||
@@ -318,21 +318,18 @@ Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DTyp
     const Tensor* w = g.constant(wv);
     if (!w || w->dtype() != DType::F32 || storage[wv] != DType::F32) continue;
     const jit::KernelSpec spec = jit::conv_spec_with_packed_weights(st.spec);
-    auto it = done.find(wv);
+    const std::string layout = jit::attr_s(spec.attrs, "w_layout");
+    auto it = done.find({wv, layout});
     if (it == done.end()) {
-      const std::vector<int64_t>& ws = st.spec.inputs[1].shape;
-      const int64_t groups = std::max<int64_t>(1, jit::attr_i(st.spec.attrs, "group", 1));
-      const int64_t rows = ws[0] / groups, k = w->numel() / std::max<int64_t>(1, ws[0]);
-      const std::string name = g.value(wv).name + "/conv_packed";
-      const std::string key = name + "|" + shape_string(ws) + "|" + std::to_string(groups);
+      const std::string name = g.value(wv).name + "/conv_" + layout;
+      const std::string key = name + "|" + shape_string(st.spec.inputs[1].shape) + "|" +
+                              std::to_string(jit::attr_i(spec.attrs, "group", 1));
       std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
       if (!packed) {
         PackedWeights p;
-        p.format = "conv_f32";
-        p.k = k;
-        p.n = ws[0];
+        p.format = "conv_f32_" + layout;
         p.data = Tensor(DType::F32, spec.inputs[1].shape);
-        jit::pack_conv_weights(reinterpret_cast<const float*>(w->bytes().data()), groups, rows, k,
+        jit::pack_conv_weights(spec, reinterpret_cast<const float*>(w->bytes().data()),
                                reinterpret_cast<float*>(p.data.bytes().data()));
         packed = packed_cache ? packed_cache->put_packed(key, std::move(p))
                               : std::make_shared<const PackedWeights>(std::move(p));
@@ -342,7 +339,7 @@ Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DTyp
       shapes.resize(g.values().size());
       storage[id] = DType::F32;
       shapes[id] = spec.inputs[1].shape;
-      it = done.emplace(wv, id).first;
+      it = done.emplace(std::make_pair(wv, layout), id).first;
     }
     st.spec = spec;
     st.inputs[1] = it->second;

@@ -120,11 +120,9 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
     const bool pack = pack_conv && jit::conv_takes_packed_weights(spec) && g->values()[st.inputs[1]].constant;
     if (pack) {
       spec = jit::conv_spec_with_packed_weights(spec);
-      const auto& ws = st.spec.inputs[1].shape;
-      const int64_t groups = jit::attr_i(spec.attrs, "group", 1), k = numel(ws) / ws[0];
       packed = Tensor(DType::F32, spec.inputs[1].shape);
-      jit::pack_conv_weights(reinterpret_cast<const float*>(vals[st.inputs[1]].bytes().data()), groups,
-                             ws[0] / groups, k, reinterpret_cast<float*>(packed.bytes().data()));
+      jit::pack_conv_weights(spec, reinterpret_cast<const float*>(vals[st.inputs[1]].bytes().data()),
+                             reinterpret_cast<float*>(packed.bytes().data()));
     }
     auto k = jit::generate_c(spec);
     REQUIRE_MESSAGE(k.ok(), k.status().to_string());
@@ -1160,6 +1158,36 @@ TEST_CASE("codegen: Conv epilogue: bias Add, BatchNormalization, residual Add, a
     check_graph(b, {random_tensor({2, 5, 9, 11}, t, 406), random_tensor({2, 6, 9, 11}, t, 407)},
                 t == DType::F32 ? 1e-5 : 2e-2);
   }
+}
+
+// FP32 weights packed as the Session packs them (jit/codegen/conv_packing.hpp): the pointwise
+// "cols" layout (deep K, small maps) with a ragged channel block, groups, a batch of two and the
+// fused epilogue; and the "rows" layout next to it.
+TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, groups") {
+  jit::KernelSpec probe;
+  probe.family = "conv";
+  probe.inputs = {{DType::F32, {2, 300, 7, 7}}, {DType::F32, {120, 300, 1, 1}}};
+  probe.outputs = {{DType::F32, {2, 120, 7, 7}}};
+  REQUIRE(jit::conv_takes_packed_weights(probe));
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");
+  probe.inputs[1].shape = {120, 300, 3, 3};
+  probe.attrs["pads"] = Ints{1, 1, 1, 1};
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "rows");
+  // 120 channels (blocks of 64 and 56), K = 300 over three slices, 49 pixels (9 tiles, ragged).
+  check_conv(DType::F32, {2, 300, 7, 7}, {120, 300, 1, 1}, true, {}, 600);
+  // Two groups of 300 -> 120 on 30 pixels.
+  check_conv(DType::F32, {1, 600, 5, 6}, {240, 300, 1, 1}, false, {{"group", int64_t{2}}}, 603);
+  GraphBuilder b("pointwise_epilogue");
+  auto x = b.input("x", DType::F32, {1, 256, 5, 7});
+  auto r = b.input("r", DType::F32, {1, 64, 5, 7});
+  auto y = b.op1("Conv", {x, b.constant(random_tensor({64, 256, 1, 1}, DType::F32, 606)),
+                          b.constant(random_tensor({64}, DType::F32, 607))}, {}, "conv");
+  y = b.op1("Add", {r, y}, {}, "residual");
+  y = b.op1("Relu", {y}, {}, "relu");
+  b.output(y, "out");
+  CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
+  check_graph(b, {random_tensor({1, 256, 5, 7}, DType::F32, 608), random_tensor({1, 64, 5, 7}, DType::F32, 609)},
+              4e-5, true);
 }
 
 // F16 outputs do not fuse: an overflow there must stay where the session's watch sees it.
