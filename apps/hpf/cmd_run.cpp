@@ -289,7 +289,8 @@ int cmd_run(const std::vector<std::string>& argv) {
                        {"runs", args->repeat}};
     j["compile"] = {{"kernels", st.kernels}, {"cache_hits", st.cache_hits}, {"cache_misses", st.cache_misses},
                     {"fallbacks", st.fallbacks}, {"fallback_nodes", st.fallback_nodes}, {"ms", st.ms},
-                    {"packed_weight_nodes", st.packed_weight_nodes}, {"int8_compute_nodes", st.int8_compute_nodes}};
+                    {"packed_weight_nodes", st.packed_weight_nodes}, {"packed_conv_nodes", st.packed_conv_nodes},
+                    {"int8_compute_nodes", st.int8_compute_nodes}};
     j["peak_memory_bytes"] = exe->peak_memory_bytes();
     j["weight_bytes"] = st.weight_bytes;
     j["standalone_casts"] = st.standalone_casts;
