@@ -12,6 +12,10 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
 // MatMul/Gemm with constant weights pre-packed by the runtime (bf16/f16/i8/i4 panels, see
 // c_matmul_wq.cpp for the layout), FP32 compute.
 Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std::string& name);
+// matmul_wq with wformat "bf16t": BF16 activations and weights on AMX tiles (c_matmul_amx.cpp).
+Expected<GeneratedKernel> generate_c_matmul_amx(const KernelSpec& spec, const std::string& name);
+// K rounded up to the AMX tile depth (32), as the "bf16t" weights are packed.
+int64_t amx_bf16_padded_k(int64_t k);
 // `static inline float wq_out(float v, void* const* args, i64 i, i64 j)`: the epilogue of output
 // element (i, j) of the packed-weight matmuls (args: the kernel's): alpha, beta * C (input
 // `c_input` when the spec has more own inputs), INT8 fake quantisation with attr out_scale when

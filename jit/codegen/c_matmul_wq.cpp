@@ -129,6 +129,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   if (!is_float(A.dtype) || !is_float(Y.dtype))
     return Status::unsupported("C codegen: matmul_wq on " + std::string(dtype_name(A.dtype)) + " -> " + std::string(dtype_name(Y.dtype)));
   const std::string f = attr_s(spec.attrs, "wformat");
+  if (f == "bf16t") return generate_c_matmul_amx(spec, name);
   if (f != "f32" && f != "bf16" && f != "f16" && f != "i8" && f != "i4")
     return Status::unsupported("C codegen: matmul_wq weight format '" + f + "'");
   const int64_t K = attr_i(spec.attrs, "k", 0), N = attr_i(spec.attrs, "n", 0);

@@ -1,5 +1,8 @@
 #include "plugins/cpu/clang_compiler.hpp"
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include <clang/Basic/Diagnostic.h>
@@ -39,12 +42,29 @@ void initialize_llvm_targets() {
   });
 }
 
+// Linux hands a process AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM for
+// XTILEDATA, process-wide); until then a tile instruction raises SIGILL. True when granted.
+bool request_amx_tiles() {
+#if defined(__x86_64__) && defined(SYS_arch_prctl)
+  constexpr long kReqXcompPerm = 0x1023, kXtiledata = 18;
+  return syscall(SYS_arch_prctl, kReqXcompPerm, kXtiledata) == 0;
+#else
+  return false;
+#endif
+}
+
 HostTarget detect_host() {
   HostTarget t;
   t.triple = llvm::Triple::normalize(llvm::sys::getProcessTriple());
   t.cpu = llvm::sys::getHostCPUName().str();
-  for (const auto& f : llvm::sys::getHostCPUFeatures())
-    t.features.push_back((f.second ? "+" : "-") + f.first().str());
+  const llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  // Kernels may use AMX tiles only where the kernel lets this process have them: otherwise the
+  // features go off, so that no generated source takes its AMX path.
+  const bool amx = host.lookup("amx-tile") && request_amx_tiles();
+  for (const auto& f : host) {
+    const bool on = f.second && (amx || !f.first().starts_with("amx"));
+    t.features.push_back((on ? "+" : "-") + f.first().str());
+  }
   std::sort(t.features.begin(), t.features.end(),
             [](const std::string& a, const std::string& b) { return a.substr(1) < b.substr(1); });
   // HPF_CPU_TARGET=NAME (an LLVM CPU name such as znver3 or haswell): kernels for that CPU's

@@ -549,9 +549,13 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   }
   HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region));
   {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
+    // The CPU plugin compiles for the host's features, AMX among them only where Linux granted
+    // this process the tile state (plugins/cpu/clang_compiler.cpp).
+    const bool amx_bf16 = dev.compile_flags.find("+amx-bf16") != std::string::npos &&
+                          dev.compile_flags.find("+amx-tile") != std::string::npos;
     HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, impl_->options.plan.get(), impl->storage,
                                                                      impl->shapes, lowered,
-                                                                     impl_->options.weight_cache.get()));
+                                                                     impl_->options.weight_cache.get(), amx_bf16));
     HPF_ASSIGN_OR_RETURN(impl->stats.packed_conv_nodes,
                          lower_packed_convs(*g, impl->storage, impl->shapes, lowered, impl_->options.weight_cache.get()));
     impl->stats.packed_weight_nodes = std::move(packed.nodes);

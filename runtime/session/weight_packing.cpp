@@ -9,6 +9,7 @@
 
 #include "hpf/calibration.hpp"
 #include "hpf/log.hpp"
+#include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/conv_packing.hpp"
 #include "runtime/session/weight_cache.hpp"
@@ -17,6 +18,8 @@ namespace hpf {
 namespace {
 
 constexpr int64_t kPanel = 16;
+// The deepest K the AMX kernel takes (its 32-row A block, 64 * K bytes, is on the stack).
+constexpr int64_t kMaxAmxK = 4096;
 
 // The signed integer of element i of quantised storage `q` (I8 bytes or I4 nibbles).
 int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
@@ -58,6 +61,21 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
           std::byte* o = d + ((p * K + k) * kPanel + j) * static_cast<int64_t>(es);
           if (n < N) std::memcpy(o, s + at(k, n) * static_cast<int64_t>(es), es);
           else std::memset(o, 0, es);
+        }
+    pw.scales = Tensor(DType::F32, {1});
+    return pw;
+  }
+  if (format == "bf16t") {  // AMX tile pairs (c_matmul_amx.cpp): u16 [P2][Kt/2][16][2]
+    const Tensor c = b.cast(DType::BF16);
+    const auto* src = reinterpret_cast<const uint16_t*>(c.bytes().data());
+    const int64_t Kt = jit::amx_bf16_padded_k(K), P2 = (P + 1) / 2 * 2;
+    pw.data = Tensor(DType::U8, {P2 * Kt * kPanel * 2});
+    auto* d = reinterpret_cast<uint16_t*>(pw.data.bytes().data());
+    for (int64_t p = 0; p < P2; ++p)
+      for (int64_t k = 0; k < Kt; ++k)
+        for (int64_t j = 0; j < kPanel; ++j) {
+          const int64_t n = p * kPanel + j;
+          d[((p * Kt / 2 + k / 2) * kPanel + j) * 2 + k % 2] = n < N && k < K ? src[at(k, n)] : 0;
         }
     pw.scales = Tensor(DType::F32, {1});
     return pw;
@@ -159,7 +177,7 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
-                                                             WeightCache* cache) {
+                                                             WeightCache* cache, bool amx_bf16) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
   std::map<std::string, std::shared_ptr<const PackedWeights>> packed_here;
   WeightLoweringStats stats;
@@ -193,6 +211,11 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       }
     } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
       format = p->weights == DType::BF16 ? "bf16" : "f16";
+      // BF16 activations too, on a device with AMX: the tile kernel (its A block on the stack).
+      const int64_t k = trans_b ? w->shape()[1] : w->shape()[0];
+      if (format == "bf16" && amx_bf16 && st.spec.inputs[0].dtype == DType::BF16 &&
+          jit::amx_bf16_padded_k(k) <= kMaxAmxK)
+        format = "bf16t";
     } else if (storage[n.inputs[1]] == DType::F32 &&
                (!p || p->mode == Mode::fp32 || p->mode == Mode::auto_)) {
       format = "f32";  // FP32 weights packed once: the GEMM streams contiguous panels, the GEMV its own kernel

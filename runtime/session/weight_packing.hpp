@@ -1,6 +1,7 @@
 // Constant MatMul/Gemm weights packed once at compile time for the "matmul_wq" kernels, and FP32
 // Conv weights for the implicit-GEMM conv kernel
-// (jit/codegen/c_matmul_wq.cpp describes the layout): BF16/F16 in panels of 16 columns, INT8
+// (jit/codegen/c_matmul_wq.cpp describes the layout): BF16/F16 in panels of 16 columns (BF16
+// also in AMX tile pairs, "bf16t"), INT8
 // per output channel and INT4 group-wise along K with the plan's scales. The integers are the
 // ones hpf::quantize gives for the same parameters (the reference emulation's), so a quantised
 // plan computes on exactly the weights its emulation measured.
@@ -58,6 +59,8 @@ struct WeightLoweringStats {
 // kernel (u8 x s8 -> s32) quantising A with it; otherwise its INT8 weights are dequantised to
 // FP32 (matmul_wq). With `cache` (a WeightCache::create() one), packed weights are looked up there
 // before they are made, stored there after, and shared with the graph without a copy.
+// With `amx_bf16` (the device's kernels may use AMX-BF16 tiles), a BF16-weight node whose input
+// is stored BF16 gets the "bf16t" tile layout and kernel (jit/codegen/c_matmul_amx.cpp).
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
 // Without a plan (or for an fp32 or auto node), an F32 weight is packed as F32 too: the GEMV
 // (M <= 4) streams it once, the GEMM copies contiguous panels instead of gathering strided rows
@@ -65,7 +68,7 @@ struct WeightLoweringStats {
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
-                                                             WeightCache* cache = nullptr);
+                                                             WeightCache* cache = nullptr, bool amx_bf16 = false);
 
 // For every Conv kernel step whose constant weight is stored F32 and which the C generator runs
 // as implicit GEMM (jit::conv_takes_packed_weights): packs the weight once in the layout of

@@ -14,6 +14,7 @@
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/conv_packing.hpp"
 #include "jit/codegen/lowering.hpp"
+#include "runtime/session/weight_packing.hpp"
 
 using namespace hpf;
 
@@ -1318,5 +1319,47 @@ TEST_CASE("codegen: Exp, Erf, Sigmoid and Gelu without libm (hpf_vexp, hpf_verf)
       }
     }
     CHECK(bad == 0);
+  }
+}
+
+// matmul_wq "bf16t": BF16 activations and weights on AMX tiles where the plugin compiles for them
+// (elsewhere the same source's plain-C sums), against FP64 sums of the same BF16 values: ragged
+// rows, columns and K (the copied A block, zero padding), and a block read in place.
+TEST_CASE("codegen: matmul_wq bf16t (AMX tiles) against FP64 sums of the BF16 values") {
+  auto& cpu = plugin();
+  if (!cpu.skip.empty()) {
+    MESSAGE("skipped: " << cpu.skip);
+    return;
+  }
+  for (const Ints& mnk : {Ints{37, 50, 70}, Ints{64, 64, 96}, Ints{130, 40, 32}}) {
+    const int64_t M = mnk[0], N = mnk[1], K = mnk[2];
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    const Tensor a = random_tensor({M, K}, DType::BF16, 700), w = random_tensor({K, N}, DType::F32, 701);
+    auto pw = pack_weights(w, false, "bf16t");
+    REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+    jit::KernelSpec spec;
+    spec.family = "matmul_wq";
+    spec.inputs = {{DType::BF16, {M, K}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
+    spec.outputs = {{DType::F32, {M, N}}};
+    spec.attrs = {{"wformat", std::string("bf16t")}, {"k", K}, {"n", N}, {"group", pw->group}};
+    auto k = jit::generate_c(spec);
+    REQUIRE_MESSAGE(k.ok(), k.status().to_string());
+    Tensor y(DType::F32, {M, N});
+    cpu.run(*k, {const_cast<std::byte*>(a.bytes().data()), pw->data.bytes().data(), pw->scales.bytes().data(),
+                 y.bytes().data()});
+    const std::vector<float> av = a.to_f32(), wv = w.cast(DType::BF16).to_f32(), yv = y.to_f32();
+    double worst = 0;
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double want = 0, mag = 0;
+        for (int64_t p = 0; p < K; ++p) {
+          want += double(av[i * K + p]) * wv[p * N + j];
+          mag += std::abs(double(av[i * K + p]) * wv[p * N + j]);
+        }
+        worst = std::max(worst, std::abs(yv[i * N + j] - want) / (1 + mag));
+      }
+    CHECK_MESSAGE(worst <= 1e-5, "worst error relative to the sum of |products|: " << worst);
   }
 }
