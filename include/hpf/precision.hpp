@@ -163,6 +163,11 @@ struct DeviceFormats {
   std::vector<DType> storage = {DType::F32};  // formats its kernels read and write
   bool int8_compute = false;
   bool fp8_compute = false;
+  // The op classes ("matmul", "conv", ... as the op table names them) whose kernels compute in
+  // INT8 where the device says so per class; empty: every class with int8_compute. The planner
+  // offers int8 only to those: elsewhere an int8 node would compute in FP32 on dequantised
+  // weights, slower than FP32 and no smaller in its activations.
+  std::vector<std::string> int8_classes;
 };
 
 // A node that did not get the mode its policy asked for, and why.

@@ -141,6 +141,13 @@ class Planner {
  private:
   bool is_auto(size_t id) const { return base_.nodes[id].mode == Mode::auto_; }
 
+  // Whether the device computes op `op` in INT8 (DeviceFormats::int8_classes).
+  bool int8_class(const std::string& op) const {
+    const std::vector<std::string>& c = o_.device.int8_classes;
+    const ir::OpDef* def = ir::find_op(op);
+    return c.empty() || (def && std::find(c.begin(), c.end(), ir::op_class_name(def->op_class)) != c.end());
+  }
+
   // The policy's plan, and for every candidate mode the plan of every node in that mode.
   Status prepare_plans() {
     HPF_ASSIGN_OR_RETURN(base_, plan_from_policy(g_, o_.policy, o_.device));
@@ -151,7 +158,7 @@ class Planner {
       Policy p = Policy::uniform(m);
       std::set<std::string> never;
       for (const Node& n : g_.nodes())
-        if (!op_has(n.op, m)) never.insert(n.op);
+        if (!op_has(n.op, m) || (m == Mode::int8 && !int8_class(n.op))) never.insert(n.op);
       p.never_lower.assign(never.begin(), never.end());
       HPF_ASSIGN_OR_RETURN(Plan pm, plan_from_policy(g_, p, o_.device));
       bool any = false;

@@ -173,7 +173,10 @@ DeviceFormats formats_of(const DeviceRecord& d) {
       auto t = parse_dtype(name);
       if (!t.ok()) continue;
       if (is_float(*t) && std::find(f.storage.begin(), f.storage.end(), *t) == f.storage.end()) f.storage.push_back(*t);
-      if (*t == DType::I8) f.int8_compute = true;
+      if (*t == DType::I8) {
+        f.int8_compute = true;
+        if (!p.op_class.empty()) f.int8_classes.push_back(p.op_class);
+      }
       if (*t == DType::I4 && std::find(f.storage.begin(), f.storage.end(), *t) == f.storage.end()) f.storage.push_back(*t);
       if (*t == DType::F8E4M3) f.fp8_compute = true;
     }
