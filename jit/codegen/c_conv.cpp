@@ -301,11 +301,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
                 "  u16 apack2[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
                 "#if defined(HPF_CONV_AMX)\n"
                 "  u16 atile[32 * 32] __attribute__((aligned(64)));\n"
-                "  struct { u8 palette, start_row, reserved[14]; u16 colsb[16]; u8 rows[16]; } cfg;\n"
-                "  __builtin_memset(&cfg, 0, sizeof cfg);\n"
-                "  cfg.palette = 1;\n"
-                "  for (int t = 0; t < 8; ++t) { cfg.rows[t] = 16; cfg.colsb[t] = 64; }\n"
-                "  __builtin_ia32_tile_loadconfig(&cfg);\n"
+                "  hpf_amx_configure();\n"
                 "#endif\n"
                 "#else\n"
               : "")
