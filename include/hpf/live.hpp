@@ -26,7 +26,7 @@
 //     each kernel step's mean time over the next `slow_window` runs (when at least `slow_min_ms`)
 //     is compared with the sum of what the plan expects of its nodes (each node's measured_ms when
 //     the planner measured it, else its predicted_ms; only when every node has one); a step more
-//     than `slow_factor` times slower is re-planned: `replan` decides for each of its nodes
+//     than `slow_factor` times slower in `slow_windows` windows in a row is re-planned: `replan` decides for each of its nodes
 //     (default: promote one format, as above), the variant is recompiled and the windows start
 //     again. A promoted node's measured_ms and predicted_ms are set to -1 (both were for the old
 //     format), so it is not re-planned again on a stale figure.
@@ -83,6 +83,9 @@ struct LiveOptions {
   int warmup_runs = 3;       // runs of a variant before its kernels are timed
   int slow_window = 3;       // runs averaged per comparison
   double slow_factor = 2.0;  // measured > slow_factor * predicted: re-plan
+  // Windows in a row a step must be slow in before it is re-planned: on a shared machine one
+  // window can run 2x slow for reasons that are not the kernel's (a recompile costs ~1 s).
+  int slow_windows = 2;
   // Steps whose mean time is below this are never re-planned: launch overhead and timer noise
   // dominate there, not the format.
   double slow_min_ms = 0.05;

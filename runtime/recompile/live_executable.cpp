@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <list>
+#include <map>
 #include <set>
 
 #include "hpf/live.hpp"
@@ -60,6 +61,7 @@ struct Variant {
   int64_t runs = 0;                   // runs since it was compiled
   int64_t clean_runs = 0;             // consecutive runs without overflow while watched
   std::vector<StepProfile> baseline;  // profile at the start of the timing window
+  std::map<size_t, int> slow_streak;  // step -> windows in a row it was slow in
 };
 
 }  // namespace
@@ -245,8 +247,12 @@ struct LiveExecutable::Impl {
         all = all && expected > 0;
         if (all) predicted += expected;
       }
-      if (!all || measured < options.slow_min_ms || measured <= options.slow_factor * predicted)
+      if (!all || measured < options.slow_min_ms || measured <= options.slow_factor * predicted) {
+        v.slow_streak.erase(k);
         continue;
+      }
+      if (++v.slow_streak[k] < std::max(options.slow_windows, 1)) continue;
+      v.slow_streak.erase(k);
       for (const std::string& name : p.nodes) {
         NodePlan* n = find(next, name);
         if (!n) continue;

@@ -217,7 +217,22 @@ TEST_CASE("live: a kernel far slower than its predicted time is re-planned after
   o.session.use_cache = false;
   o.warmup_runs = 2;
   o.slow_window = 2;
+  o.slow_windows = 1;  // the subcases count runs for one window; the default 2 is checked last
   o.slow_min_ms = 0;  // these kernels take microseconds
+  SUBCASE("two slow windows in a row by default") {
+    auto plan = uniform(g, Mode::fp16);
+    for (NodePlan& n : plan->nodes) n.predicted_ms = 1e-9;
+    o.session.plan = plan;
+    o.slow_windows = LiveOptions{}.slow_windows;
+    REQUIRE(o.slow_windows == 2);
+    auto live = LiveExecutable::create(g, o);
+    REQUIRE(live.ok());
+    for (int r = 0; r < 5; ++r) REQUIRE(live->run({x}).ok());
+    CHECK(count(live->events(), "slow_kernel") == 0);  // slow in the first window only so far
+    REQUIRE(live->run({x}).ok());
+    CHECK(count(live->events(), "slow_kernel") == 2);
+    CHECK(live->events().back().run == 6);
+  }
   SUBCASE("an absurd prediction") {
     // The MatMul and its scale fuse into one kernel (F16 -> Mul is overflow-transparent): the
     // step is compared with the sum of its nodes' predictions and both are re-planned.
