@@ -44,9 +44,9 @@ constexpr int64_t kMaxDepthwiseRows = 128 * 1024;
 // The implicit GEMM packs through an offset table below this output row length, for kernels of
 // up to this many taps (the table is taps x HPF_NC 32-bit offsets on the stack).
 constexpr int64_t kTableRowsBelow = 32;
+constexpr int64_t kMaxTableTaps = 64;
 // Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
 constexpr int64_t kPointwiseTiles = 16;
-constexpr int64_t kMaxTableTaps = 64;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -106,8 +106,6 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   MB = std::max<int64_t>(1, std::min(MB, (z.MG + kGemmMR - 1) / kGemmMR));
   const int64_t MT = round_up((z.MG + MB - 1) / MB, kGemmMR);
   MB = (z.MG + MT - 1) / MT;
-  // The AMX path (BF16 input and weights) computes rows in blocks of 32: its tile has that many.
-  const int64_t MTA = X.dtype == DType::BF16 && Wt.dtype == DType::BF16 ? round_up(MT, 32) : MT;
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
@@ -116,6 +114,8 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
   // vdpbf16ps; the source holds both forms.
   const bool pairs = X.dtype == DType::BF16 && Wt.dtype == DType::BF16;
+  // Their AMX path computes rows in blocks of 32: its tile has that many.
+  const int64_t MTA = pairs ? round_up(MT, 32) : MT;
   // Short output rows (ResNet-50's 7x7 and 14x14 maps) cut a pixel block into many short runs
   // of input values, each with its bounds worked out again for every k: there, each value is
   // read through a table of its offset in the input plane per tap (-1: padding), made once per
@@ -309,8 +309,8 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "  float apack[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
     << (pairs ? "#endif\n" : "")
     << "  float acc[" << MTA << " * HPF_NC] __attribute__((aligned(64)));\n"
-    << "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n"
-    << (table ? "  i32 off[" + std::to_string(KK) + " * HPF_NC];\n" : "")
+    << (table ? "  i32 off[" + std::to_string(KK) + " * HPF_NC];\n"
+              : "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n")
     << "  for (i64 w = begin; w < end; ++w) {\n"
     // Pixel blocks innermost: a range continues the same output rows (and input rows) block after
     // block, which the hardware prefetchers follow.
@@ -319,21 +319,22 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "    const i64 p0 = pb * HPF_NC, nc = " << L(P) << " - p0 < HPF_NC ? " << L(P) << " - p0 : HPF_NC;\n"
     << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
     << " - ic : " << L(MT) << ";\n"
-    << table_init
-    // Segments of the pixel block: inside one output row and one panel; past nc, zeros.
-    << "    i64 ns = 0;\n"
-    << "    for (i64 j = 0; j < HPF_NC;) {\n"
-    << "      i64 len = HPF_NR - j % HPF_NR;\n"
-    << "      if (j < nc) {\n"
-    << "        const i64 p = p0 + j, oh = p / " << L(OW) << ", ow = p % " << L(OW) << ";\n"
-    << "        if (" << L(OW) << " - ow < len) len = " << L(OW) << " - ow;\n"
-    << "        if (nc - j < len) len = nc - j;\n"
-    << "        sh[ns] = oh * " << L(SH) << " - " << L(PH) << "; sw[ns] = ow * " << L(SW) << " - " << L(PW) << ";\n"
-    << "      } else {\n"
-    << "        sh[ns] = -(1LL << 40); sw[ns] = 0;\n"
-    << "      }\n"
-    << "      sj[ns] = j; sl[ns] = len; ++ns; j += len;\n"
-    << "    }\n"
+    // The offset table, or the segments of the pixel block: inside one output row and one
+    // panel; past nc, zeros.
+    << (table ? table_init
+              : "    i64 ns = 0;\n"
+                "    for (i64 j = 0; j < HPF_NC;) {\n"
+                "      i64 len = HPF_NR - j % HPF_NR;\n"
+                "      if (j < nc) {\n"
+                "        const i64 p = p0 + j, oh = p / " + L(OW) + ", ow = p % " + L(OW) + ";\n"
+                "        if (" + L(OW) + " - ow < len) len = " + L(OW) + " - ow;\n"
+                "        if (nc - j < len) len = nc - j;\n"
+                "        sh[ns] = oh * " + L(SH) + " - " + L(PH) + "; sw[ns] = ow * " + L(SW) + " - " + L(PW) + ";\n"
+                "      } else {\n"
+                "        sh[ns] = -(1LL << 40); sw[ns] = 0;\n"
+                "      }\n"
+                "      sj[ns] = j; sl[ns] = len; ++ns; j += len;\n"
+                "    }\n")
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(H * W) << ";\n"
     << "    for (i64 x = 0; x < " << L(MTA) << " * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "    for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
