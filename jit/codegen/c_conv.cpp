@@ -16,11 +16,7 @@
 // preprocessor where the BF16 pair microkernel is preferred (HPF_BF16_DOT): k packed in pairs
 // as stored, multiplied by vdpbf16ps.
 //
-// BF16 input and weights on a host with AMX (the plugin leaves the features off where Linux does
-// not grant the tile state): the same pair packing feeds TDPBF16PS tiles, 2 x 2 accumulator tiles
-// of 16 x 16 per 32 output channels x 32 pixels, loaded from and stored back to the FP32 tile per
-// slice; weight rows are read in place, or copied zero-padded at the edges of the weights
-// (ResNet-50's 1x1 layers 2-4x the FP32 kernel, the 3x3 layers 1.5-2.5x, one thread).
+// BF16 input with BF16 weights packed in the "amx" layout runs on AMX tiles (c_conv_amx.cpp).
 //
 // Depthwise (one input channel per group) runs a direct kernel instead: one output row per work
 // item, the input rows it reads copied (converted) into a zero-padded stack row each, then
@@ -30,41 +26,16 @@
 
 #include "core/ir/op_geometry.hpp"
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_conv_parts.hpp"
 #include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 #include "jit/codegen/conv_packing.hpp"
 
 namespace hpf::jit {
-namespace {
-// Output channels per GEMM tile: the FP32 tile (MT x HPF_NC) stays under 64 KiB of stack.
-constexpr int64_t kMaxTileRows = 240;
-// The depthwise kernel's padded input rows on the stack (bytes); wider rows take the GEMM path.
-constexpr int64_t kMaxDepthwiseRows = 128 * 1024;
-// The implicit GEMM packs through an offset table below this output row length, for kernels of
-// up to this many taps (the table is taps x HPF_NC 32-bit offsets on the stack).
-constexpr int64_t kTableRowsBelow = 32;
-constexpr int64_t kMaxTableTaps = 64;
-// Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
-constexpr int64_t kPointwiseTiles = 16;
 
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+namespace conv {
 
-struct ConvShape {
-  int64_t N, C, H, W, M, CG, MG, G, KH, KW, OH, OW, SH, SW, DH, DW, PH, PW;
-};
-
-// The bias (if any) and epilogue of one value `v` at column expression `j` of the output row
-// starting at flat offset `yoff`, output channel `mo`: the per-channel setup (statements before
-// the row's loop) and the per-value statements.
-struct Finish {
-  std::string setup, per_value;
-  // The loop applying it to `n` values of a row, setup first: empty when there is nothing to apply.
-  std::string loop(const std::string& n) const {
-    if (per_value.empty()) return "";
-    return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
-  }
-};
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
                               const std::string& v, const std::string& yoff, const std::string& j) {
   Finish f;
@@ -81,11 +52,30 @@ Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& 
   return f;
 }
 
-// Stores `n` finished FP32 values of `row` at `dst`.
 std::string store_row(DType t, const std::string& dst, const std::string& row, const std::string& n) {
   if (t == DType::BF16) return "hpf_store_bf16_row(" + dst + ", " + row + ", " + n + ");\n";
   return "for (i64 jj = 0; jj < " + n + "; ++jj) " + dst + "[jj] = " + c_store(t, row + "[jj]") + ";\n";
 }
+
+}  // namespace conv
+
+namespace {
+// Output channels per GEMM tile: the FP32 tile (MT x HPF_NC) stays under 64 KiB of stack.
+constexpr int64_t kMaxTileRows = 240;
+// The depthwise kernel's padded input rows on the stack (bytes); wider rows take the GEMM path.
+constexpr int64_t kMaxDepthwiseRows = 128 * 1024;
+// The implicit GEMM packs through an offset table below this output row length, for kernels of
+// up to this many taps (the table is taps x HPF_NC 32-bit offsets on the stack).
+constexpr int64_t kTableRowsBelow = 32;
+constexpr int64_t kMaxTableTaps = 64;
+// Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
+constexpr int64_t kPointwiseTiles = 16;
+
+using conv::Finish;
+using conv::finish_value;
+using conv::round_up;
+using conv::store_row;
+using ConvShape = conv::Shape;
 
 Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                     bool has_b, bool packed, const std::string& head, const std::string& epi_ptrs,
@@ -114,8 +104,6 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
   // vdpbf16ps; the source holds both forms.
   const bool pairs = X.dtype == DType::BF16 && Wt.dtype == DType::BF16;
-  // Their AMX path computes rows in blocks of 32: its tile has that many.
-  const int64_t MTA = pairs ? round_up(MT, 32) : MT;
   // Short output rows (ResNet-50's 7x7 and 14x14 maps) cut a pixel block into many short runs
   // of input values, each with its bounds worked out again for every k: there, each value is
   // read through a table of its offset in the input plane per tap (-1: padding), made once per
@@ -193,49 +181,6 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
         << "          u32* restrict o = bpack2 + jp * (HPF_KC / 2) + pp * HPF_NR;\n"
         << "          for (i64 jj = 0; jj < HPF_NR; ++jj) o[jj] = (u32)lo[jj] | (u32)lo[jj + HPF_NC] << 16;\n"
         << "        }\n";
-    if (bf)  // AMX: 2 x 2 accumulator tiles of 16 x 16 per 32 rows x 32 pixels, K in steps of 32
-      b << "#if defined(HPF_CONV_AMX)\n"
-        << "      const i64 kcp = (kc + 31) & ~31LL;\n"
-        << "      for (i64 pp = kp; pp < kcp / 2; ++pp)\n"
-        << "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR)\n"
-        << "          for (i64 jj = 0; jj < HPF_NR; ++jj) bpack2[jp * (HPF_KC / 2) + pp * HPF_NR + jj] = 0;\n"
-        << "      for (i64 ir = 0; ir < mc; ir += 32) {\n"
-        << "        const i64 m0 = g * " << L(z.MG) << " + ic + ir;\n"
-        << "        for (i64 jp = 0; jp < nc; jp += 32) {\n"
-        << "          float* ct = acc + ir * HPF_NC + jp;\n"
-        << "          __builtin_ia32_tileloadd64(0, ct, HPF_NC * 4);\n"
-        << "          __builtin_ia32_tileloadd64(1, ct + 16, HPF_NC * 4);\n"
-        << "          __builtin_ia32_tileloadd64(2, ct + 16 * HPF_NC, HPF_NC * 4);\n"
-        << "          __builtin_ia32_tileloadd64(3, ct + 16 * HPF_NC + 16, HPF_NC * 4);\n"
-        << "          const u32* b0 = bpack2 + (jp / HPF_NR) * (HPF_KC / 2) * HPF_NR + jp % HPF_NR;\n"
-        << "          const u32* b1 = bpack2 + ((jp + 16) / HPF_NR) * (HPF_KC / 2) * HPF_NR + (jp + 16) % HPF_NR;\n"
-        << "          for (i64 kk = 0; kk < kcp; kk += 32) {\n"
-        // Weight rows in place when the tile lies inside the weights, else a zero-padded copy.
-        << "            const u16* at = Wt + m0 * " << L(K) << " + pc + kk;\n"
-        << "            i64 lda = " << L(2 * K) << ";\n"
-        << "            if (m0 + 32 > " << L(z.M) << " || pc + kk + 32 > " << L(K) << ") {\n"
-        << "              for (i64 i = 0; i < 32; ++i)\n"
-        << "                for (i64 q = 0; q < 32; ++q)\n"
-        << "                  atile[i * 32 + q] = m0 + i < " << L(z.M) << " && pc + kk + q < " << L(K) << " ? Wt[(m0 + i) * "
-        << L(K) << " + pc + kk + q] : 0;\n"
-        << "              at = atile;\n"
-        << "              lda = 64;\n"
-        << "            }\n"
-        << "            __builtin_ia32_tileloadd64(4, at, lda);\n"
-        << "            __builtin_ia32_tileloadd64(5, (const char*)at + 16 * lda, lda);\n"
-        << "            __builtin_ia32_tileloadd64(6, b0 + (kk / 2) * HPF_NR, HPF_NR * 4);\n"
-        << "            __builtin_ia32_tileloadd64(7, b1 + (kk / 2) * HPF_NR, HPF_NR * 4);\n"
-        << "            __builtin_ia32_tdpbf16ps(0, 4, 6); __builtin_ia32_tdpbf16ps(1, 4, 7);\n"
-        << "            __builtin_ia32_tdpbf16ps(2, 5, 6); __builtin_ia32_tdpbf16ps(3, 5, 7);\n"
-        << "          }\n"
-        << "          __builtin_ia32_tilestored64(0, ct, HPF_NC * 4);\n"
-        << "          __builtin_ia32_tilestored64(1, ct + 16, HPF_NC * 4);\n"
-        << "          __builtin_ia32_tilestored64(2, ct + 16 * HPF_NC, HPF_NC * 4);\n"
-        << "          __builtin_ia32_tilestored64(3, ct + 16 * HPF_NC + 16, HPF_NC * 4);\n"
-        << "        }\n"
-        << "      }\n"
-        << "    }\n"
-        << "#else\n";
     if (packed) {  // the tiles of this slice one after another (conv_packing.hpp), ragged ones zero-filled
       const int64_t T = (z.MG + kGemmMR - 1) / kGemmMR;
       b << "      const float* restrict wp = Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
@@ -279,14 +224,11 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
              : "          hpf_mm_micro_ex(kc, apack, 1, HPF_KC, bpack + jp * HPF_KC, at + jp, HPF_NC);\n")
       << "      }\n"
       << "    }\n";
-    if (bf) b << "#endif\n";
     return b.str();
   };
   std::ostringstream s;
   s << head << gemm_micro_source() << (pairs ? gemm_micro_bf16_source() : "")
-    << (pairs ? "#if defined(__AMX_TILE__) && defined(__AMX_BF16__)\n#define HPF_CONV_AMX 1\n#endif\n"
-                "#if defined(HPF_BF16_DOT) || defined(HPF_CONV_AMX)\n#define HPF_CONV_PAIRS 1\n#endif\n"
-              : "")
+    << (pairs ? "#if defined(HPF_BF16_DOT)\n#define HPF_CONV_PAIRS 1\n#endif\n" : "")
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
     << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
@@ -299,16 +241,13 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
                 "  u16 btmp[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
                 "  u32 bpack2[HPF_KC / 2 * HPF_NC] __attribute__((aligned(64)));\n"
                 "  u16 apack2[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
-                "#if defined(HPF_CONV_AMX)\n"
-                "  u16 atile[32 * 32] __attribute__((aligned(64)));\n"
-                "  hpf_amx_configure();\n"
-                "#endif\n"
+
                 "#else\n"
               : "")
     << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
     << (pairs ? "#endif\n" : "")
-    << "  float acc[" << MTA << " * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  float acc[" << MT << " * HPF_NC] __attribute__((aligned(64)));\n"
     << (table ? "  i32 off[" + std::to_string(KK) + " * HPF_NC];\n"
               : "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n")
     << "  for (i64 w = begin; w < end; ++w) {\n"
@@ -336,7 +275,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
                 "      sj[ns] = j; sl[ns] = len; ++ns; j += len;\n"
                 "    }\n")
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(H * W) << ";\n"
-    << "    for (i64 x = 0; x < " << L(MTA) << " * HPF_NC; ++x) acc[x] = 0.0f;\n"
+    << "    for (i64 x = 0; x < " << L(MT) << " * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "    for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "      const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
     << (pairs ? "#if defined(HPF_CONV_PAIRS)\n" + body(true) + "#else\n" + body(false) + "#endif\n" : body(false))
@@ -351,7 +290,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc")
     << "      if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + HPF_NC, HPF_NC * sizeof(*Y));\n"
     << "    }\n  }\n"
-    << (pairs ? "#if defined(HPF_CONV_AMX)\n  __builtin_ia32_tilerelease();\n#endif\n" : "") << "}\n";
+    << "}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * K * kGemmNC);
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }
@@ -503,10 +442,14 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
   // Packed weights (conv_packing.hpp): the geometry is the original weight's.
   const bool packed = in_spec.attrs.count("w_shape") > 0;
   KernelSpec shaped = in_spec;
+  const std::string layout = packed ? attr_s(in_spec.attrs, "w_layout") : "";
   if (packed) {
     shaped.inputs[1].shape = attr_ints(in_spec.attrs, "w_shape");
-    if (in_spec.inputs[1].dtype != DType::F32 || shaped.inputs[1].shape.size() != in_spec.inputs[0].shape.size())
-      return Status::invalid("conv: packed weights must be F32 with a w_shape of the input's rank");
+    const bool types = layout == "amx" ? in_spec.inputs[0].dtype == DType::BF16 && in_spec.inputs[1].dtype == DType::BF16
+                                       : in_spec.inputs[1].dtype == DType::F32;
+    if (!types || shaped.inputs[1].shape.size() != in_spec.inputs[0].shape.size())
+      return Status::invalid("conv: packed weights must be F32 (BF16 with a BF16 input for layout 'amx') with a "
+                             "w_shape of the input's rank");
   }
   const KernelSpec spec = shaped.inputs[0].shape.size() == 3 ? lift_1d(shaped) : shaped;  // 1-D as 2-D
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
@@ -540,13 +483,14 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
   if (packed) {
     const int64_t K = z.CG * z.KH * z.KW;
-    const bool cols = attr_s(in_spec.attrs, "w_layout") == "cols";
-    const int64_t block = cols ? kConvColBlock : kGemmMR;
+    const bool cols = layout == "cols", amx = layout == "amx";
+    const int64_t block = cols ? kConvColBlock : amx ? kConvAmxRows : kGemmMR;
     const bool pointwise = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.OH == z.H && z.OW == z.W;
-    if (z.CG == 1 || (cols && !pointwise) || (!cols && attr_s(in_spec.attrs, "w_layout") != "rows") ||
-        numel(in_spec.inputs[1].shape) != z.G * round_up(z.MG, block) * K)
+    if (z.CG == 1 || (cols && !pointwise) || (!cols && !amx && layout != "rows") ||
+        numel(in_spec.inputs[1].shape) != z.G * round_up(z.MG, block) * (amx ? conv_amx_depth(z.CG, z.KH * z.KW) : K))
       return Status::invalid("conv: packed weights of " + shape_string(in_spec.inputs[1].shape) + " (layout '" +
                              attr_s(in_spec.attrs, "w_layout") + "') for weight " + shape_string(Wt.shape));
+    if (amx) return conv::amx_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
     if (cols) return conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name);
     return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
   }

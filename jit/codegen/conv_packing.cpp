@@ -10,25 +10,26 @@ namespace hpf::jit {
 namespace {
 
 struct Dims {
-  int64_t groups, rows, k;  // rows: output channels per group
+  int64_t groups, rows, k, channels;  // rows: output channels per group; channels: input ones
 };
 
 Dims dims_of(const std::vector<int64_t>& ws, const Attributes& attrs) {
   int64_t k = 1;
   for (size_t d = 1; d < ws.size(); ++d) k *= ws[d];
   const int64_t groups = std::max<int64_t>(1, attr_i(attrs, "group", 1));
-  return {groups, ws[0] / groups, k};
+  return {groups, ws[0] / groups, k, ws.size() > 1 ? ws[1] : 1};
 }
 
 int64_t blocks(int64_t v, int64_t b) { return (v + b - 1) / b; }
 
 }  // namespace
 
-bool conv_takes_packed_weights(const KernelSpec& spec) {
+bool conv_takes_packed_weights(const KernelSpec& spec, bool amx_bf16) {
   if (spec.family != "conv" || spec.inputs.size() < 2 || spec.attrs.count("w_shape")) return false;
   const TensorDesc& w = spec.inputs[1];
+  const bool amx = amx_bf16 && w.dtype == DType::BF16 && spec.inputs[0].dtype == DType::BF16;
   // Depthwise (one input channel per group) runs the direct kernel, which reads rows of taps.
-  return w.dtype == DType::F32 && (w.shape.size() == 3 || w.shape.size() == 4) && w.shape[1] > 1;
+  return (w.dtype == DType::F32 || amx) && (w.shape.size() == 3 || w.shape.size() == 4) && w.shape[1] > 1;
 }
 
 KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
@@ -37,6 +38,13 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   const std::vector<int64_t>& xs = spec.inputs[0].shape;
   const std::vector<int64_t>& ys = spec.outputs[0].shape;
   const Dims d = dims_of(ws, spec.attrs);
+  s.attrs["w_shape"] = ws;
+  if (spec.inputs[1].dtype == DType::BF16) {
+    s.attrs["w_layout"] = std::string("amx");
+    s.inputs[1] = TensorDesc{DType::BF16, {d.groups * blocks(d.rows, kConvAmxRows) * kConvAmxRows *
+                                           conv_amx_depth(d.channels, d.k / d.channels)}};
+    return s;
+  }
   // Pointwise: a 1x1 kernel keeping the input's spatial size (so unit strides, no padding).
   bool pointwise = ws.size() == xs.size() && ys.size() == xs.size();
   for (size_t a = 2; pointwise && a < ws.size(); ++a) pointwise = ws[a] == 1 && ys[a] == xs[a];
@@ -49,7 +57,6 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   for (size_t a = 2; a < ys.size(); ++a) pixels *= ys[a];
   const bool rows_waste = pixels * 10 < blocks(pixels, kGemmNC) * kGemmNC * 9;
   pointwise = pointwise && rows_waste && d.k >= 256 && blocks(d.rows, kConvColBlock) * kConvColBlock * 10 <= d.rows * 11;
-  s.attrs["w_shape"] = ws;
   s.attrs["w_layout"] = std::string(pointwise ? "cols" : "rows");
   const int64_t rows = pointwise ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
   s.inputs[1] = TensorDesc{DType::F32, {d.groups * rows * d.k}};
@@ -78,6 +85,23 @@ void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out
           for (int64_t i = 0; i < kGemmMR; ++i) o[q * kGemmMR + i] = weight(g, t * kGemmMR + i, s0 + q);
       }
     }
+}
+
+void pack_conv_weights(const KernelSpec& packed_spec, const uint16_t* w, uint16_t* out) {
+  const Dims d = dims_of(attr_ints(packed_spec.attrs, "w_shape"), packed_spec.attrs);
+  const int64_t taps = d.k / d.channels, cgp = (d.channels + 1) / 2 * 2;
+  const int64_t R = blocks(d.rows, kConvAmxRows), S = conv_amx_depth(d.channels, taps) / kConvAmxStep;
+  for (int64_t g = 0; g < d.groups; ++g)
+    for (int64_t b = 0; b < R; ++b)
+      for (int64_t st = 0; st < S; ++st) {
+        uint16_t* o = out + ((g * R + b) * S + st) * kConvAmxRows * kConvAmxStep;
+        for (int64_t i = 0; i < kConvAmxRows; ++i)
+          for (int64_t q = 0; q < kConvAmxStep; ++q) {
+            const int64_t m = b * kConvAmxRows + i, k = st * kConvAmxStep + q, r = k / cgp, c = k % cgp;
+            o[i * kConvAmxStep + q] =
+                m < d.rows && r < taps && c < d.channels ? w[(g * d.rows + m) * d.k + c * taps + r] : uint16_t{0};
+          }
+      }
 }
 
 }  // namespace hpf::jit

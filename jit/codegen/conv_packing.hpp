@@ -15,8 +15,17 @@
 //   microkernel's columns: blocks of 64 channels (zero past MG, B = ceil(MG / 64) blocks), each
 //   K rows of 64:
 //     packed[g][b][k][j] = W[g * MG + b * 64 + j][k]   at (g * B + b) * K * 64 + k * 64 + j.
-// A spec reading packed weights has input 1 F32 [size], "w_layout", and "w_shape" (the original
-// weight's shape, which the geometry comes from).
+// - "amx", BF16 weights for the AMX tile kernel (c_conv_amx.cpp; BF16 input too). k runs over
+//   taps, then channels: k = r * CGp + c for tap r = kh * KW + kw and input channel c, CGp = CG
+//   rounded up to even (a zero channel), so that a pair of k (the tile unit's step) is two
+//   channels of one tap; Kt = conv_amx_depth(CG, KH * KW) with zero columns past KH*KW*CGp.
+//   Output channels in blocks of 32 (zero rows past MG, R = ceil(MG / 32) blocks), each block cut
+//   in 32-deep steps stored one after another, each step the two 16 x 32 A tiles of its rows
+//   (1 KiB each), so that a row block streams its weights in order:
+//     packed[g][b][s][i][q] = W[g * MG + b * 32 + i][c][r]  for k = s * 32 + q = r * CGp + c
+//     at ((g * R + b) * Kt / 32 + s) * 1024 + i * 32 + q.
+// A spec reading packed weights has input 1 [size] (F32, BF16 for "amx"), "w_layout", and
+// "w_shape" (the original weight's shape, which the geometry comes from).
 //
 // Pure functions; safe from any thread.
 #pragma once
@@ -30,16 +39,29 @@ namespace hpf::jit {
 // Output channels per block of the "cols" layout.
 inline constexpr int64_t kConvColBlock = 64;
 
-// Whether the C Conv generator takes `spec` (a conv spec as jit::lower makes it) with packed
-// weights: an F32 weight of a convolution it runs on the GEMM microkernel (not depthwise).
-bool conv_takes_packed_weights(const KernelSpec& spec);
+// Rows per block and k per step of the "amx" layout.
+inline constexpr int64_t kConvAmxRows = 32;
+inline constexpr int64_t kConvAmxStep = 32;
+// The "amx" layout's k extent: taps x channels (rounded up to even), rounded up to a step.
+inline int64_t conv_amx_depth(int64_t channels, int64_t taps) {
+  return (taps * ((channels + 1) / 2 * 2) + kConvAmxStep - 1) / kConvAmxStep * kConvAmxStep;
+}
 
-// `spec` reading its weight packed: input 1 becomes F32 [packed size], "w_shape" and
-// "w_layout" are set (the layout the generator runs fastest with for this shape).
+// Whether the C Conv generator takes `spec` (a conv spec as jit::lower makes it) with packed
+// weights: a convolution it runs on the GEMM microkernel (not depthwise) with an F32 weight,
+// or with BF16 input and weight where the kernel runs on AMX tiles (`amx_bf16`: the device has
+// AMX-BF16; the kernel's plain-C fallback for other targets is slow).
+bool conv_takes_packed_weights(const KernelSpec& spec, bool amx_bf16 = false);
+
+// `spec` reading its weight packed: input 1 becomes [packed size] of the weight's type,
+// "w_shape" and "w_layout" are set (the layout the generator runs fastest with for this shape;
+// "amx" for a BF16 weight).
 KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec);
 
 // Packs the row-major weight `w` (the original [M, CG, KH, KW] values) for `packed_spec` (one
-// conv_spec_with_packed_weights gave) into `out` (its input 1's element count).
+// conv_spec_with_packed_weights gave) into `out` (its input 1's element count): FP32 values for
+// "rows" and "cols", BF16 bit patterns for "amx".
 void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out);
+void pack_conv_weights(const KernelSpec& packed_spec, const uint16_t* w, uint16_t* out);
 
 }  // namespace hpf::jit

@@ -560,7 +560,8 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
                                                                      impl->shapes, lowered,
                                                                      impl_->options.weight_cache.get(), amx_bf16));
     HPF_ASSIGN_OR_RETURN(impl->stats.packed_conv_nodes,
-                         lower_packed_convs(*g, impl->storage, impl->shapes, lowered, impl_->options.weight_cache.get()));
+                         lower_packed_convs(*g, impl->storage, impl->shapes, lowered, impl_->options.weight_cache.get(),
+                                            amx_bf16));
     impl->stats.packed_weight_nodes = std::move(packed.nodes);
     impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);
     impl->dynamic.value_in_region.resize(g->values().size(), false);

@@ -329,17 +329,18 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
 }
 
 Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
-                                     std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
+                                     std::vector<jit::LoweredStep>& steps, WeightCache* cache, bool amx_bf16) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
   std::map<std::pair<ValueId, std::string>, ValueId> done;  // (weight, layout) -> its packed initializer
   std::vector<std::string> rewritten;
   for (jit::LoweredStep& st : steps) {
     if (st.kind != jit::LoweredStep::Kind::kernel || st.inputs.size() < 2 || st.fused.empty() ||
-        !jit::conv_takes_packed_weights(st.spec))
+        !jit::conv_takes_packed_weights(st.spec, amx_bf16))
       continue;
     const ValueId wv = st.inputs[1];
     const Tensor* w = g.constant(wv);
-    if (!w || w->dtype() != DType::F32 || storage[wv] != DType::F32) continue;
+    const DType wt = st.spec.inputs[1].dtype;  // F32, or BF16 for the AMX kernel
+    if (!w || (w->dtype() != DType::F32 && w->dtype() != wt) || storage[wv] != wt) continue;
     const jit::KernelSpec spec = jit::conv_spec_with_packed_weights(st.spec);
     const std::string layout = jit::attr_s(spec.attrs, "w_layout");
     auto it = done.find({wv, layout});
@@ -350,17 +351,23 @@ Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DTyp
       std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
       if (!packed) {
         PackedWeights p;
-        p.format = "conv_f32_" + layout;
-        p.data = Tensor(DType::F32, spec.inputs[1].shape);
-        jit::pack_conv_weights(spec, reinterpret_cast<const float*>(w->bytes().data()),
-                               reinterpret_cast<float*>(p.data.bytes().data()));
+        p.format = std::string(wt == DType::BF16 ? "conv_bf16_" : "conv_f32_") + layout;
+        p.data = Tensor(wt, spec.inputs[1].shape);
+        if (wt == DType::BF16) {
+          const Tensor c = w->cast(DType::BF16);  // the storage conversion's rounding
+          jit::pack_conv_weights(spec, reinterpret_cast<const uint16_t*>(c.bytes().data()),
+                                 reinterpret_cast<uint16_t*>(p.data.bytes().data()));
+        } else {
+          jit::pack_conv_weights(spec, reinterpret_cast<const float*>(w->bytes().data()),
+                                 reinterpret_cast<float*>(p.data.bytes().data()));
+        }
         packed = packed_cache ? packed_cache->put_packed(key, std::move(p))
                               : std::make_shared<const PackedWeights>(std::move(p));
       }
       HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, std::shared_ptr<const Tensor>(packed, &packed->data)));
       storage.resize(g.values().size(), DType::F32);
       shapes.resize(g.values().size());
-      storage[id] = DType::F32;
+      storage[id] = wt;
       shapes[id] = spec.inputs[1].shape;
       it = done.emplace(std::make_pair(wv, layout), id).first;
     }

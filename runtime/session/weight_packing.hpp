@@ -70,13 +70,15 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                                                              std::vector<jit::LoweredStep>& steps,
                                                              WeightCache* cache = nullptr, bool amx_bf16 = false);
 
-// For every Conv kernel step whose constant weight is stored F32 and which the C generator runs
-// as implicit GEMM (jit::conv_takes_packed_weights): packs the weight once in the layout of
-// jit/codegen/conv_packing.hpp, adds it to `g` as an initializer (extending `storage` and
-// `shapes`) and points the step at it. Weights read by several steps are packed once; with
-// `cache`, shared across compiles as lower_weight_quantised_matmuls does. Returns the names of
-// the Conv nodes rewritten.
+// For every Conv kernel step whose constant weight is stored F32 (or BF16 with a BF16 input, on
+// a device with AMX-BF16: `amx_bf16`) and which the C generator runs as implicit GEMM
+// (jit::conv_takes_packed_weights): packs the weight once in the layout of
+// jit/codegen/conv_packing.hpp (BF16 values rounded as the storage conversion rounds them), adds
+// it to `g` as an initializer (extending `storage` and `shapes`) and points the step at it.
+// Weights read by several steps are packed once; with `cache`, shared across compiles as
+// lower_weight_quantised_matmuls does. Returns the names of the Conv nodes rewritten.
 Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
-                                     std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr);
+                                     std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr,
+                                     bool amx_bf16 = false);
 
 }  // namespace hpf

@@ -91,7 +91,9 @@ Tensor random_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float l
 // Builds the graph, lowers it with every value in its graph dtype, runs each kernel step on the
 // plugin over host copies: the device's first graph output and the reference interpreter's;
 // false (with a message) when the plugin is not loadable. `pack_conv`: Conv steps with constant
-// FP32 weights read them packed, as the Session gives them (jit/codegen/conv_packing.hpp).
+// FP32 weights, or BF16 weights and input, read them packed as the Session gives them
+// (jit/codegen/conv_packing.hpp; BF16 in the "amx" layout, which runs on AMX tiles where the
+// host has them and in plain C elsewhere).
 bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out,
               bool pack_conv = false) {
   auto& cpu = plugin();
@@ -118,12 +120,15 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
     REQUIRE_MESSAGE(st.kind == jit::LoweredStep::Kind::kernel, "no generator for " << st.label);
     jit::KernelSpec spec = st.spec;
     Tensor packed;
-    const bool pack = pack_conv && jit::conv_takes_packed_weights(spec) && g->values()[st.inputs[1]].constant;
+    const bool pack = pack_conv && jit::conv_takes_packed_weights(spec, true) && g->values()[st.inputs[1]].constant;
     if (pack) {
       spec = jit::conv_spec_with_packed_weights(spec);
-      packed = Tensor(DType::F32, spec.inputs[1].shape);
-      jit::pack_conv_weights(spec, reinterpret_cast<const float*>(vals[st.inputs[1]].bytes().data()),
-                             reinterpret_cast<float*>(packed.bytes().data()));
+      packed = Tensor(spec.inputs[1].dtype, spec.inputs[1].shape);
+      const std::byte* w = vals[st.inputs[1]].bytes().data();
+      if (packed.dtype() == DType::BF16)
+        jit::pack_conv_weights(spec, reinterpret_cast<const uint16_t*>(w), reinterpret_cast<uint16_t*>(packed.bytes().data()));
+      else
+        jit::pack_conv_weights(spec, reinterpret_cast<const float*>(w), reinterpret_cast<float*>(packed.bytes().data()));
     }
     auto k = jit::generate_c(spec);
     REQUIRE_MESSAGE(k.ok(), k.status().to_string());
@@ -332,7 +337,7 @@ void check_conv(DType t, Ints xs, Ints ws, bool bias, Attributes attrs, uint32_t
   const double k_terms = double(ws[1] * ws[2] * (ws.size() > 3 ? ws[3] : 1));
   const double tol = (t == DType::F32 ? 1e-5 : t == DType::F16 ? 2e-3 : 8e-3) * std::max(1.0, k_terms / 64);
   check_graph(b, {random_tensor(xs, t, seed + 2)}, tol);
-  if (t == DType::F32 && ws[1] > 1) {  // FP32 weights packed, as the Session runs them
+  if ((t == DType::F32 || t == DType::BF16) && ws[1] > 1) {  // weights packed, as the Session runs them
     INFO("weights packed");
     check_graph(b, {random_tensor(xs, t, seed + 2)}, tol, true);
   }
@@ -409,6 +414,18 @@ TEST_CASE("codegen: Conv BF16 through the vdpbf16ps microkernel") {
   check_conv(DType::BF16, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 506);
   check_conv(DType::BF16, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 509);
   check_conv(DType::BF16, {1, 3, 7, 9}, {5, 3, 4, 4}, true, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}}, 512);
+  plugin().source_prefix.clear();
+}
+
+// BF16 weights in the "amx" layout where the target has no AMX (forced here by hiding the
+// feature from the kernel source): the plain-C sums of the packed operands. Odd channel counts
+// (a zero channel in each pair), taps past a 32-step, ragged rows and pixels, several slices.
+TEST_CASE("codegen: Conv BF16 with AMX-packed weights on a target without AMX") {
+  plugin().source_prefix = "#undef __AMX_TILE__\n";
+  check_conv(DType::BF16, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 520);
+  check_conv(DType::BF16, {2, 3, 15, 11}, {13, 3, 5, 5}, false, {{"pads", Ints{2, 0, 0, 2}}, {"strides", Ints{2, 2}}}, 523);
+  check_conv(DType::BF16, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 526);
+  check_conv(DType::BF16, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 529);
   plugin().source_prefix.clear();
 }
 

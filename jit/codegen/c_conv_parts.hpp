@@ -1,0 +1,48 @@
+// Pieces the C Conv generators share (c_conv.cpp, c_conv_amx.cpp): the geometry of one
+// convolution and the code finishing and storing an output row. Internal to jit/codegen.
+// Pure functions; safe from any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "hpf/status.hpp"
+#include "jit/codegen/kernel_spec.hpp"
+
+namespace hpf::jit::conv {
+
+// A 2-D convolution (1-D lifted to 2-D): batch N, input channels C in G groups of CG, input
+// H x W, output channels M (MG per group), kernel KH x KW, output OH x OW, strides, dilations
+// and the leading pads.
+struct Shape {
+  int64_t N, C, H, W, M, CG, MG, G, KH, KW, OH, OW, SH, SW, DH, DW, PH, PW;
+};
+
+// The bias (if any) and epilogue of one value `v` at column expression `j` of the output row
+// starting at flat offset `yoff`, output channel `mo`: the per-channel setup (statements before
+// the row's loop) and the per-value statements.
+struct Finish {
+  std::string setup, per_value;
+  // The loop applying it to `n` values of a row, setup first: empty when there is nothing to apply.
+  std::string loop(const std::string& n) const {
+    if (per_value.empty()) return "";
+    return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
+  }
+};
+// `kinds`: per input, how an epilogue operand broadcasts (epilogue_operand_kind); the bias is
+// input 2 (`B` in the kernel), epilogue operands `P<k>`.
+Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
+                              const std::string& v, const std::string& yoff, const std::string& j);
+
+// Stores `n` finished FP32 values of `row` at `dst`.
+std::string store_row(DType t, const std::string& dst, const std::string& row, const std::string& n);
+
+inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The AMX kernel for BF16 input and weights packed in the "amx" layout (conv_packing.hpp);
+// `head` is the prelude, `epi_ptrs` the epilogue operands' declarations.
+Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                   const std::string& head, const std::string& epi_ptrs, const std::string& name);
+
+}  // namespace hpf::jit::conv
