@@ -52,7 +52,11 @@ Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& 
   return f;
 }
 
-std::string store_row(DType t, const std::string& dst, const std::string& row, const std::string& n) {
+std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n) {
+  const DType t = spec.outputs[0].dtype;
+  // An epilogue whose last step rounds to BF16 leaves values BF16 holds exactly: their top halves.
+  if (t == DType::BF16 && !spec.epilogue.empty() && spec.epilogue.back().dtype == DType::BF16)
+    return "for (i64 jj = 0; jj < " + n + "; ++jj) " + dst + "[jj] = (u16)(hpf_bits(" + row + "[jj]) >> 16);\n";
   if (t == DType::BF16) return "hpf_store_bf16_row(" + dst + ", " + row + ", " + n + ");\n";
   return "for (i64 jj = 0; jj < " + n + "; ++jj) " + dst + "[jj] = " + c_store(t, row + "[jj]") + ";\n";
 }
@@ -287,7 +291,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   s << fin.loop("nc");
   // The next work item usually continues these rows with the next pixel block: its lines of the
   // row are fetched while it computes (see hpf_prefetch_w).
-  s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc")
+  s << "      " << store_row(spec, "(Y + yo)", "a", "nc")
     << "      if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + HPF_NC, HPF_NC * sizeof(*Y));\n"
     << "    }\n  }\n"
     << "}\n";
@@ -367,7 +371,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     << "      (void)yo;\n"
     << "      for (i64 i = 0; i < np; ++i) a[i] = acc[i * " << L(kConvColBlock) << " + j];\n";
   s << fin.loop("np");
-  s << "      " << store_row(Y.dtype, "(Y + yo)", "a", "np") << "    }\n  }\n}\n";
+  s << "      " << store_row(spec, "(Y + yo)", "a", "np") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, PX * kConvColBlock * K);
   return GeneratedKernel{name, s.str(), z.N * z.G * PBn * CB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }
@@ -425,7 +429,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << "        }\n"
     << "      const i64 nn = " << L(z.OW) << " - j0 < " << CB << " ? " << L(z.OW) << " - j0 : " << CB << ";\n";
   s << fin.loop("nn");
-  s << "      " << store_row(Y.dtype, "(Y + yo + j0)", "a", "nn") << "    }\n  }\n}\n";
+  s << "      " << store_row(spec, "(Y + yo + j0)", "a", "nn") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, z.OW * KK);
   return GeneratedKernel{name, s.str(), z.N * z.M * z.OH, std::max<int64_t>(1, 65536 / per_item)};
 }

@@ -46,7 +46,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
   MB = std::max<int64_t>(1, std::min(MB, RB));
   const int64_t MT = round_up((z.MG + MB - 1) / MB, kConvAmxRows);
   MB = (z.MG + MT - 1) / MT;
-  const int64_t HW = H * W, half = kSlice / 2;  // half: pairs per slice, the rows of a B tile column
+  const int64_t HW = H * W, half = kSlice / 2;  // half: pairs per slice
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
   const std::string hi = z.CG % 2 ? "(c0 + 2 * q + 1 < " + L(z.CG) + " ? (u32)xa[" + L(HW) + " + i] << 16 : 0u)"
                                   : "(u32)xa[" + L(HW) + " + i] << 16";
@@ -62,7 +62,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
       << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
   s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
-    << "  u32 bp[" << kPixels / 16 * half * 16 << "] __attribute__((aligned(64)));\n"
+    << "  u32 bp[" << half * kPixels << "] __attribute__((aligned(64)));\n"
     << "  float acc[" << MT * kPixels << "] __attribute__((aligned(64)));\n"
     << "  i64 sj[" << kPixels + 1 << "], sl[" << kPixels + 1 << "], sh[" << kPixels + 1 << "], sw[" << kPixels + 1 << "];\n"
     << "#if defined(HPF_CONV_AMX)\n  hpf_amx_configure();\n#endif\n"
@@ -74,10 +74,10 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << " - p0 : " << L(kPixels) << ";\n"
     << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
     << " - ic : " << L(MT) << ";\n"
-    // Segments of the pixel block: inside one output row and one tile; past nc, zeros.
+    // Segments of the pixel block: inside one output row; past nc, zeros.
     << "    i64 ns = 0;\n"
     << "    for (i64 j = 0; j < " << L(kPixels) << ";) {\n"
-    << "      i64 len = 16 - j % 16;\n"
+    << "      i64 len = " << L(kPixels) << " - j;\n"
     << "      if (j < nc) {\n"
     << "        const i64 p = p0 + j, oh = p / " << L(OW) << ", ow = p % " << L(OW) << ";\n"
     << "        if (" << L(OW) << " - ow < len) len = " << L(OW) << " - ow;\n"
@@ -98,16 +98,15 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << "      for (i64 pp = 0; pp < kc / 2;) {\n"
     << "        const i64 k = pc + 2 * pp, r = k / " << L(CGP) << ", c0 = k % " << L(CGP) << ";\n"
     << "        if (r >= " << L(KK) << ") {  // past the taps: zero\n"
-    << "          for (i64 t = 0; t < " << L(kPixels / 16) << "; ++t)\n"
-    << "            for (i64 q = pp; q < kc / 2; ++q)\n"
-    << "              for (i64 jj = 0; jj < 16; ++jj) bp[(t * " << L(half) << " + q) * 16 + jj] = 0;\n"
+    << "          for (i64 q = pp; q < kc / 2; ++q)\n"
+    << "            for (i64 j = 0; j < " << L(kPixels) << "; ++j) bp[q * " << L(kPixels) << " + j] = 0;\n"
     << "          break;\n"
     << "        }\n"
     << "        const i64 np = " << L(CGP) << " - c0 < kc - 2 * pp ? (" << L(CGP) << " - c0) / 2 : kc / 2 - pp;\n"
     << "        const i64 dh = (r / " << L(z.KW) << ") * " << L(z.DH) << ", dw = (r % " << L(z.KW) << ") * " << L(z.DW)
     << ";\n"
     << "        for (i64 e = 0; e < ns; ++e) {\n"
-    << "          u32* restrict d0 = bp + ((sj[e] / 16) * " << L(half) << " + pp) * 16 + sj[e] % 16;\n"
+    << "          u32* restrict d0 = bp + pp * " << L(kPixels) << " + sj[e];\n"
     << "          const i64 len = sl[e], ih = sh[e] + dh, iw0 = sw[e] + dw;\n"
     << "          i64 tlo = 0, thi = 0;\n"
     << "          if ((unsigned long long)ih < (unsigned long long)" << L(H) << ") {\n"
@@ -121,7 +120,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << "          const u16* restrict x0 = xg + c0 * " << L(HW) << " + ih * " << L(W) << ";\n"
     << "          for (i64 q = 0; q < np; ++q) {\n"
     << "            const u16* restrict xa = x0 + 2 * q * " << L(HW) << ";\n"
-    << "            u32* restrict d = d0 + q * 16;\n"
+    << "            u32* restrict d = d0 + q * " << L(kPixels) << ";\n"
     << "            for (i64 t = 0; t < tlo; ++t) d[t] = 0;\n"
     << "            i64 t = tlo;\n";
   // Stride 2: the values are the low halves of 32-bit words, read as such (a vector load and a
@@ -131,7 +130,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
       << "            const hpf_u32p* restrict pv = (const hpf_u32p*)(xa + " << L(HW) << " + iw0);\n"
       << "#pragma clang loop vectorize(enable) vectorize_width(16) vectorize_predicate(enable) interleave_count(1)\n"
       << "            for (; t + 1 < thi; ++t) d[t] = (pw[t] & 0xffffu) | " << hi_pw << ";\n";
-  // At most 16 values: one masked vector (AVX-512), not a scalar remainder.
+  // Short runs: masked vectors (AVX-512), not a scalar remainder.
   s << "#pragma clang loop vectorize(enable) vectorize_width(16) vectorize_predicate(enable) interleave_count(1)\n"
     << "            for (; t < thi; ++t) {\n"
     << "              const i64 i = iw0 + t * " << L(SW) << ";\n"
@@ -157,15 +156,15 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << "            __builtin_ia32_tileloadd64(2, ct + " << L(16 * kPixels) << ", " << L(kPixels * 4) << ");\n"
     << "            __builtin_ia32_tileloadd64(3, ct + " << L(16 * kPixels + 16) << ", " << L(kPixels * 4) << ");\n"
     << "          }\n"
-    << "          const u32* b0 = bp + (jp / 16) * " << L(half * 16) << ";\n"
+    << "          const u32* b0 = bp + jp;\n"
     << "          for (i64 st = 0; st < kc / 32; ++st) {\n"
     // The weights come from memory once per row block (the second pixel block finds them in
     // cache): fetched 8 steps ahead, which the tile loads alone do not get from the prefetchers.
     << "            if (jp == 0) hpf_prefetch_r(wa + (st + 8) * 1024, 2048);\n"
     << "            __builtin_ia32_tileloadd64(4, wa + st * 1024, 64);\n"
     << "            __builtin_ia32_tileloadd64(5, wa + st * 1024 + 512, 64);\n"
-    << "            __builtin_ia32_tileloadd64(6, b0 + st * 256, 64);\n"
-    << "            __builtin_ia32_tileloadd64(7, b0 + " << L(half * 16) << " + st * 256, 64);\n"
+    << "            __builtin_ia32_tileloadd64(6, b0 + st * " << L(16 * kPixels) << ", " << L(kPixels * 4) << ");\n"
+    << "            __builtin_ia32_tileloadd64(7, b0 + st * " << L(16 * kPixels) << " + 16, " << L(kPixels * 4) << ");\n"
     << "            __builtin_ia32_tdpbf16ps(0, 4, 6); __builtin_ia32_tdpbf16ps(1, 4, 7);\n"
     << "            __builtin_ia32_tdpbf16ps(2, 5, 6); __builtin_ia32_tdpbf16ps(3, 5, 7);\n"
     << "          }\n"
@@ -182,9 +181,9 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << "        float* restrict a = acc + ii * " << L(kPixels) << ";\n"
     << "        for (i64 q = 0; q < kc; ++q) {\n"
     << "          const float wv = hpf_bf16_f32_raw(wr[(q / 32) * 1024 + q % 32]);\n"
-    << "          const u32* restrict bq = bp + (q / 2) * 16;\n"
+    << "          const u32* restrict bq = bp + (q / 2) * " << L(kPixels) << ";\n"
     << "          for (i64 j = 0; j < " << L(kPixels) << "; ++j)\n"
-    << "            a[j] += wv * hpf_bf16_f32_raw((u16)(bq[(j / 16) * " << L(half * 16) << " + j % 16] >> (16 * (q & 1))));\n"
+    << "            a[j] += wv * hpf_bf16_f32_raw((u16)(bq[j] >> (16 * (q & 1))));\n"
     << "        }\n"
     << "      }\n"
     << "#endif\n"
@@ -195,7 +194,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << "      float* restrict a = acc + ii * " << L(kPixels) << ";\n"
     << "      (void)yo;\n"
     << fin.loop("nc")
-    << "      " << store_row(Y.dtype, "(Y + yo)", "a", "nc")
+    << "      " << store_row(spec, "(Y + yo)", "a", "nc")
     << "      if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + " << L(kPixels) << ", " << L(kPixels) << " * sizeof(*Y));\n"
     << "    }\n  }\n"
     << "#if defined(HPF_CONV_AMX)\n  __builtin_ia32_tilerelease();\n#endif\n"

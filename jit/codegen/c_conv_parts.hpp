@@ -35,8 +35,8 @@ struct Finish {
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
                               const std::string& v, const std::string& yoff, const std::string& j);
 
-// Stores `n` finished FP32 values of `row` at `dst`.
-std::string store_row(DType t, const std::string& dst, const std::string& row, const std::string& n);
+// Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
+std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 

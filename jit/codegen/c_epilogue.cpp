@@ -83,7 +83,11 @@ Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
     } else {
       HPF_ASSIGN_OR_RETURN(e, step_expr(st, in, false));
     }
-    s << "  const float E" << k << " = " << round_to_format(st.dtype, e, false) << ";\n";
+    // Relu and Identity of values already in the step's format are exact: no rounding.
+    bool exact = (st.op == "Relu" || st.op == "Identity") && !st.operands.empty();
+    for (int o : st.operands)
+      exact = exact && o < 0 && o != kProducerResult && o != kAbsentOperand && spec.epilogue[-1 - o].dtype == st.dtype;
+    s << "  const float E" << k << " = " << (exact ? e : round_to_format(st.dtype, e, false)) << ";\n";
   }
   s << "  " << acc << " = E" << spec.epilogue.size() - 1 << ";\n}\n";
   return s.str();
