@@ -61,6 +61,12 @@ struct Plugin {
     api = get();
     return !fail(api->plugin_init(&p), "plugin_init");
   }
+  // Whether the device compiles for AMX-BF16 (the Session then packs BF16 Conv weights for it).
+  bool amx_bf16() const {
+    const hpf_device_info* d = api->device_info(p, 0);
+    const std::string f = d && d->compile_flags ? d->compile_flags : "";
+    return f.find("+amx-bf16") != std::string::npos && f.find("+amx-tile") != std::string::npos;
+  }
   // Compiles and loads `k`; false with `error` set on failure.
   bool load(const jit::GeneratedKernel& k, hpf_kernel*& kern) {
     hpf_blob* blob = nullptr;

@@ -62,7 +62,8 @@ bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedK
   auto steps = jit::lower(*g, {});
   if (!steps.ok() || steps->size() != 1) return cpu.error = "lowering did not give one kernel", false;
   jit::KernelSpec spec = (*steps)[0].spec;
-  if (packed && jit::conv_takes_packed_weights(spec)) *packed = spec = jit::conv_spec_with_packed_weights(spec);
+  if (packed && jit::conv_takes_packed_weights(spec, cpu.amx_bf16()))
+    *packed = spec = jit::conv_spec_with_packed_weights(spec);
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
@@ -175,8 +176,15 @@ int run_child(int threads, int runs, const std::vector<Layer>& layers) {
     }
     else
       std::printf("  %s: libhpf f32 kernel failed: %s\n", l.tag, cpu.error.c_str());
-    if (hpf_kernel_for(cpu, l, DType::BF16, k, kern))
-      bf16_ms = cpu.time(k, kern, {Xh.data(), Wh.data(), Bh.data(), Yh.data()}, runs);
+    packed = {};
+    if (hpf_kernel_for(cpu, l, DType::BF16, k, kern, &packed)) {
+      std::vector<uint16_t> Wp;
+      if (!packed.inputs.empty()) {  // the AMX layout, on a device with AMX
+        Wp.resize(numel(packed.inputs[1].shape));
+        jit::pack_conv_weights(packed, Wh.data(), Wp.data());
+      }
+      bf16_ms = cpu.time(k, kern, {Xh.data(), Wp.empty() ? Wh.data() : Wp.data(), Bh.data(), Yh.data()}, runs);
+    }
     else
       std::printf("  %s: libhpf bf16 kernel failed: %s\n", l.tag, cpu.error.c_str());
 #ifdef HPF_BENCH_DNNL
