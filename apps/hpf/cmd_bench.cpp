@@ -42,7 +42,7 @@ struct BenchArgs : ModelSpec {
   std::vector<std::string> plans = {"fp32", "bf16", "auto"};
   int threads = 0;  // 0: the plugin's default
   int64_t runs = 10, warmup = 2;
-  bool json = false;
+  bool json = false, autotune = false;
   std::string report;          // --report FILE.md
   std::set<std::string> skip;  // --skip cold-start,consistency
 };
@@ -56,7 +56,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 Expected<BenchArgs> parse_bench(const std::vector<std::string>& argv) {
-  HPF_ASSIGN_OR_RETURN(Args a, parse_args("bench", argv, {"--json"},
+  HPF_ASSIGN_OR_RETURN(Args a, parse_args("bench", argv, {"--json", "--autotune"},
                                           {"--plans", "--threads", "--runs", "--warmup", "--report", "--skip", "--batch",
                                            "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--kl-margin", "--calib"}));
   BenchArgs r;
@@ -71,6 +71,7 @@ Expected<BenchArgs> parse_bench(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(r.runs, int_option(a, "--runs", 1, r.runs));
   HPF_ASSIGN_OR_RETURN(r.warmup, int_option(a, "--warmup", 0, r.warmup));
   r.json = a.flag("--json");
+  r.autotune = a.flag("--autotune");
   r.report = a.option("--report");
   for (const std::string& s : split_commas(a.option("--skip"))) {
     if (s != "cold-start" && s != "consistency")
@@ -259,6 +260,7 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
   j["plan_ms"] = plan_ms;
   if (planner.contains("planner")) j["planner"] = planner["planner"];
   so.plan = chosen->plan;
+  so.autotune = c.args.autotune;  // not while planning: the planner's trial plans run untuned
 
   // Cold start: a fresh, empty kernel cache; then a second executable on that cache (warm).
   // The cache is removed on every way out, after the executables that use it (declared first,

@@ -76,7 +76,7 @@ struct RunArgs : ModelSpec {
   std::string output_dir;
   int64_t repeat = 10;
   int threads = 0;  // 0: the plugin's default (all cores)
-  bool profile = false, json = false, reference_only = false;
+  bool profile = false, json = false, reference_only = false, autotune = false;
   DType precision = DType::F32;
   std::string plan;       // --plan: a mode (fp32, bf16, ...) or a plan file
   std::string save_plan;  // --save-plan FILE
@@ -84,7 +84,7 @@ struct RunArgs : ModelSpec {
 };
 
 hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
-  HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only"},
+  HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only", "--autotune"},
                                           {"--batch", "--seed", "--random-inputs", "--repeat", "--threads", "--formats",
                                            "--precision", "--input", "--dim", "--output-dir", "--plan", "--save-plan",
                                            "--kl-budget", "--kl-margin", "--calib"}));
@@ -99,6 +99,7 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   r.profile = a.flag("--profile");
   r.json = a.flag("--json");
   r.reference_only = a.flag("--reference-only");
+  r.autotune = a.flag("--autotune");
   r.plan = a.option("--plan");
   r.save_plan = a.option("--save-plan");
   if ((a.options.count("--kl-budget") || a.options.count("--kl-margin") || !r.calib.empty()) && r.plan.empty())
@@ -219,6 +220,9 @@ int cmd_run(const std::vector<std::string>& argv) {
       if (!chosen.ok()) return fail(chosen.status().message(), usage_error ? 2 : 1);
       plan_label = chosen->label;
       so.plan = chosen->plan;
+    }
+    so.autotune = args->autotune;  // not while planning: the planner's trial plans run untuned
+    if (so.plan || so.autotune) {
       session = hpf::Session::create(so);
       if (!session.ok()) return fail(session.status().message());
     }
@@ -249,6 +253,13 @@ int cmd_run(const std::vector<std::string>& argv) {
     say("compile  %lld kernels, %lld cache hits, %lld misses, %lld reference fallbacks, %.0f ms\n",
         static_cast<long long>(st.kernels), static_cast<long long>(st.cache_hits), static_cast<long long>(st.cache_misses),
         static_cast<long long>(st.fallbacks), st.ms);
+    if (args->autotune) {
+      int64_t measured = 0;
+      for (const std::string& t : st.tuned_kernels) measured += t.find("(measured)") != std::string::npos;
+      say("autotune %zu kernels with tile choices: %lld measured now, %lld from the kernel cache\n",
+          st.tuned_kernels.size(), static_cast<long long>(measured),
+          static_cast<long long>(st.tuned_kernels.size()) - static_cast<long long>(measured));
+    }
     if (!st.fallback_nodes.empty()) {
       std::string list;
       for (size_t k = 0; k < st.fallback_nodes.size() && k < 8; ++k) list += (k ? ", " : "") + st.fallback_nodes[k];
@@ -290,7 +301,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     j["compile"] = {{"kernels", st.kernels}, {"cache_hits", st.cache_hits}, {"cache_misses", st.cache_misses},
                     {"fallbacks", st.fallbacks}, {"fallback_nodes", st.fallback_nodes}, {"ms", st.ms},
                     {"packed_weight_nodes", st.packed_weight_nodes}, {"packed_conv_nodes", st.packed_conv_nodes},
-                    {"int8_compute_nodes", st.int8_compute_nodes}};
+                    {"int8_compute_nodes", st.int8_compute_nodes}, {"tuned_kernels", st.tuned_kernels}};
     j["peak_memory_bytes"] = exe->peak_memory_bytes();
     j["weight_bytes"] = st.weight_bytes;
     j["standalone_casts"] = st.standalone_casts;

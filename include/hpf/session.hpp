@@ -56,6 +56,11 @@ struct SessionOptions {
   // Packed weights and device copies of weights shared with other compiles of the same model
   // (see WeightCache); may be null. A LiveExecutable creates one when this is null.
   std::shared_ptr<WeightCache> weight_cache;
+  // Autotuning: kernels whose generator offers tile configurations (today the AMX Conv) run the
+  // configuration measured fastest on this device: chosen once and kept in the kernel cache
+  // (runtime/session/autotune.hpp), so a later compile replays it. The first compile of such a
+  // kernel compiles and times every configuration (a few seconds for ResNet-50).
+  bool autotune = false;
 };
 
 struct CompileStats {
@@ -77,6 +82,9 @@ struct CompileStats {
   // Of packed_weight_nodes, those computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is
   // quantised with a calibrated or a per-row run-time scale (hpf::int8_input).
   std::vector<std::string> int8_compute_nodes;
+  // With SessionOptions::autotune: per distinct tuned kernel, "<step label>: <tile> (measured)"
+  // or "... (cached)" when the kernel cache held the choice.
+  std::vector<std::string> tuned_kernels;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"
 };

@@ -14,6 +14,8 @@
 //
 // Elsewhere (a target without AMX-BF16) the same source sums the packed operands in FP32 with
 // plain C: correct, not fast; the Session packs "amx" weights only for a device with AMX.
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "jit/codegen/c_conv_parts.hpp"
@@ -22,13 +24,38 @@
 
 namespace hpf::jit::conv {
 namespace {
-constexpr int64_t kPixels = 64;   // output pixels per work item: 4 B tiles of 16
-constexpr int64_t kSlice = 256;   // k per packed slice (the slice's B: kPixels * kSlice * 2 bytes)
-constexpr int64_t kMaxRows = 256;  // output channels per work item (the FP32 tile: 64 KiB)
+// The FP32 tile (output channels x pixels of a work item) is at most this many floats.
+constexpr int64_t kMaxTile = 256 * 64;
+
+// A tile configuration: "p<pixels>s<slice>", output pixels per work item (tiles of 16, at least
+// two for the 2 x 2 accumulators) and k per packed slice (the slice's B: pixels * slice * 2
+// bytes on the stack). The default is what the kernel is without a "tile" attribute.
+struct Tiles {
+  int64_t pixels = 64, slice = 256;
+};
+Expected<Tiles> tiles_of(const KernelSpec& spec) {
+  Tiles t;
+  auto it = spec.attrs.find("tile");
+  if (it == spec.attrs.end()) return t;
+  const auto* text = std::get_if<std::string>(&it->second);
+  long long p = 0, k = 0;
+  char end = 0;
+  if (!text || std::sscanf(text->c_str(), "p%llds%lld%c", &p, &k, &end) != 2 || (p != 32 && p != 64 && p != 128) ||
+      k < 32 || k > 1024 || k % 32)
+    return Status::invalid("conv (amx): tile '" + (text ? *text : std::string("?")) +
+                           "' is not p<32|64|128>s<k, a multiple of 32 up to 1024>");
+  t.pixels = p;
+  t.slice = k;
+  return t;
+}
 }  // namespace
+
+std::vector<std::string> amx_tile_variants() { return {"p64s256", "p32s256", "p64s512", "p128s256"}; }
 
 Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name) {
+  HPF_ASSIGN_OR_RETURN(Tiles tiles, tiles_of(spec));
+  const int64_t kPixels = tiles.pixels, kSlice = tiles.slice, kMaxRows = std::min<int64_t>(256, kMaxTile / kPixels);
   const TensorDesc& Y = spec.outputs[0];
   const int64_t P = z.OH * z.OW, KK = z.KH * z.KW, CGP = (z.CG + 1) / 2 * 2, KT = conv_amx_depth(z.CG, KK);
   const int64_t RB = (z.MG + kConvAmxRows - 1) / kConvAmxRows, KS = KT / kConvAmxStep;

@@ -41,7 +41,9 @@ std::string store_row(const KernelSpec& spec, const std::string& dst, const std:
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // The AMX kernel for BF16 input and weights packed in the "amx" layout (conv_packing.hpp);
-// `head` is the prelude, `epi_ptrs` the epilogue operands' declarations.
+// `head` is the prelude, `epi_ptrs` the epilogue operands' declarations. Attribute "tile"
+// picks one of amx_tile_variants() (the first is the default, the kernel without it).
+std::vector<std::string> amx_tile_variants();
 Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name);
 

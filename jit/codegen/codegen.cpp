@@ -4,6 +4,8 @@
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_conv_parts.hpp"
+#include "jit/codegen/c_helpers.hpp"
 
 namespace hpf::jit {
 namespace {
@@ -83,6 +85,12 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   if (spec.family == "expand") return generate_c_expand(spec, name);
   if (spec.family == "resize") return generate_c_resize(spec, name);
   return Status::unsupported("C codegen: no generator for op family '" + spec.family + "'");
+}
+
+std::vector<std::string> c_tile_variants(const KernelSpec& spec) {
+  if (spec.attrs.count("tile")) return {};
+  if (spec.family == "conv" && attr_s(spec.attrs, "w_layout") == "amx") return conv::amx_tile_variants();
+  return {};
 }
 
 }  // namespace hpf::jit

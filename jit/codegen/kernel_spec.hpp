@@ -56,4 +56,9 @@ struct GeneratedKernel {
 // C dialect (CPU plugin). Errors: unsupported family/op/dtype, naming what.
 Expected<GeneratedKernel> generate_c(const KernelSpec& spec);
 
+// The tile configurations generate_c can give `spec`'s kernel (values of the "tile" attribute),
+// for autotuning; the first is the default, the kernel generate_c makes without the attribute.
+// Empty: nothing to choose (most kernels, and a spec that already has a "tile").
+std::vector<std::string> c_tile_variants(const KernelSpec& spec);
+
 }  // namespace hpf::jit

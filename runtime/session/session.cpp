@@ -21,6 +21,7 @@
 #include "hpf/reference.hpp"
 #include "jit/codegen/lowering.hpp"
 #include "runtime/planner/plan_util.hpp"
+#include "runtime/session/autotune.hpp"
 #include "runtime/session/memory_plan.hpp"
 #include "runtime/session/weight_cache.hpp"
 #include "runtime/session/weight_packing.hpp"
@@ -571,6 +572,20 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   std::vector<std::optional<Expected<jit::GeneratedKernel>>> sources(lowered.size());
   for (size_t i = 0; i < lowered.size(); ++i)
     if (lowered[i].kind == jit::LoweredStep::Kind::kernel) sources[i] = jit::generate_c(lowered[i].spec);
+  if (impl_->options.autotune) {
+    const CacheKey base{impl_->fingerprint, dev.compiler, dev.compile_flags, ""};
+    auto compile_all = [&](const std::vector<jit::LoweredStep>& steps,
+                           const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& srcs)
+        -> Expected<std::map<std::string, std::vector<std::byte>>> {
+      CompileStats scratch;
+      HPF_ASSIGN_OR_RETURN(auto made, impl_->binaries_of(steps, srcs, scratch));
+      std::map<std::string, std::vector<std::byte>> out;
+      for (auto& [name, b] : made) out.emplace(name, std::move(b.blob));
+      return out;
+    };
+    HPF_RETURN_IF_ERROR(autotune_kernels(*impl_->plugin, impl_->device, impl_->cache.get(), base, lowered, sources,
+                                         compile_all, impl->stats));
+  }
   HPF_ASSIGN_OR_RETURN(auto binaries, impl_->binaries_of(lowered, sources, impl->stats));
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
   for (size_t i = 0; i < lowered.size(); ++i) {
