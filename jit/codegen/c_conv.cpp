@@ -86,20 +86,9 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
                                     const std::string& name) {
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
   const int64_t K = z.CG * z.KH * z.KW, P = z.OH * z.OW, KK = z.KH * z.KW;
-  // A 1x1, unit-stride, unpadded convolution reads pixel p of the input for output pixel p:
-  // one long row, so segments are whole panels.
-  const bool flat = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.PH == 0 && z.PW == 0 && z.OH == z.H &&
-                    z.OW == z.W;
-  const int64_t H = flat ? 1 : z.H, W = flat ? z.H * z.W : z.W, OW = flat ? P : z.OW;
-  const int64_t SH = flat ? 1 : z.SH, SW = flat ? 1 : z.SW, PH = flat ? 0 : z.PH, PW = flat ? 0 : z.PW;
+  const auto [flat, H, W, OW, SH, SW, PH, PW] = conv::plane_of(z);  // flat: segments are whole panels
   const int64_t PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
-  // Row blocks per group: as few as the tile allows (each packs the pixels' patches again), but
-  // at least 4 work items in all so that two threads share the work; rows split evenly.
-  const int64_t items = z.N * z.G * PB;
-  int64_t MB = std::max((z.MG + kMaxTileRows - 1) / kMaxTileRows, (4 + items - 1) / items);
-  MB = std::max<int64_t>(1, std::min(MB, (z.MG + kGemmMR - 1) / kGemmMR));
-  const int64_t MT = round_up((z.MG + MB - 1) / MB, kGemmMR);
-  MB = (z.MG + MT - 1) / MT;
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxTileRows, kGemmMR);
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);

@@ -62,20 +62,10 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
   const TensorDesc& Y = spec.outputs[0];
   const int64_t P = z.OH * z.OW, KK = z.KH * z.KW, CGP = (z.CG + 1) / 2 * 2, KT = conv_amx_depth(z.CG, KK);
   const int64_t RB = (z.MG + kConvAmxRows - 1) / kConvAmxRows, KS = KT / kConvAmxStep;
-  // A 1x1, unit-stride, unpadded convolution reads pixel p of the input for output pixel p: one
-  // long row, so a pixel block is one segment.
-  const bool flat = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.PH == 0 && z.PW == 0 && z.OH == z.H &&
-                    z.OW == z.W;
-  const int64_t H = flat ? 1 : z.H, W = flat ? z.H * z.W : z.W, OW = flat ? P : z.OW;
-  const int64_t SH = flat ? 1 : z.SH, SW = flat ? 1 : z.SW, PH = flat ? 0 : z.PH, PW = flat ? 0 : z.PW;
+  const auto [flat, H, W, OW, SH, SW, PH, PW] = plane_of(z);  // flat: a pixel block is one segment
+  (void)flat;
   const int64_t PB = std::max<int64_t>(1, (P + PX - 1) / PX);
-  // Row blocks per group: as few as the FP32 tile allows (each packs the pixels' patches again),
-  // but at least 4 work items in all so that two threads share the work.
-  const int64_t items = z.N * z.G * PB;
-  int64_t MB = std::max((z.MG + max_rows - 1) / max_rows, (4 + items - 1) / items);
-  MB = std::max<int64_t>(1, std::min(MB, RB));
-  const int64_t MT = round_up((z.MG + MB - 1) / MB, kConvAmxRows);
-  MB = (z.MG + MT - 1) / MT;
+  const auto [MB, MT] = row_blocks(z.MG, z.N * z.G * PB, max_rows, kConvAmxRows);
   const int64_t HW = H * W, half = SL / 2;  // half: pairs per slice
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
   const std::string hi = z.CG % 2 ? "(c0 + 2 * q + 1 < " + L(z.CG) + " ? (u32)xa[" + L(HW) + " + i] << 16 : 0u)"

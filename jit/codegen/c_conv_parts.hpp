@@ -3,6 +3,7 @@
 // Pure functions; safe from any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,6 +40,32 @@ Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& 
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The implicit GEMM's view of the input plane: a 1x1, unit-stride, unpadded convolution reads
+// pixel p of the input for output pixel p, so its plane is taken as one long row (H = 1).
+struct Plane {
+  bool flat;
+  int64_t H, W, OW, SH, SW, PH, PW;
+};
+inline Plane plane_of(const Shape& z) {
+  const bool flat = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.PH == 0 && z.PW == 0 && z.OH == z.H &&
+                    z.OW == z.W;
+  if (flat) return {true, 1, z.H * z.W, z.OH * z.OW, 1, 1, 0, 0};
+  return {false, z.H, z.W, z.OW, z.SH, z.SW, z.PH, z.PW};
+}
+
+// Output channels per work item of a group of MG: MT rows (a multiple of `gran`) in MB blocks,
+// as few blocks as `max_rows` allows (each packs the pixels' patches again), but at least 4 work
+// items in all (`items` without the split) so that two threads share the work; rows split evenly.
+struct RowBlocks {
+  int64_t MB, MT;
+};
+inline RowBlocks row_blocks(int64_t MG, int64_t items, int64_t max_rows, int64_t gran) {
+  int64_t MB = std::max((MG + max_rows - 1) / max_rows, (4 + items - 1) / items);
+  MB = std::max<int64_t>(1, std::min(MB, (MG + gran - 1) / gran));
+  const int64_t MT = round_up((MG + MB - 1) / MB, gran);
+  return {(MG + MT - 1) / MT, MT};
+}
 
 // The AMX kernel for BF16 input and weights packed in the "amx" layout (conv_packing.hpp);
 // `head` is the prelude, `epi_ptrs` the epilogue operands' declarations. Attribute "tile"
