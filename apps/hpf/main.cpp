@@ -33,7 +33,7 @@ const char* kUsage =
     "      --profile        per-step times\n"
     "      --json           machine-readable results only\n"
     "      --reference-only skip the device\n"
-    "      --autotune       kernels with tile choices (the AMX Conv) run the one measured fastest\n"
+    "      --autotune       kernels with tile choices (Conv with packed weights) run the one measured fastest\n"
     "                       here, measured once and kept in the kernel cache\n"
     "      --formats LIST   formats to emulate on the reference, comma-separated\n"
     "                       (default f32,tf32,bf16,f16,f8e4m3,f8e5m2; 'none' for no table)\n"

@@ -56,10 +56,10 @@ struct SessionOptions {
   // Packed weights and device copies of weights shared with other compiles of the same model
   // (see WeightCache); may be null. A LiveExecutable creates one when this is null.
   std::shared_ptr<WeightCache> weight_cache;
-  // Autotuning: kernels whose generator offers tile configurations (today the AMX Conv) run the
-  // configuration measured fastest on this device: chosen once and kept in the kernel cache
-  // (runtime/session/autotune.hpp), so a later compile replays it. The first compile of such a
-  // kernel compiles and times every configuration (a few seconds for ResNet-50).
+  // Autotuning: kernels whose generator offers tile configurations (Conv with packed weights)
+  // run the configuration measured fastest on this device: chosen once and kept in the kernel
+  // cache (runtime/session/autotune.hpp), so a later compile replays it. The first compile of
+  // such a kernel compiles and times every configuration (seconds for ResNet-50).
   bool autotune = false;
 };
 

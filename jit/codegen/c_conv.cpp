@@ -22,6 +22,7 @@
 // item, the input rows it reads copied (converted) into a zero-padded stack row each, then
 // blocks of up to 32 output columns accumulate over the taps in registers.
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
 
 #include "core/ir/op_geometry.hpp"
@@ -35,6 +36,8 @@
 namespace hpf::jit {
 
 namespace conv {
+
+std::vector<std::string> gemm_tile_variants() { return {"r240", "r120", "r48"}; }
 
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
                               const std::string& v, const std::string& yoff, const std::string& j) {
@@ -88,7 +91,20 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   const int64_t K = z.CG * z.KH * z.KW, P = z.OH * z.OW, KK = z.KH * z.KW;
   const auto [flat, H, W, OW, SH, SW, PH, PW] = conv::plane_of(z);  // flat: segments are whole panels
   const int64_t PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
-  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxTileRows, kGemmMR);
+  // Rows per work item: at most kMaxTileRows, or what the "tile" attribute "r<rows>" says (a
+  // multiple of the microkernel's rows; autotuning picks among conv::gemm_tile_variants()).
+  int64_t max_rows = kMaxTileRows;
+  if (auto it = spec.attrs.find("tile"); it != spec.attrs.end()) {
+    const auto* text = std::get_if<std::string>(&it->second);
+    long long r = 0;
+    char end = 0;
+    if (!text || std::sscanf(text->c_str(), "r%lld%c", &r, &end) != 1 || r < kGemmMR || r > kMaxTileRows ||
+        r % kGemmMR)
+      return Status::invalid("conv: tile '" + (text ? *text : std::string("?")) + "' is not r<rows, a multiple of " +
+                             std::to_string(kGemmMR) + " up to " + std::to_string(kMaxTileRows) + ">");
+    max_rows = r;
+  }
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR);
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);

@@ -71,6 +71,9 @@ inline RowBlocks row_blocks(int64_t MG, int64_t items, int64_t max_rows, int64_t
 // `head` is the prelude, `epi_ptrs` the epilogue operands' declarations. Attribute "tile"
 // picks one of amx_tile_variants() (the first is the default, the kernel without it).
 std::vector<std::string> amx_tile_variants();
+// The FP32 implicit GEMM with "rows"-packed weights: attribute "tile" = "r<rows>", the most
+// output channels per work item (the first, r240, is the default).
+std::vector<std::string> gemm_tile_variants();
 Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name);
 

@@ -90,6 +90,7 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
 std::vector<std::string> c_tile_variants(const KernelSpec& spec) {
   if (spec.attrs.count("tile")) return {};
   if (spec.family == "conv" && attr_s(spec.attrs, "w_layout") == "amx") return conv::amx_tile_variants();
+  if (spec.family == "conv" && attr_s(spec.attrs, "w_layout") == "rows") return conv::gemm_tile_variants();
   return {};
 }
 

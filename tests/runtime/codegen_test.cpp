@@ -94,8 +94,8 @@ Tensor random_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float l
 // FP32 weights, or BF16 weights and input, read them packed as the Session gives them
 // (jit/codegen/conv_packing.hpp; BF16 in the "amx" layout, which runs on AMX tiles where the
 // host has them and in plain C elsewhere).
-// The "tile" attribute given to Conv kernels with AMX-packed weights ("": the default).
-std::string amx_conv_tile;
+// The "tile" attribute given to Conv kernels with packed weights ("": the default).
+std::string conv_tile;
 
 bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out,
               bool pack_conv = false) {
@@ -126,7 +126,7 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
     const bool pack = pack_conv && jit::conv_takes_packed_weights(spec, true) && g->values()[st.inputs[1]].constant;
     if (pack) {
       spec = jit::conv_spec_with_packed_weights(spec);
-      if (!amx_conv_tile.empty() && spec.inputs[1].dtype == DType::BF16) spec.attrs["tile"] = amx_conv_tile;
+      if (!conv_tile.empty()) spec.attrs["tile"] = conv_tile;
       packed = Tensor(spec.inputs[1].dtype, spec.inputs[1].shape);
       const std::byte* w = vals[st.inputs[1]].bytes().data();
       if (packed.dtype() == DType::BF16)
@@ -424,27 +424,31 @@ TEST_CASE("codegen: Conv BF16 through the vdpbf16ps microkernel") {
 // BF16 weights in the "amx" layout where the target has no AMX (forced here by hiding the
 // feature from the kernel source): the plain-C sums of the packed operands. Odd channel counts
 // (a zero channel in each pair), taps past a 32-step, ragged rows and pixels, several slices.
-// Every tile configuration autotuning may pick (jit::c_tile_variants), on AMX where the host has
-// it: pixel blocks of 32 to 128 and slices of 256 and 512 over ragged pixels, rows and k.
-TEST_CASE("codegen: Conv BF16 with AMX-packed weights, every tile configuration") {
-  GraphBuilder probe("probe");
-  auto x = probe.input("x", DType::BF16, {1, 17, 10, 13});
-  probe.output(probe.op1("Conv", {x, probe.constant(random_tensor({250, 17, 3, 3}, DType::BF16, 1))}), "y");
-  auto g = probe.build();
-  REQUIRE(g.ok());
-  auto steps = jit::lower(*g, {});
-  REQUIRE(steps.ok());
-  const std::vector<std::string> tiles =
-      jit::c_tile_variants(jit::conv_spec_with_packed_weights((*steps)[0].spec));
-  REQUIRE(tiles.size() >= 2);
-  for (const std::string& t : tiles) {
-    CAPTURE(t);
-    amx_conv_tile = t;
-    check_conv(DType::BF16, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 530);
-    check_conv(DType::BF16, {2, 40, 7, 9}, {20, 40, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 533);
-    check_conv(DType::BF16, {1, 3, 20, 22}, {16, 3, 7, 7}, false, {{"pads", Ints{3, 3, 3, 3}}, {"strides", Ints{2, 2}}}, 536);
+// Every tile configuration autotuning may pick (jit::c_tile_variants): FP32 with rows-packed
+// weights (rows per work item 240 down to 48), and BF16 on the AMX layout (on AMX where the host
+// has it: pixel blocks of 32 to 128, slices of 256 and 512), over ragged pixels, rows and k.
+TEST_CASE("codegen: Conv with packed weights, every tile configuration") {
+  for (DType t : {DType::F32, DType::BF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder probe("probe");
+    auto x = probe.input("x", t, {1, 17, 10, 13});
+    probe.output(probe.op1("Conv", {x, probe.constant(random_tensor({250, 17, 3, 3}, t, 1))}), "y");
+    auto g = probe.build();
+    REQUIRE(g.ok());
+    auto steps = jit::lower(*g, {});
+    REQUIRE(steps.ok());
+    const std::vector<std::string> tiles =
+        jit::c_tile_variants(jit::conv_spec_with_packed_weights((*steps)[0].spec));
+    REQUIRE(tiles.size() >= 2);
+    for (const std::string& tile : tiles) {
+      CAPTURE(tile);
+      conv_tile = tile;
+      check_conv(t, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 530);
+      check_conv(t, {2, 40, 7, 9}, {20, 40, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 533);
+      check_conv(t, {1, 3, 20, 22}, {16, 3, 7, 7}, false, {{"pads", Ints{3, 3, 3, 3}}, {"strides", Ints{2, 2}}}, 536);
+    }
+    conv_tile.clear();
   }
-  amx_conv_tile.clear();
 }
 
 TEST_CASE("codegen: Conv BF16 with AMX-packed weights on a target without AMX") {
