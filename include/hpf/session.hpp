@@ -76,14 +76,16 @@ struct CompileStats {
   // whose F32 weights serve a GEMV (at most 4 rows): packed once at compile in 16-column panels
   // (weight_bytes counts the packed bytes) and run by matmul_wq / matmul_i8 kernels.
   std::vector<std::string> packed_weight_nodes;
-  // Conv nodes whose constant FP32 weights were packed once at compile for the implicit-GEMM
-  // kernel (tiles of output channels in the order it reads them; jit/codegen/conv_packing.hpp).
+  // Conv nodes whose constant weights were packed once at compile in the order their kernel reads
+  // them (jit/codegen/conv_packing.hpp): FP32 weights for the implicit GEMM, and BF16 weights of
+  // a BF16 Conv for the AMX kernel on a device with AMX-BF16.
   std::vector<std::string> packed_conv_nodes;
   // Of packed_weight_nodes, those computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is
   // quantised with a calibrated or a per-row run-time scale (hpf::int8_input).
   std::vector<std::string> int8_compute_nodes;
-  // With SessionOptions::autotune: per distinct tuned kernel, "<step label>: <tile> (measured)"
-  // or "... (cached)" when the kernel cache held the choice.
+  // With SessionOptions::autotune: per distinct tuned kernel, "<step label>: <tile> (measured)",
+  // "... (cached)" when the kernel cache held the choice, or "... (default: ...)" when the
+  // variants could not be compiled.
   std::vector<std::string> tuned_kernels;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"

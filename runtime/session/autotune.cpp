@@ -131,19 +131,21 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
       }
   }
   std::map<std::string, std::vector<std::byte>> binaries;
+  bool compiled = true;
   if (!vsteps.empty()) {
     auto made = compile(vsteps, vsources);
-    if (!made.ok()) {
-      log(LogLevel::warn, "autotune: " + made.status().message() + "; the default tiles run");
-      for (int& c : chosen)
-        if (c < 0) c = 0;
-    } else {
-      binaries = std::move(made).value();
-    }
+    if (!made.ok()) log(LogLevel::warn, "autotune: " + made.status().message() + "; the default tiles run");
+    if (made.ok()) binaries = std::move(made).value();
+    compiled = made.ok();
   }
   for (size_t t = 0; t < tunables.size(); ++t) {
     Tunable& u = tunables[t];
     const bool measure = chosen[t] < 0;
+    if (measure && !compiled) {
+      chosen[t] = 0;
+      stats.tuned_kernels.push_back(steps[u.step].label + ": " + u.tiles[0] + " (default: a variant failed to compile)");
+      continue;
+    }
     if (measure) {
       HPF_ASSIGN_OR_RETURN(std::vector<Buffer> bufs, scratch_for(plugin, device, steps[u.step].spec));
       std::vector<void*> args;
@@ -156,7 +158,9 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
         HPF_ASSIGN_OR_RETURN(Kernel k, p.kernel(u.kernels[v]->name));
         HPF_ASSIGN_OR_RETURN(double ms, time_kernel(plugin, device, k, *u.kernels[v], args));
         times[u.tiles[v]] = ms;
-        if (ms < best) {
+        // The default (measured first) is left only for a variant clearly faster than it: a
+        // difference inside the timing noise is no reason to run another kernel.
+        if (chosen[t] < 0 || ms < best * (v == 0 ? 1.0 : kTuneMargin)) {
           best = ms;
           chosen[t] = static_cast<int>(v);
         }

@@ -6,8 +6,9 @@
 // fingerprint, compiler and flags, and replayed by every later compile in any process sharing
 // the cache (or importing it). Without a choice there, every variant is compiled (through the
 // cache), launched on scratch buffers holding small finite values (one warm-up, then the median
-// of kTuneRuns launches, wall time) and the fastest kept. A variant that fails to generate or
-// compile is left out; if none but the default remains, the default runs.
+// of kTuneRuns launches, wall time) and the fastest kept: the default unless another takes at
+// most kTuneMargin of its time. A variant that fails to generate or compile is left out; if none
+// but the default remains, the default runs.
 //
 // Not thread-safe by itself: the Session calls it from compile(), one at a time per Session.
 #pragma once
@@ -27,6 +28,7 @@
 namespace hpf {
 
 inline constexpr int kTuneRuns = 7;
+inline constexpr double kTuneMargin = 0.97;
 
 // Compiles (or fetches from the cache) the binary of every generated kernel among `sources`,
 // by kernel name; the Session's binaries_of.
@@ -35,7 +37,8 @@ using CompileKernels = std::function<Expected<std::map<std::string, std::vector<
     const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& sources)>;
 
 // Replaces each tunable kernel in `sources` (parallel to `steps`) by the chosen variant and adds
-// one line per distinct tuned kernel to stats.tuned_kernels ("<label>: <tile> (measured|cached)").
+// one line per distinct tuned kernel to stats.tuned_kernels ("<label>: <tile> (measured|cached)",
+// or "(default: ...)" when the variants could not be compiled).
 // `base` holds the fingerprint, compiler and flags of the device's cache keys. `cache` may be null
 // or disabled (nothing is kept then). Errors: only a failure to allocate or launch on the device.
 Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, const CacheKey& base,
