@@ -62,8 +62,8 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
   const TensorDesc& Y = spec.outputs[0];
   const int64_t P = z.OH * z.OW, KK = z.KH * z.KW, CGP = (z.CG + 1) / 2 * 2, KT = conv_amx_depth(z.CG, KK);
   const int64_t RB = (z.MG + kConvAmxRows - 1) / kConvAmxRows, KS = KT / kConvAmxStep;
-  const auto [flat, H, W, OW, SH, SW, PH, PW] = plane_of(z);  // flat: a pixel block is one segment
-  (void)flat;
+  // A flat plane (a 1x1 unit-stride unpadded Conv) makes a pixel block one segment.
+  [[maybe_unused]] const auto [flat, H, W, OW, SH, SW, PH, PW] = plane_of(z);
   const int64_t PB = std::max<int64_t>(1, (P + PX - 1) / PX);
   const auto [MB, MT] = row_blocks(z.MG, z.N * z.G * PB, max_rows, kConvAmxRows);
   const int64_t HW = H * W, half = SL / 2;  // half: pairs per slice
