@@ -313,7 +313,7 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
   j["memory"] = {{"peak_bytes", exe->peak_memory_bytes()}, {"weight_bytes", st.weight_bytes}};
   j["energy"] = energy_json(c.flops, med, c.power, c.measured_w);
   j["compile"] = {{"kernels", st.kernels}, {"fallbacks", st.fallbacks}, {"fallback_nodes", st.fallback_nodes},
-                  {"standalone_casts", st.standalone_casts}};
+                  {"standalone_casts", st.standalone_casts}, {"tuned_kernels", st.tuned_kernels}};
   json events = json::array();
   for (const RecompileEvent& e : live->events())
     if (e.cause != "new_shape") events.push_back(e.describe());

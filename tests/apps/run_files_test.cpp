@@ -3,6 +3,7 @@
 // the ONNX test suite's expected outputs.
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -164,5 +165,41 @@ TEST_CASE("hpf run: --plan takes a policy file; auto classes in it are planned w
   CHECK(r.out.find("\"planner\"") != std::string::npos);
   Run bad = hpf_run("builtin:bert-tiny --kl-budget 1e-3");
   CHECK(bad.status == 2);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("hpf run --autotune: the first run measures the Conv tile choices, the next takes them from the cache") {
+  const fs::path dir = temp_dir("autotune");
+  auto run = [&] {
+    Run r;
+    const std::string cmd = "HPF_CACHE_DIR=" + dir.string() + " " + HPF_CLI + " run builtin:cnn-small --autotune --repeat 1 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
+    const int ws = pclose(p);
+    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    return r;
+  };
+  // "autotune N kernels with tile choices: M measured now, K from the kernel cache"
+  auto counts = [](const std::string& out) {
+    int n = -1, m = -1, k = -1;
+    const size_t at = out.find("autotune ");
+    if (at != std::string::npos)
+      std::sscanf(out.c_str() + at, "autotune %d kernels with tile choices: %d measured now, %d from", &n, &m, &k);
+    return std::array<int, 3>{n, m, k};
+  };
+  const Run first = run();
+  REQUIRE_MESSAGE(first.status == 0, first.out);
+  const auto a = counts(first.out);
+  CHECK(a[0] > 0);
+  CHECK(a[1] == a[0]);
+  CHECK(a[2] == 0);
+  const Run second = run();
+  REQUIRE_MESSAGE(second.status == 0, second.out);
+  const auto b = counts(second.out);
+  CHECK(b[0] == a[0]);
+  CHECK(b[1] == 0);
+  CHECK(b[2] == a[0]);
   fs::remove_all(dir);
 }

@@ -371,6 +371,10 @@ TEST_CASE("codegen: Conv 2-D: pads, strides, dilations, groups, depthwise, auto_
     check_conv(t, {1, 3, 7, 9}, {5, 3, 4, 4}, true, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}}, 32);
     check_conv(t, {1, 3, 7, 9}, {5, 3, 4, 4}, false, {{"auto_pad", std::string("SAME_LOWER")}, {"strides", Ints{2, 2}}}, 35);
     check_conv(t, {1, 3, 7, 9}, {2, 3, 2, 5}, true, {{"auto_pad", std::string("VALID")}, {"strides", Ints{3, 2}}}, 38);
+    // Stride 2 over output rows of 32 and more (read as words of twice the width, the last value
+    // of each run alone): a stem-like 7x7 and a 1x1.
+    check_conv(t, {1, 3, 9, 80}, {5, 3, 7, 7}, true, {{"pads", Ints{3, 3, 3, 3}}, {"strides", Ints{2, 2}}}, 48);
+    check_conv(t, {1, 6, 5, 71}, {4, 6, 1, 1}, false, {{"strides", Ints{2, 2}}}, 49);
     // Kernel wider than the input: every output column reads padding on some taps.
     check_conv(t, {1, 2, 2, 3}, {3, 2, 3, 5}, true, {{"pads", Ints{1, 2, 1, 2}}}, 41);
     // 1x1.
