@@ -27,9 +27,10 @@ struct Run {
   std::string out;  // stdout and stderr
 };
 
-Run hpf_run(const std::string& args) {
+// `hpf run ARGS` with the environment assignments `env` (default: no kernel cache).
+Run hpf_run(const std::string& args, const std::string& env = "HPF_CACHE=0") {
   Run r;
-  const std::string cmd = std::string("HPF_CACHE=0 ") + HPF_CLI + " run " + args + " 2>&1";
+  const std::string cmd = env + " " + HPF_CLI + " run " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p != nullptr);
   char buf[4096];
@@ -170,17 +171,7 @@ TEST_CASE("hpf run: --plan takes a policy file; auto classes in it are planned w
 
 TEST_CASE("hpf run --autotune: the first run measures the Conv tile choices, the next takes them from the cache") {
   const fs::path dir = temp_dir("autotune");
-  auto run = [&] {
-    Run r;
-    const std::string cmd = "HPF_CACHE_DIR=" + dir.string() + " " + HPF_CLI + " run builtin:cnn-small --autotune --repeat 1 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;) r.out.append(buf, n);
-    const int ws = pclose(p);
-    r.status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
-    return r;
-  };
+  auto run = [&] { return hpf_run("builtin:cnn-small --autotune --repeat 1", "HPF_CACHE_DIR=" + dir.string()); };
   // "autotune N kernels with tile choices: M measured now, K from the kernel cache"
   auto counts = [](const std::string& out) {
     int n = -1, m = -1, k = -1;
