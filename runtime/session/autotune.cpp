@@ -78,6 +78,7 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
                         const std::vector<jit::LoweredStep>& steps,
                         std::vector<std::optional<Expected<jit::GeneratedKernel>>>& sources,
                         const CompileKernels& compile, CompileStats& stats) {
+  const std::string units = std::to_string(plugin.devices()[device].compute_units);  // the launches' threads
   // The distinct tunable kernels, with their variants generated.
   std::vector<Tunable> tunables;
   std::map<std::string, size_t> by_name;  // default kernel name -> tunables index
@@ -117,8 +118,11 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
   std::vector<std::optional<Expected<jit::GeneratedKernel>>> vsources;
   for (size_t t = 0; t < tunables.size(); ++t) {
     const Tunable& u = tunables[t];
-    if (auto it = u.meta.find("tile"); it != u.meta.end() && it->is_string()) {
-      const auto f = std::find(u.tiles.begin(), u.tiles.end(), it->get<std::string>());
+    const nlohmann::json& by = u.meta.contains("tiles_by_units") ? u.meta["tiles_by_units"] : nlohmann::json();
+    const auto mine = by.is_object() ? by.find(units) : by.end();
+    if (by.is_object() && mine != by.end() && mine->is_object() && mine->contains("tile") &&
+        (*mine)["tile"].is_string()) {
+      const auto f = std::find(u.tiles.begin(), u.tiles.end(), (*mine)["tile"].get<std::string>());
       if (f != u.tiles.end() && u.kernels[f - u.tiles.begin()]) {
         chosen[t] = static_cast<int>(f - u.tiles.begin());
         continue;
@@ -166,8 +170,8 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
         }
       }
       if (chosen[t] < 0) chosen[t] = 0;
-      u.meta["tile"] = u.tiles[chosen[t]];
-      u.meta["tile_ms"] = times;
+      if (!u.meta["tiles_by_units"].is_object()) u.meta["tiles_by_units"] = nlohmann::json::object();
+      u.meta["tiles_by_units"][units] = {{"tile", u.tiles[chosen[t]]}, {"ms", times}};
       if (cache && cache->enabled()) {
         const Status s = cache->set_meta(u.key, u.meta.dump());
         if (!s.ok()) log(LogLevel::warn, "autotune: keeping the choice in the kernel cache: " + s.message());

@@ -1,10 +1,11 @@
 // Autotuning (SessionOptions::autotune): for each distinct kernel whose generator offers tile
 // configurations (jit::c_tile_variants), the configuration to run on this device.
 //
-// The choice is kept in the kernel cache, in the meta text of the default configuration's entry
-// ({"tile": "<variant>", "tile_ms": {"<variant>": ms, ...}}), so it is measured once per device
-// fingerprint, compiler and flags, and replayed by every later compile in any process sharing
-// the cache (or importing it). Without a choice there, every variant is compiled (through the
+// The choice is kept in the kernel cache, in the meta text of the default configuration's entry,
+// per number of compute units the launches use (the CPU plugin's threads: the best split of the
+// work depends on them): {"tiles_by_units": {"<units>": {"tile": "<variant>", "ms": {"<variant>":
+// ms, ...}}}}. So it is measured once per device fingerprint, compiler, flags and thread count,
+// and replayed by every later compile in any process sharing the cache (or importing it). Without a choice there, every variant is compiled (through the
 // cache), launched on scratch buffers holding small finite values (one warm-up, then the median
 // of kTuneRuns launches, wall time) and the fastest kept: the default unless another takes at
 // most kTuneMargin of its time. A variant that fails to generate or compile is left out; if none

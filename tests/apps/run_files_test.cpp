@@ -169,9 +169,13 @@ TEST_CASE("hpf run: --plan takes a policy file; auto classes in it are planned w
   fs::remove_all(dir);
 }
 
+// Choices are kept per thread count: another count measures again.
 TEST_CASE("hpf run --autotune: the first run measures the Conv tile choices, the next takes them from the cache") {
   const fs::path dir = temp_dir("autotune");
-  auto run = [&] { return hpf_run("builtin:cnn-small --autotune --repeat 1", "HPF_CACHE_DIR=" + dir.string()); };
+  auto run = [&](int threads) {
+    return hpf_run("builtin:cnn-small --autotune --repeat 1",
+                   "HPF_NUM_THREADS=" + std::to_string(threads) + " HPF_CACHE_DIR=" + dir.string());
+  };
   // "autotune N kernels with tile choices: M measured now, K from the kernel cache"
   auto counts = [](const std::string& out) {
     int n = -1, m = -1, k = -1;
@@ -180,17 +184,23 @@ TEST_CASE("hpf run --autotune: the first run measures the Conv tile choices, the
       std::sscanf(out.c_str() + at, "autotune %d kernels with tile choices: %d measured now, %d from", &n, &m, &k);
     return std::array<int, 3>{n, m, k};
   };
-  const Run first = run();
+  const Run first = run(1);
   REQUIRE_MESSAGE(first.status == 0, first.out);
   const auto a = counts(first.out);
   CHECK(a[0] > 0);
   CHECK(a[1] == a[0]);
   CHECK(a[2] == 0);
-  const Run second = run();
+  const Run second = run(1);
   REQUIRE_MESSAGE(second.status == 0, second.out);
   const auto b = counts(second.out);
   CHECK(b[0] == a[0]);
   CHECK(b[1] == 0);
   CHECK(b[2] == a[0]);
+  const Run other = run(2);
+  REQUIRE_MESSAGE(other.status == 0, other.out);
+  const auto c = counts(other.out);
+  CHECK(c[0] == a[0]);
+  CHECK(c[1] == a[0]);
+  CHECK(c[2] == 0);
   fs::remove_all(dir);
 }
