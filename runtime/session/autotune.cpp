@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hpf/log.hpp"
+#include "runtime/session/cache_meta.hpp"
 
 namespace hpf {
 namespace {
@@ -24,14 +25,6 @@ struct Tunable {
   CacheKey key;
   nlohmann::json meta = nlohmann::json::object();
 };
-
-nlohmann::json meta_of(KernelCache* cache, const CacheKey& key) {
-  if (!cache || !cache->enabled()) return nlohmann::json::object();
-  const std::optional<std::string> text = cache->meta(key);
-  if (!text || text->empty()) return nlohmann::json::object();
-  nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
-  return j.is_object() ? j : nlohmann::json::object();
-}
 
 // Scratch buffers for a kernel's arguments (inputs then outputs), inputs holding 0x3c bytes
 // (about 0.0115 as FP32 or BF16: finite, no denormals, small products).
@@ -96,7 +89,7 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
     t.tiles = tiles;
     t.key = base;
     t.key.source_hash = hash_source(def.source);
-    t.meta = meta_of(cache, t.key);
+    if (cache && cache->enabled()) t.meta = cached_meta(*cache, t.key);
     t.kernels.push_back(def);
     for (size_t v = 1; v < tiles.size(); ++v) {
       jit::KernelSpec s = steps[i].spec;
@@ -118,11 +111,10 @@ Status autotune_kernels(Plugin& plugin, int32_t device, KernelCache* cache, cons
   std::vector<std::optional<Expected<jit::GeneratedKernel>>> vsources;
   for (size_t t = 0; t < tunables.size(); ++t) {
     const Tunable& u = tunables[t];
-    const nlohmann::json& by = u.meta.contains("tiles_by_units") ? u.meta["tiles_by_units"] : nlohmann::json();
-    const auto mine = by.is_object() ? by.find(units) : by.end();
-    if (by.is_object() && mine != by.end() && mine->is_object() && mine->contains("tile") &&
-        (*mine)["tile"].is_string()) {
-      const auto f = std::find(u.tiles.begin(), u.tiles.end(), (*mine)["tile"].get<std::string>());
+    const nlohmann::json recorded =
+        u.meta.value(nlohmann::json::json_pointer("/tiles_by_units/" + units + "/tile"), nlohmann::json());
+    if (recorded.is_string()) {
+      const auto f = std::find(u.tiles.begin(), u.tiles.end(), recorded.get<std::string>());
       if (f != u.tiles.end() && u.kernels[f - u.tiles.begin()]) {
         chosen[t] = static_cast<int>(f - u.tiles.begin());
         continue;

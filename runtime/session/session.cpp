@@ -22,6 +22,7 @@
 #include "jit/codegen/lowering.hpp"
 #include "runtime/planner/plan_util.hpp"
 #include "runtime/session/autotune.hpp"
+#include "runtime/session/cache_meta.hpp"
 #include "runtime/session/memory_plan.hpp"
 #include "runtime/session/weight_cache.hpp"
 #include "runtime/session/weight_packing.hpp"
@@ -148,16 +149,10 @@ Expected<std::shared_ptr<Graph>> nodes_as_graph(const Graph& g, const std::vecto
 
 bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape).has_value(); }
 
-// A kernel's measured time per launch kept in its cache entry's meta text, per number of
-// compute units the device ran it with (the CPU plugin's thread count: a time measured with two
-// threads says nothing about one), {"by_units": {"2": {"run_ms": mean, "runs": count}}}, and how
-// many launches the mean covers; {-1, 0} when none for `units`.
-nlohmann::json cached_meta(KernelCache& cache, const CacheKey& key) {
-  auto meta = cache.meta(key);
-  if (!meta || meta->empty()) return nlohmann::json::object();
-  auto j = nlohmann::json::parse(*meta, nullptr, false);
-  return j.is_object() ? j : nlohmann::json::object();
-}
+// A kernel's measured time per launch kept in its cache entry's meta text (cache_meta.hpp), per
+// number of compute units the device ran it with (the CPU plugin's thread count: a time measured
+// with two threads says nothing about one), {"by_units": {"2": {"run_ms": mean, "runs": count}}},
+// and how many launches the mean covers; {-1, 0} when none for `units`.
 std::pair<double, int64_t> cached_run_ms(const nlohmann::json& meta, int32_t units) {
   const auto by = meta.find("by_units");
   if (by == meta.end() || !by->is_object()) return {-1, 0};
