@@ -25,6 +25,10 @@ Expected<std::string> c_matmul_epilogue(const KernelSpec& spec, size_t c_input);
 // weights pre-packed in VNNI order; see c_matmul_int8.cpp.
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::string& name);
+// Fused attention (c_attention.cpp has the spec's contract), and whether its stack buffers hold
+// head sizes d and dv with sk keys.
+Expected<GeneratedKernel> generate_c_attention(const KernelSpec& spec, const std::string& name);
+bool attention_fits(int64_t d, int64_t sk, int64_t dv);
 Expected<GeneratedKernel> generate_c_softmax(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::string& name);

@@ -58,6 +58,22 @@ inline std::string kernel_begin(const std::string& name, const KernelSpec& spec,
   return s.str();
 }
 
+// Statements declaring `float out` = the sum over q < n of `term` (an expression of buffer
+// `buf` at q), in 16 lanes: lane l sums the terms q = l (mod 16) below the last multiple of 16,
+// then the lanes and the tail are added in order.
+inline std::string sum16(const std::string& buf, const std::string& out, int64_t n, const std::string& term) {
+  std::ostringstream s;
+  const std::string lanes = out + "_l", vec = "(*(const hpf_f32x16*)(" + buf + " + q))";
+  std::string vterm = term;
+  for (size_t at; (at = vterm.find(buf + "[q]")) != std::string::npos;) vterm.replace(at, buf.size() + 3, vec);
+  s << "    hpf_f32x16 " << lanes << " = {};\n"
+    << "    for (i64 q = 0; q + 16 <= " << n << "LL; q += 16) " << lanes << " += " << vterm << ";\n"
+    << "    float " << out << " = 0.0f;\n"
+    << "    for (int l = 0; l < 16; ++l) " << out << " += " << lanes << "[l];\n"
+    << "    for (i64 q = " << n / 16 * 16 << "LL; q < " << n << "LL; ++q) " << out << " += " << term << ";\n";
+  return s.str();
+}
+
 // An i64 literal: "42LL".
 inline std::string L(int64_t v) { return std::to_string(v) + "LL"; }
 

@@ -3,29 +3,13 @@
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
-#include "jit/codegen/c_prelude.hpp"
+#include "jit/codegen/c_helpers.hpp"
 
 namespace hpf::jit {
 namespace {
 
 // Softmax and LayerNorm rows up to this many values are staged in a stack buffer (64 KiB).
 constexpr int64_t kRowBuffer = 16384;
-
-// Statements declaring `float out` = the sum over q < n of `term` (an expression of buffer
-// `buf` at q), in 16 lanes: lane l sums the terms q = l (mod 16) below the last multiple of 16,
-// then the lanes and the tail are added in order.
-std::string sum16(const std::string& buf, const std::string& out, int64_t n, const std::string& term) {
-  std::ostringstream s;
-  const std::string lanes = out + "_l", vec = "(*(const hpf_f32x16*)(" + buf + " + q))";
-  std::string vterm = term;
-  for (size_t at; (at = vterm.find(buf + "[q]")) != std::string::npos;) vterm.replace(at, buf.size() + 3, vec);
-  s << "    hpf_f32x16 " << lanes << " = {};\n"
-    << "    for (i64 q = 0; q + 16 <= " << n << "LL; q += 16) " << lanes << " += " << vterm << ";\n"
-    << "    float " << out << " = 0.0f;\n"
-    << "    for (int l = 0; l < 16; ++l) " << out << " += " << lanes << "[l];\n"
-    << "    for (i64 q = " << n / 16 * 16 << "LL; q < " << n << "LL; ++q) " << out << " += " << term << ";\n";
-  return s.str();
-}
 
 int64_t axis_of(const KernelSpec& s, int64_t def) {
   auto it = s.attrs.find("axis");

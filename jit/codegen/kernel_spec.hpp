@@ -29,7 +29,7 @@ struct ElementwiseStep {
 };
 
 struct KernelSpec {
-  std::string family;          // elementwise | matmul | softmax | layernorm | gather | transpose
+  std::string family;          // elementwise | matmul | attention | softmax | layernorm | gather | transpose ...
   std::vector<TensorDesc> inputs;
   std::vector<TensorDesc> outputs;
   DType accumulation = DType::F32;

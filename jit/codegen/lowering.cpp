@@ -5,6 +5,7 @@
 #include <set>
 #include <variant>
 
+#include "jit/codegen/attention_fusion.hpp"
 #include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_helpers.hpp"
 
@@ -392,6 +393,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     steps.push_back(std::move(st));
     produced_by(steps.size() - 1);
   }
+  if (options.attention) fuse_attention(g, steps, uses);
   return steps;
 }
 

@@ -1282,6 +1282,85 @@ TEST_CASE("codegen: MatMul epilogue: bias per column, Gelu, a cast to BF16") {
   check_graph(b, {random_tensor({2, 7, 33}, DType::F32, 422)}, 8e-3);
 }
 
+namespace {
+// Attention as exporters write it: Q, K and V taken from [B, S, H, D] activations by Transposes
+// (K's to [B, H, D, Sk]), scores scaled (and masked, per key), Softmax, the context transposed back.
+struct Attention {
+  int64_t b, h, sq, sk, d, dv;
+  bool mask, out_transpose;
+};
+void attention_graph(GraphBuilder& g, DType t, const Attention& c) {
+  auto q = g.op1("Transpose", {g.input("q", t, {c.b, c.sq, c.h, c.d})}, {{"perm", Ints{0, 2, 1, 3}}}, "tq");
+  auto k = g.op1("Transpose", {g.input("k", t, {c.b, c.sk, c.h, c.d})}, {{"perm", Ints{0, 2, 3, 1}}}, "tk");
+  auto v = g.op1("Transpose", {g.input("v", t, {c.b, c.sk, c.h, c.dv})}, {{"perm", Ints{0, 2, 1, 3}}}, "tv");
+  auto s = g.op1("MatMul", {q, k}, {}, "qk");
+  s = g.op1("Mul", {s, g.constant(*Tensor::from_f32(std::vector<int64_t>{}, std::vector<float>{0.3f}, t))}, {}, "scale");
+  if (c.mask) s = g.op1("Add", {s, g.constant(random_tensor({1, 1, 1, c.sk}, t, 450, -3, 0))}, {}, "mask");
+  auto o = g.op1("MatMul", {g.op1("Softmax", {s}, {{"axis", int64_t{-1}}}, "softmax"), v}, {}, "av");
+  if (c.out_transpose) o = g.op1("Transpose", {o}, {{"perm", Ints{0, 2, 1, 3}}}, "to");
+  g.output(o, "out");
+}
+std::vector<std::string> step_families(GraphBuilder& b) {
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto steps = jit::lower(*g, {});
+  REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+  std::vector<std::string> f;
+  for (const auto& st : *steps) f.push_back(st.kind == jit::LoweredStep::Kind::kernel ? st.spec.family : st.label);
+  return f;
+}
+std::vector<Tensor> attention_inputs(DType t, const Attention& c) {
+  return {random_tensor({c.b, c.sq, c.h, c.d}, t, 451), random_tensor({c.b, c.sk, c.h, c.d}, t, 452),
+          random_tensor({c.b, c.sk, c.h, c.dv}, t, 453)};
+}
+}  // namespace
+
+TEST_CASE("codegen: attention in one kernel: transposes, scale, mask, ragged and long sequences, F32 and BF16") {
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Attention& c : {Attention{1, 3, 77, 77, 40, 40, true, true}, Attention{2, 2, 33, 130, 24, 70, false, true},
+                               Attention{1, 2, 5, 512, 64, 64, true, false}, Attention{1, 1, 130, 1, 8, 3, false, false}}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(c.sq);
+      CAPTURE(c.sk);
+      GraphBuilder b("attention");
+      attention_graph(b, t, c);
+      CHECK(step_families(b) == std::vector<std::string>{"attention"});
+      check_graph(b, attention_inputs(t, c), t == DType::F32 ? 1e-5 : 1e-2);
+    }
+}
+
+TEST_CASE("lowering: attention stays unfused past F16 scores, a per-batch mask, a second reader, too large a head") {
+  auto count = [](const std::vector<std::string>& f, const char* what) { return std::count(f.begin(), f.end(), what); };
+  {  // F16 scores: an overflow inside the kernel would hide from the session's overflow watch
+    GraphBuilder b("f16");
+    attention_graph(b, DType::F16, {1, 2, 9, 9, 8, 8, false, true});
+    const auto f = step_families(b);
+    CHECK(count(f, "attention") == 0);
+    CHECK(count(f, "softmax") == 1);
+    check_graph(b, attention_inputs(DType::F16, {1, 2, 9, 9, 8, 8, false, true}), 1e-2);
+  }
+  {  // a mask per batch entry ([2, 1, 1, Sk]) is no epilogue operand: the Add runs on its own
+    GraphBuilder b("mask");
+    auto q = b.input("q", DType::F32, {2, 2, 7, 8});
+    auto k = b.input("k", DType::F32, {2, 2, 8, 7});
+    auto s = b.op1("Add", {b.op1("MatMul", {q, k}), b.constant(random_tensor({2, 1, 1, 7}, DType::F32, 454))});
+    b.output(b.op1("MatMul", {b.op1("Softmax", {s}), b.input("v", DType::F32, {2, 2, 7, 5})}), "out");
+    CHECK(count(step_families(b), "attention") == 0);
+  }
+  {  // the probabilities are an output too
+    GraphBuilder b("reader");
+    auto p = b.op1("Softmax", {b.op1("MatMul", {b.input("q", DType::F32, {3, 7, 8}), b.input("k", DType::F32, {3, 8, 7})})});
+    b.output(b.op1("MatMul", {p, b.input("v", DType::F32, {3, 7, 5})}), "out");
+    b.output(p, "probs");
+    CHECK(count(step_families(b), "attention") == 0);
+  }
+  {  // 512-wide heads: the kernel's stack buffers would not hold them
+    GraphBuilder b("large");
+    attention_graph(b, DType::F32, {1, 1, 4, 2048, 512, 512, false, false});
+    CHECK(count(step_families(b), "attention") == 0);
+  }
+}
+
 TEST_CASE("codegen: epilogue fusion stops at a second reader, a late operand, a row broadcast") {
   GraphBuilder b("no_fuse");
   auto x = b.input("x", DType::F32, {1, 3, 6, 6});
