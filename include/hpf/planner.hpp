@@ -252,6 +252,12 @@ struct PlannerOptions {
   // chosen, whatever it saves in memory (auto is for speed first; raise it to trade time for
   // bytes). The 5% above 1 is timing noise on a shared machine, not a slowdown allowed.
   double max_latency_ratio = 1.05;
+  // With measured times, a move whose plan measures slower than max_move_slowdown x the plan it
+  // leaves is rejected too (rejected_slower), whatever the per-node costs promise: they miss what
+  // a node's format does to its neighbours' kernels (an F16 LayerNorm keeps the BF16 MatMul it
+  // feeds off the AMX tiles, which take BF16 only: BERT-base's FFN projection 1.3 -> 8 ms). The
+  // 10% is timing noise on a shared machine.
+  double max_move_slowdown = 1.1;
   DeviceFormats device;  // candidate modes: bf16, fp16, tf32, fp8, int8, int4-weights
                          // as the device has them (plan_from_policy's availability)
   Policy policy = Policy::uniform(Mode::auto_);  // `auto` nodes are planned, others fixed
@@ -294,7 +300,8 @@ struct PlannerReport {
 //      plan leaves the budget, else accepted when it lowers the objective, or with probability
 //      exp(-delta / T) when it raises it (Metropolis; moves back to higher precision are
 //      proposals too, so the search can leave a local minimum); with Evaluators::evaluate, a
-//      plan measured slower than max_latency_ratio x FP32 is rejected too; T falls
+//      plan measured slower than max_latency_ratio x FP32, or than max_move_slowdown x the
+//      plan the move leaves, is rejected too; T falls
 //      geometrically per sweep; sweeps end when one accepts nothing or the evaluations run out;
 //      the best plan wins;
 //   4. final end-to-end check; if over the budget, the last accepted moves are undone until

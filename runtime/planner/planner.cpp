@@ -377,7 +377,9 @@ class Planner {
 
   Status anneal() {
     State cur = start_;
-    double d_cur = d0_, j_cur = objective(cur, d_cur);
+    double d_cur = d0_, j_cur = objective(cur, d_cur), ms_cur = ms0_;
+    // Measured slower than the plan it would replace (max_move_slowdown).
+    auto slower = [&](const Evaluation& e) { return ms_cur > 0 && e.ms > 0 && e.ms > o_.max_move_slowdown * ms_cur; };
     history_ = {cur};
     best_ = cur;
     double j_best = j_cur;
@@ -390,12 +392,13 @@ class Planner {
       for (size_t gi = 0; gi < groups_.size(); ++gi) s = with(s, gi, m);
       if (s == start_ || report_.evaluations >= o_.max_evaluations) continue;
       HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(s));
-      if (!(e.divergence <= search_budget()) || too_slow(e)) continue;
+      if (!(e.divergence <= search_budget()) || too_slow(e) || slower(e)) continue;
       const double j = objective(s, e.divergence);
       if (j >= j_cur) continue;
       cur = s;
       d_cur = e.divergence;
       j_cur = j;
+      ms_cur = e.ms;
       history_.push_back(cur);
       if (j < j_best) {
         j_best = j;
@@ -423,7 +426,7 @@ class Planner {
           ++report_.rejected_budget;
           continue;
         }
-        if (too_slow(e)) {
+        if (too_slow(e) || slower(e)) {
           ++report_.rejected_slower;
           continue;
         }
@@ -435,6 +438,7 @@ class Planner {
         cur = next;
         d_cur = d;
         j_cur = j;
+        ms_cur = e.ms;
         history_.push_back(cur);
         ++accepted;
         ++report_.accepted;

@@ -396,6 +396,43 @@ TEST_CASE("plan_auto: a plan measured slower than FP32 end to end is refused") {
   }
 }
 
+TEST_CASE("plan_auto: a move measured slower than the plan it leaves is refused") {
+  // Every lowering halves the measured time in proportion, but any FP16 node costs 30% (as an
+  // F16 LayerNorm in front of a MatMul whose fast path takes BF16 only): the per-node costs and
+  // FP16's smaller divergence favour FP16; the measurement does not.
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 1, 3, 16);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  auto fp16_nodes = [](const Plan& p) {
+    return std::count_if(p.nodes.begin(), p.nodes.end(), [](const NodePlan& n) { return n.mode == Mode::fp16; });
+  };
+  for (double slowdown : {1.1, 100.0}) {
+    CAPTURE(slowdown);
+    Evaluators e = ev->evaluators();
+    e.evaluate = [&](const Plan& p) -> Expected<Evaluation> {
+      HPF_ASSIGN_OR_RETURN(double d, ev->divergence(p));
+      const double lowered = double(lowered_nodes(p)) / double(p.nodes.size());
+      return Evaluation{d, 10.0 * (1 - 0.5 * lowered) * (fp16_nodes(p) ? 1.3 : 1.0)};
+    };
+    PlannerOptions o;
+    o.kl_budget = 1e-2;
+    o.device = all_formats();
+    o.device_model = test_device();
+    o.max_move_slowdown = slowdown;
+    PlannerReport r;
+    auto plan = plan_auto(g, o, e, &batches, &r);
+    REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+    CHECK(lowered_nodes(*plan) > 0);
+    if (slowdown < 2) {
+      CHECK(fp16_nodes(*plan) == 0);
+      CHECK(r.rejected_slower > 0);
+    } else {
+      CHECK(fp16_nodes(*plan) > 0);  // what the measurement prevents above
+    }
+  }
+}
+
 TEST_CASE("plan_auto: errors") {
   const Graph g = small_matmul();
   PlannerOptions o;
