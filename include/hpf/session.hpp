@@ -74,7 +74,8 @@ struct CompileStats {
   std::vector<std::string> fallback_nodes;  // "name (Op)" of each
   // MatMul/Gemm nodes whose constant weights the plan stores as INT8, INT4, BF16 or F16, or
   // whose F32 weights serve a GEMV (at most 4 rows): packed once at compile in 16-column panels
-  // (weight_bytes counts the packed bytes) and run by matmul_wq / matmul_i8 kernels.
+  // (weight_bytes counts the packed bytes) and run by matmul_wq / matmul_i8 kernels; and Gather
+  // nodes whose table (an embedding) the plan quantises to INT8 or INT4, run by gather_q kernels.
   std::vector<std::string> packed_weight_nodes;
   // Conv nodes whose constant weights were packed once at compile in the order their kernel reads
   // them (jit/codegen/conv_packing.hpp): FP32 weights for the implicit GEMM, and BF16 weights of

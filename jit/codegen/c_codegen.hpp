@@ -32,6 +32,8 @@ bool attention_fits(int64_t d, int64_t sk, int64_t dv);
 Expected<GeneratedKernel> generate_c_softmax(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::string& name);
+// Gather from an INT8/INT4 table the runtime quantised (lower_quantised_gathers).
+Expected<GeneratedKernel> generate_c_gather_q(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_transpose(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_conv(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_conv_transpose(const KernelSpec& spec, const std::string& name);

@@ -3,7 +3,7 @@
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
-#include "jit/codegen/c_prelude.hpp"
+#include "jit/codegen/c_helpers.hpp"
 
 namespace hpf::jit {
 
@@ -43,6 +43,49 @@ Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::s
     << (convert ? c_store(Y.dtype, c_load(D.dtype, "d[k]")) : std::string("d[k]")) << ";\n"
     << "  }\n}\n";
   return GeneratedKernel{name, s.str(), outer * ni, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, inner))};
+}
+
+// Gather from a table quantised by the runtime (runtime/session/weight_packing.hpp,
+// lower_quantised_gathers): inputs the packed table (U8: INT8 bytes, or INT4 two per byte, the
+// even element in the low nibble, as hpf::quantize packs them), one FP32 scale per `group`
+// consecutive elements, the indices; attributes wformat (i8 | i4), rows, width, group. Output
+// element = q * scale in FP32, stored in the output's format. One work item per index.
+Expected<GeneratedKernel> generate_c_gather_q(const KernelSpec& spec, const std::string& name) {
+  if (spec.inputs.size() != 3 || spec.outputs.size() != 1) return Status::invalid("gather_q: needs table, scales, indices");
+  const TensorDesc &I = spec.inputs[2], &Y = spec.outputs[0];
+  const std::string format = attr_s(spec.attrs, "wformat");
+  const int64_t rows = attr_i(spec.attrs, "rows", 0), width = attr_i(spec.attrs, "width", 0),
+                group = attr_i(spec.attrs, "group", 0);
+  if ((format != "i8" && format != "i4") || rows <= 0 || width <= 0 || group <= 0 ||
+      (width % group != 0 && group != rows * width))
+    return Status::invalid("gather_q: wformat '" + format + "', rows " + std::to_string(rows) + ", width " +
+                           std::to_string(width) + ", group " + std::to_string(group));
+  if (I.dtype != DType::I64 && I.dtype != DType::I32)
+    return Status::unsupported("C codegen: gather indices of " + std::string(dtype_name(I.dtype)));
+  if (!is_float(Y.dtype)) return Status::unsupported("C codegen: gather_q into " + std::string(dtype_name(Y.dtype)));
+  const int64_t ni = numel(I.shape), gw = width % group == 0 ? group : width;  // elements under one scale
+  const std::string q = format == "i8" ? "(float)(i8)Q[f]" : "(float)((i32)(((Q[f >> 1] >> ((f & 1) * 4)) & 15u) ^ 8u) - 8)";
+  std::ostringstream s;
+  s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const u8* restrict Q = (const u8*)args[0];\n"
+    << "  const float* restrict S = (const float*)args[1];\n"
+    << "  const " << c_storage_type(I.dtype) << "* restrict I = (const " << c_storage_type(I.dtype) << "*)args[2];\n"
+    << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[3];\n"
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    << "    i64 ix = (i64)I[w];\n"
+    << "    if (ix < 0) ix += " << L(rows) << ";\n"
+    << "    " << c_storage_type(Y.dtype) << "* y = Y + w * " << L(width) << ";\n"
+    << "    if (ix < 0 || ix >= " << L(rows) << ") { for (i64 k = 0; k < " << L(width) << "; ++k) y[k] = 0; continue; }\n"
+    // Groups within a row (INT4, INT8 per row), else one scale for the table.
+    << "    for (i64 g = 0; g < " << L(width) << "; g += " << L(gw) << ") {\n"
+    << "      const float sc = S[" << (width % group == 0 ? "(ix * " + L(width) + " + g) / " + L(group) : std::string("0")) << "];\n"
+    << "      for (i64 k = g; k < g + " << L(gw) << "; ++k) {\n"
+    << "        const i64 f = ix * " << L(width) << " + k;\n"
+    << "        y[k] = " << c_store(Y.dtype, q + " * sc") << ";\n"
+    << "      }\n"
+    << "    }\n"
+    << "  }\n}\n";
+  return GeneratedKernel{name, s.str(), ni, std::max<int64_t>(1, 16384 / width)};
 }
 
 Expected<GeneratedKernel> generate_c_transpose(const KernelSpec& spec, const std::string& name) {

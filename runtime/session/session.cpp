@@ -559,6 +559,9 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
                          lower_packed_convs(*g, impl->storage, impl->shapes, lowered, impl_->options.weight_cache.get(),
                                             amx_bf16));
     impl->stats.packed_weight_nodes = std::move(packed.nodes);
+    HPF_ASSIGN_OR_RETURN(auto tables, lower_quantised_gathers(*g, impl_->options.plan.get(), impl->storage, impl->shapes,
+                                                              lowered, impl_->options.weight_cache.get()));
+    impl->stats.packed_weight_nodes.insert(impl->stats.packed_weight_nodes.end(), tables.begin(), tables.end());
     impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);
     impl->dynamic.value_in_region.resize(g->values().size(), false);
   }

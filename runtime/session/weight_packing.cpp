@@ -378,4 +378,90 @@ Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DTyp
   return rewritten;
 }
 
+Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan* plan, std::vector<DType>& storage,
+                                                           std::vector<std::vector<int64_t>>& shapes,
+                                                           std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
+  auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
+  std::vector<std::string> rewritten;
+  if (!plan) return rewritten;
+  for (jit::LoweredStep& st : steps) {
+    if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "gather" || st.fused.size() != 1 ||
+        st.inputs.size() != 2)
+      continue;
+    const Node n = g.node(st.fused.front());  // a copy: adding initializers may move the node table
+    const NodePlan* p = plan->find(n.name);
+    if (!p || !p->weight_quant || (p->weight_quant->type != DType::I8 && p->weight_quant->type != DType::I4)) continue;
+    const Tensor* w = g.constant(st.inputs[0]);
+    if (!w || w->dtype() != DType::F32 || w->rank() != 2 || jit::attr_i(st.spec.attrs, "axis", 0) != 0) continue;
+    const QuantParams* given = &*p->weight_quant;
+    QuantParams q = *given;
+    if (q.scales.empty()) {  // as calibrate_plan chooses them: INT8 per row, INT4 groups along the width
+      auto made = q.type == DType::I8 ? int8_weight_params(*w, 0)
+                                      : int4_weight_params(*w, 1, int4_group_for(w->shape()[1], q.group_size > 0 ? q.group_size : 32));
+      if (!made.ok()) return made.status().with_context("node '" + n.name + "'");
+      q = std::move(made).value();
+    }
+    // One scale per run of `group` consecutive elements (row-major): INT8 per row or per tensor,
+    // INT4 in groups along the width.
+    const int64_t rows = w->shape()[0], width = w->shape()[1], total = rows * width;
+    const int64_t count = static_cast<int64_t>(q.scales.size());
+    const int64_t group = count > 0 && total % count == 0 ? total / count : 0;
+    const bool layout = q.zero_points.empty() && group > 0 &&
+                        (count == 1 || (q.group_size == 0 && q.axis == 0 && count == rows) ||
+                         (q.group_size > 0 && (q.axis == 1 || q.axis == -1) && q.group_size == group && width % group == 0));
+    if (!layout) {
+      log(LogLevel::warn, "node '" + n.name + "': " + std::string(dtype_name(q.type)) +
+                              " table scales in a layout the gather kernel does not read; its table stays f32");
+      continue;
+    }
+    const std::string format = q.type == DType::I8 ? "i8" : "i4";
+    std::string key = g.value(st.inputs[0]).name + "|" + shape_string(w->shape()) + "|gather_" + format + "|";
+    key.append(reinterpret_cast<const char*>(q.scales.data()), q.scales.size() * sizeof(float));
+    std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
+    if (!packed) {
+      PackedWeights pw;
+      pw.format = "gather_" + format;
+      pw.k = width;
+      pw.n = rows;
+      pw.group = group;
+      pw.data = Tensor(DType::U8, {static_cast<int64_t>(storage_bytes(q.type, static_cast<size_t>(total)))});
+      const std::vector<float> x = w->to_f32();
+      HPF_RETURN_IF_ERROR(quantize(x, w->shape(), q, pw.data.bytes()));
+      pw.scales = *Tensor::from_f32({count}, q.scales);
+      packed = packed_cache ? packed_cache->put_packed(key, std::move(pw)) : std::make_shared<const PackedWeights>(std::move(pw));
+    }
+    auto add = [&](const std::string& name, const Tensor& member) -> Expected<ValueId> {
+      std::shared_ptr<const Tensor> t(packed, &member);
+      std::string unique = name;
+      for (int k = 2;; ++k) {  // the one added for an earlier node when it holds the same tensor
+        const std::optional<ValueId> old = g.find_value(unique);
+        if (!old) break;
+        if (g.value(*old).constant == t) return *old;
+        unique = name + "#" + std::to_string(k);
+      }
+      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(unique, t));
+      storage.resize(g.values().size(), DType::F32);
+      shapes.resize(g.values().size());
+      storage[id] = t->dtype();
+      shapes[id] = t->shape();
+      return id;
+    };
+    const std::string base = g.value(st.inputs[0]).name + "/gather_" + format;
+    HPF_ASSIGN_OR_RETURN(ValueId qid, add(base, packed->data));
+    HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", packed->scales));
+    jit::KernelSpec spec;
+    spec.family = "gather_q";
+    spec.inputs = {{DType::U8, shapes[qid]}, {DType::F32, shapes[sid]}, st.spec.inputs[1]};
+    spec.outputs = st.spec.outputs;
+    spec.attrs["wformat"] = format;
+    spec.attrs["rows"] = rows;
+    spec.attrs["width"] = width;
+    spec.attrs["group"] = group;
+    st.spec = std::move(spec);
+    st.inputs = {qid, sid, st.inputs[1]};
+    rewritten.push_back(n.name);
+  }
+  return rewritten;
+}
+
 }  // namespace hpf

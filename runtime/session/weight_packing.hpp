@@ -70,6 +70,19 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                                                              std::vector<jit::LoweredStep>& steps,
                                                              WeightCache* cache = nullptr, bool amx_bf16 = false);
 
+// For every Gather kernel step (axis 0 of a constant 2-D F32 table, an embedding) whose plan
+// quantises the table to INT8 or INT4 (int4-weights; scales from the plan, else chosen as
+// calibrate_plan would: INT8 per row, INT4 in groups along the width): quantises the table with
+// hpf::quantize, adds the packed bytes and scales to `g` as initializers and rewrites the step
+// into a gather_q kernel, which dequantises the rows it reads (q * scale in FP32: the values the
+// emulation's fake quantisation gives). The F32 table is then read by no step and gets no device
+// memory. Other scale layouts keep the F32 table, with a warning. With `cache`, shared across
+// compiles as lower_weight_quantised_matmuls does. Returns the names of the Gather nodes rewritten.
+Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan* plan, std::vector<DType>& storage,
+                                                           std::vector<std::vector<int64_t>>& shapes,
+                                                           std::vector<jit::LoweredStep>& steps,
+                                                           WeightCache* cache = nullptr);
+
 // For every Conv kernel step whose constant weight is stored F32 (or BF16 with a BF16 input, on
 // a device with AMX-BF16: `amx_bf16`) and which the C generator runs as implicit GEMM
 // (jit::conv_takes_packed_weights): packs the weight once in the layout of

@@ -215,6 +215,66 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
   }
 }
 
+// An embedding whose table the plan quantises (int4-weights: groups along the width; INT8 per
+// row as a plan file may ask): the Session packs it and gathers from the packed bytes, giving the
+// emulation's values bit for bit, out-of-range and negative indices included.
+TEST_CASE("gather_q: INT4 and INT8 tables are packed and dequantised as the emulation stores them") {
+  for (int64_t width : {64, 24})
+    for (DType t : {DType::I4, DType::I8}) {
+      CAPTURE(width);
+      CAPTURE(dtype_name(t));
+      const int64_t rows = 50;
+      GraphBuilder b("embed");
+      auto ids = b.input("ids", DType::I64, {3, 7});
+      b.output(b.op1("Gather", {b.constant("table", random({rows, width}, 21, -3, 3)), ids}, {}, "gather"), "y");
+      const Graph g = *b.build();
+      SessionOptions o;
+      o.use_cache = false;
+      auto s = Session::create(o);
+      REQUIRE(s.ok());
+      auto plan = plan_from_policy(g, Policy::uniform(Mode::int4_weights), s->device_formats());
+      REQUIRE(plan.ok());
+      NodePlan& np = plan->nodes[static_cast<size_t>(*g.find_node("gather"))];
+      REQUIRE(np.weight_quant);
+      if (t == DType::I8) np.weight_quant = QuantParams{DType::I8};
+      REQUIRE(calibrate_plan(g, *plan, {}).ok());
+      REQUIRE(np.weight_quant->type == t);
+      std::vector<int64_t> v(21);
+      for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<int64_t>(k * 7 % rows);
+      v[3] = -1;   // the last row
+      v[5] = -rows;
+      const Tensor in = *Tensor::from_i64({3, 7}, v);
+      auto emu = emulation_for_plan(g, *plan);
+      REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
+      ref::RunOptions ro;
+      ro.emulation = &*emu;
+      auto want = ref::run(g, {in}, ro);
+      REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+      s->set_plan(std::make_shared<Plan>(*plan));
+      auto exe = s->compile(g);
+      REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+      const CompileStats& st = exe->compile_stats();
+      CHECK(st.packed_weight_nodes == std::vector<std::string>{"gather"});
+      CHECK(st.fallbacks == 0);
+      const int64_t scales = static_cast<int64_t>(np.weight_quant->scales.size());
+      CHECK(st.weight_bytes == static_cast<int64_t>(storage_bytes(t, rows * width)) + scales * 4);
+      auto got = exe->run({in});
+      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+      const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
+      REQUIRE(gv.size() == wv.size());
+      int64_t diffs = 0;
+      for (size_t k = 0; k < gv.size(); ++k) diffs += gv[k] != wv[k];
+      CHECK(diffs == 0);
+      // and they are the quantised values, not the table's
+      const std::vector<float> table = random({rows, width}, 21, -3, 3).to_f32();
+      int64_t changed = 0;
+      for (size_t k = 0; k < v.size(); ++k)
+        for (int64_t j = 0; j < width; ++j)
+          changed += gv[k * width + j] != table[((v[k] + rows) % rows) * width + j];
+      CHECK(changed > int64_t(v.size()) * width / 2);
+    }
+}
+
 TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static A scales, matching the emulation") {
   // a -> mm1 (int8: A is a graph input without a scale, so quantised per row as it arrives; its
   // output fake-quantised with its calibrated scale) -> mm2 (int8, A = mm1's output with that
