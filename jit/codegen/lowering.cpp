@@ -254,14 +254,23 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     }
     if (kElementwise.count(n.op) && n.outputs.size() == 1 && chain_takes(g, n)) {
       HPF_ASSIGN_OR_RETURN(TensorDesc out, desc(n.outputs[0]));
-      // Extend the chain producing input 0 when it is this node's only use and shapes agree.
-      const ValueId x = n.inputs[0];
-      const int open = x >= 0 ? chain_of[x] : -1;
+      // Extend the chain producing one of the inputs (the first that allows it: GELU's x * (1 +
+      // erf(x / sqrt 2)) continues the erf chain through its second operand) when this node is
+      // its only use and shapes agree. The chain's kernel runs where its first node was: every
+      // other operand must exist by then.
+      int open = -1;
+      for (ValueId x : n.inputs) {
+        const int c = x >= 0 ? chain_of[x] : -1;
+        if (c < 0 || uses[x] != 1 || steps[c].spec.outputs[0].shape != out.shape) continue;
+        bool ready = true;
+        for (ValueId v : n.inputs) ready = ready && (v == kNoValue || v == x || step_of[v] < c);
+        if (ready) {
+          open = c;
+          break;
+        }
+      }
       LoweredStep* s = nullptr;
-      // The chain's kernel runs where its first node was: every other operand must exist by then.
-      bool ready = true;
-      for (ValueId v : n.inputs) ready = ready && (v == kNoValue || v == x || step_of[v] < open);
-      if (open >= 0 && uses[x] == 1 && ready && steps[open].spec.outputs[0].shape == out.shape) {
+      if (open >= 0) {
         s = &steps[open];
       } else {
         st.kind = LoweredStep::Kind::kernel;
