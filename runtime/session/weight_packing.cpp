@@ -161,6 +161,26 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
 
 namespace {
 
+// `t` (packed bytes or scales) as an initializer of `g` under `name`, extending `storage` and
+// `shapes`: the one added for an earlier node when it holds the same tensor, else a new one, named
+// apart ("<base>#2<rest of name>") when the name is taken (e.g. by this node's own scales).
+Expected<ValueId> add_packed(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
+                             const std::string& base, const std::string& name, std::shared_ptr<const Tensor> t) {
+  std::string unique = name;
+  for (int k = 2;; ++k) {
+    const std::optional<ValueId> old = g.find_value(unique);
+    if (!old) break;
+    if (g.value(*old).constant == t) return *old;
+    unique = base + "#" + std::to_string(k) + name.substr(base.size());
+  }
+  HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(unique, t));
+  storage.resize(g.values().size(), DType::F32);
+  shapes.resize(g.values().size());
+  storage[id] = t->dtype();
+  shapes[id] = t->shape();
+  return id;
+}
+
 // Parameters for `w` of node `n` under plan `p`: the plan's when it has scales, else the ones
 // calibrate_plan would choose (weights need no calibration data).
 Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const Tensor& w, bool trans_b) {
@@ -242,22 +262,8 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
                             : std::make_shared<const PackedWeights>(std::move(made).value());
     }
     const std::string base = g.value(n.inputs[1]).name + "/" + format;
-    // An initializer under `name`: the one added for an earlier node when it holds the same tensor,
-    // else a new one (named apart when the name is taken, e.g. by this node's own scales).
-    auto add = [&](const std::string& name, std::shared_ptr<const Tensor> t) -> Expected<ValueId> {
-      std::string unique = name;
-      for (int k = 2;; ++k) {
-        const std::optional<ValueId> old = g.find_value(unique);
-        if (!old) break;
-        if (g.value(*old).constant == t) return *old;
-        unique = base + "#" + std::to_string(k) + name.substr(base.size());
-      }
-      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(unique, t));
-      storage.resize(g.values().size(), DType::F32);
-      shapes.resize(g.values().size());
-      storage[id] = t->dtype();
-      shapes[id] = t->shape();
-      return id;
+    auto add = [&](const std::string& name, std::shared_ptr<const Tensor> t) {
+      return add_packed(g, storage, shapes, base, name, std::move(t));
     };
     auto shared = [&](const Tensor& member) { return std::shared_ptr<const Tensor>(packed, &member); };
     std::shared_ptr<const Tensor> scales = shared(packed->scales);
@@ -364,11 +370,8 @@ Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DTyp
         packed = packed_cache ? packed_cache->put_packed(key, std::move(p))
                               : std::make_shared<const PackedWeights>(std::move(p));
       }
-      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(name, std::shared_ptr<const Tensor>(packed, &packed->data)));
-      storage.resize(g.values().size(), DType::F32);
-      shapes.resize(g.values().size());
-      storage[id] = wt;
-      shapes[id] = spec.inputs[1].shape;
+      HPF_ASSIGN_OR_RETURN(ValueId id, add_packed(g, storage, shapes, name, name,
+                                                  std::shared_ptr<const Tensor>(packed, &packed->data)));
       it = done.emplace(std::make_pair(wv, layout), id).first;
     }
     st.spec = spec;
@@ -430,23 +433,10 @@ Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan*
       pw.scales = *Tensor::from_f32({count}, q.scales);
       packed = packed_cache ? packed_cache->put_packed(key, std::move(pw)) : std::make_shared<const PackedWeights>(std::move(pw));
     }
-    auto add = [&](const std::string& name, const Tensor& member) -> Expected<ValueId> {
-      std::shared_ptr<const Tensor> t(packed, &member);
-      std::string unique = name;
-      for (int k = 2;; ++k) {  // the one added for an earlier node when it holds the same tensor
-        const std::optional<ValueId> old = g.find_value(unique);
-        if (!old) break;
-        if (g.value(*old).constant == t) return *old;
-        unique = name + "#" + std::to_string(k);
-      }
-      HPF_ASSIGN_OR_RETURN(ValueId id, g.add_initializer(unique, t));
-      storage.resize(g.values().size(), DType::F32);
-      shapes.resize(g.values().size());
-      storage[id] = t->dtype();
-      shapes[id] = t->shape();
-      return id;
-    };
     const std::string base = g.value(st.inputs[0]).name + "/gather_" + format;
+    auto add = [&](const std::string& name, const Tensor& member) {
+      return add_packed(g, storage, shapes, base, name, std::shared_ptr<const Tensor>(packed, &member));
+    };
     HPF_ASSIGN_OR_RETURN(ValueId qid, add(base, packed->data));
     HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", packed->scales));
     jit::KernelSpec spec;
