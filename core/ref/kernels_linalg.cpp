@@ -79,7 +79,7 @@ inline __attribute__((always_inline)) void matmul_f64_tiles(const float* a, cons
 // contract to one) rounds exactly as the separate product and sum.
 __attribute__((target("avx512f"))) void matmul_f64_avx512(const float* a, const float* b, float* c, int64_t m,
                                                           int64_t k, int64_t n) {
-  matmul_f64_tiles<64, 4, 2>(a, b, c, m, k, n);
+  matmul_f64_tiles<64, 6, 4>(a, b, c, m, k, n);  // 24 zmm sums, 4 of B and a broadcast of A
 }
 __attribute__((target("avx2"))) void matmul_f64_avx2(const float* a, const float* b, float* c, int64_t m, int64_t k,
                                                      int64_t n) {

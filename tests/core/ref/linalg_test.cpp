@@ -138,8 +138,10 @@ TEST_CASE("ref linalg: randomized MatMul against a naive double triple loop (bit
   };
   for (Case c :
        {Case{1, 1, 1}, Case{3, 17, 5}, Case{16, 33, 9}, Case{7, 128, 1}, Case{1, 64, 31},
-        // register tiles of 4 rows x 8 or 16 columns, with rows and columns left over
-        Case{9, 40, 37}, Case{4, 300, 16}, Case{5, 3, 48}, Case{13, 77, 70}}) {
+        // register tiles of 4 rows x 8 or 16 columns (SSE, AVX2) or 6 rows x 32 (AVX-512), with
+        // rows and columns left over
+        Case{9, 40, 37}, Case{4, 300, 16}, Case{5, 3, 48}, Case{13, 77, 70}, Case{6, 20, 32},
+        Case{20, 50, 100}}) {
     INFO("m=" << c.m << " k=" << c.k << " n=" << c.n);
     const auto a = random_values(c.m * c.k, rng), b = random_values(c.k * c.n, rng);
     auto y = run1("MatMul", {in(f32({c.m, c.k}, a)), in(f32({c.k, c.n}, b))});
