@@ -60,6 +60,9 @@ void fuse_attention(const Graph& g, std::vector<LoweredStep>& steps, const std::
     const int ai = step_of[x];
     if (ai < 0 || uses[x] != 1 || !plain_matmul(steps[ai])) continue;
     const LoweredStep& a = steps[ai];
+    // Constant K or V are weights: the session packs a MatMul's constant second operand in the
+    // plan's weight format (INT8, INT4, BF16 panels), which this kernel would bypass.
+    if (g.constant(a.inputs[1]) || g.constant(b.inputs[1])) continue;
     // Formats: see the header.
     const DType score_format = a.spec.outputs[0].dtype, prob_format = sm.spec.outputs[0].dtype;
     bool formats = wide(score_format) && sm.spec.inputs[0].dtype == score_format &&

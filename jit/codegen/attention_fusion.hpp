@@ -17,6 +17,7 @@ namespace hpf::jit {
 //   - the scores and their epilogue steps are stored in F32, BF16 or TF32 (an F16 overflow would
 //     hide inside the kernel, where the session's overflow watch cannot see it), the
 //     probabilities in one of those or F16;
+//   - K and V are not constants (weights, which the session packs in their planned formats);
 //   - the kernel's buffers fit (attention_fits).
 // A Transpose step whose value only Q, K or V reads, or which only reads O, in the same format,
 // is folded in. The fused step runs where the second MatMul did.

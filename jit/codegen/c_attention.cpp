@@ -73,11 +73,12 @@ Expected<Strided> strided_output(const TensorDesc& y, const std::vector<int64_t>
   HPF_ASSIGN_OR_RETURN(s, strided(y, {}, "o"));
   if (perm.empty()) return s;
   const size_t r = y.shape.size();
+  if (perm.size() != r) return Status::invalid("attention: o_perm is not a permutation of " + shape_string(y.shape));
   Strided o{std::vector<int64_t>(r), std::vector<int64_t>(r)};
   std::vector<int64_t> seen(r, 0);
   for (size_t i = 0; i < r; ++i) {
     const int64_t d = perm[i];
-    if (perm.size() != r || d < 0 || d >= static_cast<int64_t>(r) || seen[d]++)
+    if (d < 0 || d >= static_cast<int64_t>(r) || seen[d]++)
       return Status::invalid("attention: o_perm is not a permutation of " + shape_string(y.shape));
     o.shape[d] = y.shape[i];
     o.stride[d] = s.stride[i];

@@ -398,7 +398,7 @@ class Planner {
       cur = s;
       d_cur = e.divergence;
       j_cur = j;
-      ms_cur = e.ms;
+      if (e.ms > 0) ms_cur = e.ms;
       history_.push_back(cur);
       if (j < j_best) {
         j_best = j;
@@ -438,7 +438,7 @@ class Planner {
         cur = next;
         d_cur = d;
         j_cur = j;
-        ms_cur = e.ms;
+        if (e.ms > 0) ms_cur = e.ms;
         history_.push_back(cur);
         ++accepted;
         ++report_.accepted;

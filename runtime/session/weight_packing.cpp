@@ -401,7 +401,10 @@ Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan*
     if (q.scales.empty()) {  // as calibrate_plan chooses them: INT8 per row, INT4 groups along the width
       auto made = q.type == DType::I8 ? int8_weight_params(*w, 0)
                                       : int4_weight_params(*w, 1, int4_group_for(w->shape()[1], q.group_size > 0 ? q.group_size : 32));
-      if (!made.ok()) return made.status().with_context("node '" + n.name + "'");
+      if (!made.ok()) {
+        log(LogLevel::warn, "node '" + n.name + "': " + made.status().message() + "; its table stays f32");
+        continue;
+      }
       q = std::move(made).value();
     }
     // One scale per run of `group` consecutive elements (row-major): INT8 per row or per tensor,
@@ -429,7 +432,10 @@ Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan*
       pw.group = group;
       pw.data = Tensor(DType::U8, {static_cast<int64_t>(storage_bytes(q.type, static_cast<size_t>(total)))});
       const std::vector<float> x = w->to_f32();
-      HPF_RETURN_IF_ERROR(quantize(x, w->shape(), q, pw.data.bytes()));
+      if (Status done = quantize(x, w->shape(), q, pw.data.bytes()); !done.ok()) {
+        log(LogLevel::warn, "node '" + n.name + "': " + done.message() + "; its table stays f32");
+        continue;
+      }
       pw.scales = *Tensor::from_f32({count}, q.scales);
       packed = packed_cache ? packed_cache->put_packed(key, std::move(pw)) : std::make_shared<const PackedWeights>(std::move(pw));
     }

@@ -1330,7 +1330,7 @@ TEST_CASE("codegen: attention in one kernel: transposes, scale, mask, ragged and
     }
 }
 
-TEST_CASE("lowering: attention stays unfused past F16 scores, a per-batch mask, a second reader, too large a head") {
+TEST_CASE("lowering: attention stays unfused past F16 scores, a per-batch mask, a second reader, weights, too large a head") {
   auto count = [](const std::vector<std::string>& f, const char* what) { return std::count(f.begin(), f.end(), what); };
   {  // F16 scores: an overflow inside the kernel would hide from the session's overflow watch
     GraphBuilder b("f16");
@@ -1353,6 +1353,12 @@ TEST_CASE("lowering: attention stays unfused past F16 scores, a per-batch mask, 
     auto p = b.op1("Softmax", {b.op1("MatMul", {b.input("q", DType::F32, {3, 7, 8}), b.input("k", DType::F32, {3, 8, 7})})});
     b.output(b.op1("MatMul", {p, b.input("v", DType::F32, {3, 7, 5})}), "out");
     b.output(p, "probs");
+    CHECK(count(step_families(b), "attention") == 0);
+  }
+  {  // constant K and V are weights, packed in the plan's format by the session's MatMul path
+    GraphBuilder b("weights");
+    auto s = b.op1("MatMul", {b.input("x", DType::F32, {5, 8}), b.constant(random_tensor({8, 7}, DType::F32, 455))});
+    b.output(b.op1("MatMul", {b.op1("Softmax", {s}), b.constant(random_tensor({7, 4}, DType::F32, 456))}), "out");
     CHECK(count(step_families(b), "attention") == 0);
   }
   {  // 512-wide heads: the kernel's stack buffers would not hold them
