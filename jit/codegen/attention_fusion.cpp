@@ -57,17 +57,36 @@ void fuse_attention(const Graph& g, std::vector<LoweredStep>& steps, const std::
         (axis < 0 ? axis + rank : axis) != rank - 1)
       continue;
     const ValueId x = sm.inputs[0];
-    const int ai = step_of[x];
-    if (ai < 0 || uses[x] != 1 || !plain_matmul(steps[ai])) continue;
+    const int xi = step_of[x];
+    if (xi < 0 || uses[x] != 1) continue;
+    // The scores' producer: the MatMul, or an elementwise chain over its result (a mask that is
+    // no epilogue operand of the MatMul's, [B, 1, 1, Sk] with B > 1, keeps the Add apart).
+    int ai = xi, ci = -1;
+    ValueId scores = x;  // the MatMul's own output
+    if (const LoweredStep& c = steps[xi]; c.kind == Kind::kernel && c.spec.family == "elementwise") {
+      ci = xi;
+      int found = 0;
+      for (ValueId v : c.inputs)
+        if (v != kNoValue && step_of[v] >= 0 && uses[v] == 1 && plain_matmul(steps[step_of[v]]) &&
+            steps[step_of[v]].outputs[0] == v) {
+          ++found;
+          ai = step_of[v];
+          scores = v;
+        }
+      if (found != 1) continue;  // none, or two MatMul results: not attention's shape
+    }
+    if (!plain_matmul(steps[ai])) continue;
     const LoweredStep& a = steps[ai];
     // Constant K or V are weights: the session packs a MatMul's constant second operand in the
     // plan's weight format (INT8, INT4, BF16 panels), which this kernel would bypass.
     if (g.constant(a.inputs[1]) || g.constant(b.inputs[1])) continue;
     // Formats: see the header.
-    const DType score_format = a.spec.outputs[0].dtype, prob_format = sm.spec.outputs[0].dtype;
-    bool formats = wide(score_format) && sm.spec.inputs[0].dtype == score_format &&
-                   (wide(prob_format) || prob_format == DType::F16);
+    const DType score_format = sm.spec.inputs[0].dtype, prob_format = sm.spec.outputs[0].dtype;
+    bool formats = wide(score_format) && wide(a.spec.outputs[0].dtype) && (wide(prob_format) || prob_format == DType::F16);
     for (const ElementwiseStep& e : a.spec.epilogue) formats = formats && wide(e.dtype);
+    if (ci >= 0)
+      for (const ElementwiseStep& e : steps[ci].spec.chain)
+        formats = formats && wide(e.dtype) && epilogue_takes(e.op) && e.op != "BatchNormalization";
     if (!formats) continue;
 
     LoweredStep f;
@@ -87,6 +106,36 @@ void fuse_attention(const Graph& g, std::vector<LoweredStep>& steps, const std::
     for (ElementwiseStep& e : f.spec.epilogue)
       for (int& o : e.operands)
         if (o >= 2) ++o;
+    if (ci >= 0) {  // the chain's steps after the MatMul's own epilogue, on the value it stores
+      const LoweredStep& c = steps[ci];
+      auto& epi = f.spec.epilogue;
+      if (epi.empty() && a.spec.outputs[0].dtype != DType::F32) {  // read back rounded, as stored
+        ElementwiseStep r;
+        r.op = "Identity";
+        r.operands = {kProducerResult};
+        r.dtype = a.spec.outputs[0].dtype;
+        epi.push_back(std::move(r));
+      }
+      const int base = static_cast<int>(epi.size());
+      const int stored = epi.empty() ? kProducerResult : -base;  // the MatMul's value as the chain reads it
+      for (const ElementwiseStep& e : c.spec.chain) {
+        ElementwiseStep m = e;
+        for (int& o : m.operands) {
+          if (o == kAbsentOperand) continue;
+          if (o < 0) {
+            o = -1 - (base + (-1 - o));  // an earlier chain step
+          } else if (c.inputs[o] == scores) {
+            o = stored;
+          } else {
+            f.inputs.push_back(c.inputs[o]);
+            f.spec.inputs.push_back(c.spec.inputs[o]);
+            ++f.spec.epilogue_inputs;
+            o = static_cast<int>(f.inputs.size()) - 1;
+          }
+        }
+        epi.push_back(std::move(m));
+      }
+    }
     f.outputs = b.outputs;
     f.spec.outputs = b.spec.outputs;
 
@@ -98,6 +147,18 @@ void fuse_attention(const Graph& g, std::vector<LoweredStep>& steps, const std::
         !std::equal(qs.begin(), qs.end() - 2, vs.begin()) || !std::equal(qs.begin(), qs.end() - 2, os.begin()) ||
         ks[r - 2] != qs[r - 1] || vs[r - 2] != ks[r - 1] || !attention_fits(qs[r - 1], ks[r - 1], vs[r - 1]))
       continue;
+    // The epilogue's operands broadcast to the scores [.., Sq, Sk] (numpy rules).
+    std::vector<int64_t> ss(qs.begin(), qs.end() - 2);
+    ss.push_back(qs[r - 2]);
+    ss.push_back(ks[r - 1]);
+    bool broadcast = true;
+    for (size_t k = 3; k < f.spec.inputs.size(); ++k) {
+      const std::vector<int64_t>& es = f.spec.inputs[k].shape;
+      broadcast = broadcast && is_float(f.spec.inputs[k].dtype) && es.size() <= r;
+      for (size_t d = 0; broadcast && d < es.size(); ++d)
+        broadcast = es[d] == 1 || es[d] == ss[r - es.size() + d];
+    }
+    if (!broadcast) continue;
 
     // Transposes that only feed Q, K or V, or only read O.
     std::vector<int> folded;
@@ -119,8 +180,15 @@ void fuse_attention(const Graph& g, std::vector<LoweredStep>& steps, const std::
       f.fused.insert(f.fused.end(), steps[ti].fused.begin(), steps[ti].fused.end());
       f.label += steps[ti].label + "+";
     }
-    for (const LoweredStep* st : {&a, &sm, &b}) f.fused.insert(f.fused.end(), st->fused.begin(), st->fused.end());
-    f.label += a.label + "+" + sm.label + "+" + b.label;
+    f.fused.insert(f.fused.end(), a.fused.begin(), a.fused.end());
+    f.label += a.label + "+";
+    if (ci >= 0) {
+      f.fused.insert(f.fused.end(), steps[ci].fused.begin(), steps[ci].fused.end());
+      f.label += steps[ci].label + "+";
+      drop[ci] = true;
+    }
+    for (const LoweredStep* st : {&sm, &b}) f.fused.insert(f.fused.end(), st->fused.begin(), st->fused.end());
+    f.label += sm.label + "+" + b.label;
     f.node = b.node;
     const ValueId o = b.outputs[0];
     if (const int ti = reader_of[o]; ti >= 0 && uses[o] == 1) {

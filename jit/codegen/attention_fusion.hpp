@@ -12,9 +12,11 @@ namespace hpf::jit {
 // `steps` as lower() made them for `g`; `uses[v]`: how many readers value v has (graph outputs
 // count as readers). Fuses where:
 //   - the scores MatMul (no batch broadcasting) feeds only the Softmax (last axis, not
-//     LogSoftmax), directly or through its epilogue (a scale, a mask), and the Softmax feeds only
+//     LogSoftmax), directly, through its epilogue (a scale, a per-key mask) or through one
+//     elementwise step of ops an epilogue takes (a mask per batch entry, which is no epilogue
+//     operand of the MatMul's), whose operands broadcast to the scores; the Softmax feeds only
 //     the second MatMul's first operand, which has no epilogue of its own;
-//   - the scores and their epilogue steps are stored in F32, BF16 or TF32 (an F16 overflow would
+//   - the scores and every step on them are stored in F32, BF16 or TF32 (an F16 overflow would
 //     hide inside the kernel, where the session's overflow watch cannot see it), the
 //     probabilities in one of those or F16;
 //   - K and V are not constants (weights, which the session packs in their planned formats);

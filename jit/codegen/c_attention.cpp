@@ -11,7 +11,8 @@
 //                           the probabilities in: each value is rounded to them as the unfused
 //                           kernels would store it, so fusion changes no value beyond the order
 //                           of FP32 sums.
-// Epilogue: KernelSpec::epilogue on each score (operands scalar, per key, or of the scores' shape).
+// Epilogue: KernelSpec::epilogue on each score, its operands broadcast to the scores by numpy's
+// rules (a scale, a mask [B, 1, 1, Sk] or [B, 1, Sq, Sk], a bias of the scores' shape).
 //
 // Schedule: work item = a block of RB query rows of one batch matrix (RB a multiple of the
 // microkernel's 6 rows, as many as keep the block's scores within 64 KiB). Per item: the Q rows
@@ -144,12 +145,39 @@ Expected<GeneratedKernel> generate_c_attention(const KernelSpec& spec, const std
   sshape.push_back(SQ);
   sshape.push_back(SK);
   scores.outputs = {TensorDesc{score_format, sshape}};
-  HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(scores, static_cast<int>(r) - 1));
+  // Operands broadcast to the scores by numpy's rules (a mask [B, 1, 1, Sk], a scale, a bias of
+  // the scores' shape): the offset of score (t, qi, j) in each, over its non-broadcast axes.
+  std::string epi_ptrs;
+  std::vector<std::string> epi_index(spec.inputs.size());
+  for (size_t in = 3; in < spec.inputs.size(); ++in) {
+    const TensorDesc& e = spec.inputs[in];
+    if (!is_float(e.dtype) || e.shape.size() > r)
+      return Status::invalid("attention: epilogue input " + std::to_string(in) + shape_string(e.shape) +
+                             " does not broadcast to the scores " + shape_string(sshape));
+    std::string idx = "0";
+    int64_t stride = 1, div = 1;
+    for (size_t d = r; d-- > 0;) {
+      const int64_t at = static_cast<int64_t>(d) - static_cast<int64_t>(r - e.shape.size());
+      const int64_t size = at >= 0 ? e.shape[at] : 1;
+      if (size != 1 && size != sshape[d])
+        return Status::invalid("attention: epilogue input " + std::to_string(in) + shape_string(e.shape) +
+                               " does not broadcast to the scores " + shape_string(sshape));
+      const std::string pos = d == r - 1 ? "j" : d == r - 2 ? "qi" : "((t / " + L(div) + ") % " + L(sshape[d]) + ")";
+      if (size != 1) idx += " + " + pos + " * " + L(stride);
+      stride *= size;
+      if (d < r - 2) div *= sshape[d];
+    }
+    epi_index[in] = idx;
+    const char* ct = c_storage_type(e.dtype);
+    epi_ptrs += std::string("  const ") + ct + "* restrict P" + std::to_string(in) + " = (const " + ct + "*)args[" +
+                std::to_string(in) + "];\n";
+  }
   HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(scores, "v", [&](int in) {
-    const int kind = epilogue_operand_kind(spec.inputs[in].shape, sshape, static_cast<int>(r) - 1);
-    const std::string idx = kind == 0 ? "0" : kind == 1 ? "j" : "(t * " + L(SQ) + " + qi) * " + L(SK) + " + j";
-    return c_load(spec.inputs[in].dtype, "P" + std::to_string(in) + "[" + idx + "]");
+    return c_load(spec.inputs[in].dtype, "P" + std::to_string(in) + "[" + epi_index[in] + "]");
   }));
+  for (const ElementwiseStep& st : spec.epilogue)
+    if (!epilogue_takes(st.op) || st.op == "BatchNormalization")
+      return Status::unsupported("C codegen: attention epilogue op '" + st.op + "'");
   if (spec.epilogue.empty() && score_format != DType::F32) epi = "v = " + round_to_format(score_format, "v", false) + ";\n";
 
   const TensorDesc &QT = spec.inputs[0], &KT = spec.inputs[1], &VT = spec.inputs[2], &OT = spec.outputs[0];

@@ -1296,7 +1296,9 @@ void attention_graph(GraphBuilder& g, DType t, const Attention& c) {
   auto v = g.op1("Transpose", {g.input("v", t, {c.b, c.sk, c.h, c.dv})}, {{"perm", Ints{0, 2, 1, 3}}}, "tv");
   auto s = g.op1("MatMul", {q, k}, {}, "qk");
   s = g.op1("Mul", {s, g.constant(*Tensor::from_f32(std::vector<int64_t>{}, std::vector<float>{0.3f}, t))}, {}, "scale");
-  if (c.mask) s = g.op1("Add", {s, g.constant(random_tensor({1, 1, 1, c.sk}, t, 450, -3, 0))}, {}, "mask");
+  // One mask row per batch entry: per key for one (the MatMul's epilogue), else an Add of its own
+  // the fusion takes in.
+  if (c.mask) s = g.op1("Add", {s, g.constant(random_tensor({c.b, 1, 1, c.sk}, t, 450, -3, 0))}, {}, "mask");
   auto o = g.op1("MatMul", {g.op1("Softmax", {s}, {{"axis", int64_t{-1}}}, "softmax"), v}, {}, "av");
   if (c.out_transpose) o = g.op1("Transpose", {o}, {{"perm", Ints{0, 2, 1, 3}}}, "to");
   g.output(o, "out");
@@ -1316,9 +1318,9 @@ std::vector<Tensor> attention_inputs(DType t, const Attention& c) {
 }
 }  // namespace
 
-TEST_CASE("codegen: attention in one kernel: transposes, scale, mask, ragged and long sequences, F32 and BF16") {
+TEST_CASE("codegen: attention in one kernel: transposes, scale, masks per key and per batch, ragged and long sequences, F32 and BF16") {
   for (DType t : {DType::F32, DType::BF16})
-    for (const Attention& c : {Attention{1, 3, 77, 77, 40, 40, true, true}, Attention{2, 2, 33, 130, 24, 70, false, true},
+    for (const Attention& c : {Attention{1, 3, 77, 77, 40, 40, true, true}, Attention{2, 2, 33, 130, 24, 70, true, true},
                                Attention{1, 2, 5, 512, 64, 64, true, false}, Attention{1, 1, 130, 1, 8, 3, false, false}}) {
       CAPTURE(dtype_name(t));
       CAPTURE(c.sq);
@@ -1330,7 +1332,7 @@ TEST_CASE("codegen: attention in one kernel: transposes, scale, mask, ragged and
     }
 }
 
-TEST_CASE("lowering: attention stays unfused past F16 scores, a per-batch mask, a second reader, weights, too large a head") {
+TEST_CASE("lowering: attention stays unfused past F16 scores, an op no epilogue takes, a second reader, weights, too large a head") {
   auto count = [](const std::vector<std::string>& f, const char* what) { return std::count(f.begin(), f.end(), what); };
   {  // F16 scores: an overflow inside the kernel would hide from the session's overflow watch
     GraphBuilder b("f16");
@@ -1340,13 +1342,15 @@ TEST_CASE("lowering: attention stays unfused past F16 scores, a per-batch mask, 
     CHECK(count(f, "softmax") == 1);
     check_graph(b, attention_inputs(DType::F16, {1, 2, 9, 9, 8, 8, false, true}), 1e-2);
   }
-  {  // a mask per batch entry ([2, 1, 1, Sk]) is no epilogue operand: the Add runs on its own
-    GraphBuilder b("mask");
+  {  // an op between the scores and the Softmax that no epilogue takes (Exp)
+    GraphBuilder b("exp");
     auto q = b.input("q", DType::F32, {2, 2, 7, 8});
     auto k = b.input("k", DType::F32, {2, 2, 8, 7});
-    auto s = b.op1("Add", {b.op1("MatMul", {q, k}), b.constant(random_tensor({2, 1, 1, 7}, DType::F32, 454))});
+    auto s = b.op1("Exp", {b.op1("Add", {b.op1("MatMul", {q, k}), b.constant(random_tensor({2, 1, 1, 7}, DType::F32, 454))})});
     b.output(b.op1("MatMul", {b.op1("Softmax", {s}), b.input("v", DType::F32, {2, 2, 7, 5})}), "out");
     CHECK(count(step_families(b), "attention") == 0);
+    check_graph(b, {random_tensor({2, 2, 7, 8}, DType::F32, 457, -0.5f, 0.5f), random_tensor({2, 2, 8, 7}, DType::F32, 458, -0.5f, 0.5f),
+                    random_tensor({2, 2, 7, 5}, DType::F32, 459)}, 1e-5);
   }
   {  // the probabilities are an output too
     GraphBuilder b("reader");
