@@ -68,23 +68,13 @@ Expected<Strided> strided(const TensorDesc& t, const std::vector<int64_t>& perm,
   return s;
 }
 
-// The output written through o_perm: O's axis d lands on the output's axis i where perm[i] = d.
+// The output written through o_perm: O's axis d is the output's axis i where perm[i] = d, so O
+// is the output read through the inverse permutation (strided checks it is one).
 Expected<Strided> strided_output(const TensorDesc& y, const std::vector<int64_t>& perm) {
-  Strided s;
-  HPF_ASSIGN_OR_RETURN(s, strided(y, {}, "o"));
-  if (perm.empty()) return s;
-  const size_t r = y.shape.size();
-  if (perm.size() != r) return Status::invalid("attention: o_perm is not a permutation of " + shape_string(y.shape));
-  Strided o{std::vector<int64_t>(r), std::vector<int64_t>(r)};
-  std::vector<int64_t> seen(r, 0);
-  for (size_t i = 0; i < r; ++i) {
-    const int64_t d = perm[i];
-    if (d < 0 || d >= static_cast<int64_t>(r) || seen[d]++)
-      return Status::invalid("attention: o_perm is not a permutation of " + shape_string(y.shape));
-    o.shape[d] = y.shape[i];
-    o.stride[d] = s.stride[i];
-  }
-  return o;
+  std::vector<int64_t> inverse(perm.size(), -1);
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] >= 0 && perm[i] < static_cast<int64_t>(perm.size())) inverse[perm[i]] = static_cast<int64_t>(i);
+  return strided(y, inverse, "o");
 }
 
 // Offset expression of batch matrix `t` (row-major over the batch axes) in operand `x`.
