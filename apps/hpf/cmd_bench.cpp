@@ -229,6 +229,7 @@ LiveOptions live_options(const SessionOptions& so) {
   lo.session = so;
   lo.overflow_watch_runs = 1;       // the same inputs every run: watching the first is enough
   lo.check_slow_kernels = false;    // each plan is measured as planned, not re-planned mid-run
+  lo.batch_buckets = 0;             // the batch measured is the batch run, unpadded
   return lo;
 }
 

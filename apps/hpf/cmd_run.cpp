@@ -231,6 +231,7 @@ int cmd_run(const std::vector<std::string>& argv) {
     hpf::LiveOptions lo;
     lo.session = so;
     lo.overflow_watch_runs = 1;  // the same inputs every run: watching the first is enough
+    lo.batch_buckets = 0;        // one input shape: its own variant, no padding
     auto live = hpf::LiveExecutable::create(g, lo);
     if (!live.ok()) return fail(live.status().to_string());
     std::vector<std::vector<int64_t>> shapes;
@@ -310,6 +311,7 @@ int cmd_run(const std::vector<std::string>& argv) {
       if (e.cause == "new_shape" && e.run == 0) continue;  // the initial compile, in "compile"
       nlohmann::json r = {{"cause", e.cause}, {"run", e.run}, {"shapes", e.shapes}, {"ms", e.compile_ms}};
       if (!e.node.empty()) r.update({{"node", e.node}, {"from", e.from}, {"to", e.to}});
+      if (!e.requested.empty()) r["requested_shapes"] = e.requested;
       if (e.cause == "overflow") r["fp32_amax"] = e.fp32_amax;
       if (e.cause == "slow_kernel") r.update({{"measured_ms", e.measured_ms}, {"predicted_ms", e.predicted_ms}});
       j["recompiles"].push_back(r);

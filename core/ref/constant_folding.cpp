@@ -70,4 +70,33 @@ Expected<int> fold_constants(Graph& g, size_t max_bytes) {
   return folded;
 }
 
+Expected<Graph> specialize(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes) {
+  Graph g = graph;
+  if (!input_shapes.empty()) {
+    if (input_shapes.size() != g.inputs().size())
+      return Status::invalid("graph '" + g.name() + "' has " + std::to_string(g.inputs().size()) +
+                             " inputs, got " + std::to_string(input_shapes.size()) + " shapes");
+    for (size_t k = 0; k < input_shapes.size(); ++k) {
+      Value& v = g.value(g.inputs()[k]);
+      if (v.has_shape && v.shape.size() != input_shapes[k].size())
+        return Status::invalid("input '" + v.name + "' has rank " + std::to_string(v.shape.size()) +
+                               ", got shape " + shape_string(input_shapes[k]));
+      for (size_t d = 0; v.has_shape && d < v.shape.size(); ++d)
+        if (v.shape[d].known() && v.shape[d].value != input_shapes[k][d])
+          return Status::invalid("input '" + v.name + "' expects " + to_string(v.shape) + ", got " +
+                                 shape_string(input_shapes[k]));
+      v.shape = make_shape(input_shapes[k]);
+      v.has_shape = true;
+    }
+  }
+  HPF_RETURN_IF_ERROR(g.infer_shapes());
+  // Values computed from shapes alone (Shape -> Gather -> Concat -> Reshape, as exporters write
+  // them) become constants now that the input shapes are known; each pass may expose more.
+  for (int pass = 0; pass < 8; ++pass) {
+    HPF_ASSIGN_OR_RETURN(int folded, fold_constants(g));
+    if (folded == 0) break;
+  }
+  return g;
+}
+
 }  // namespace hpf

@@ -8,13 +8,20 @@
 //   * new_shape: inputs of shapes it has no variant for get one compiled for exactly those
 //     shapes (through the kernel cache, so a shape seen before in this or another process costs
 //     a cache lookup per kernel, not a compile). At most `max_variants` are kept, least recently
-//     used dropped first. Variants are exact-shape: libhpf cannot pad inputs into buckets in
-//     general, because padding changes results wherever an op mixes positions (Softmax, a
-//     reduction, LayerNorm, MatMul over the padded axis, a Reshape folding it). A sound bucketing
-//     exists only for graphs whose every node is position-wise along the padded axis (elementwise
-//     ops, MatMul/Gemm and Conv-1x1 over the other axes, per-row norms over another axis): a batch
-//     axis of such a graph could be padded to a power of two and the outputs sliced. That subset
-//     is not detected here; the bound on variants plus the cache is what keeps shapes cheap.
+//     used dropped first.
+//     Batch buckets (`batch_buckets`): the batch axis is the first input's first dimension that
+//     is not a known size (a symbol such as "batch", or unknown), and in every other input the
+//     first such dimension when it has the same symbol ([batch, seq] ids and mask; [seq, batch]
+//     for a sequence-first LSTM whose seq is fixed). A run with batch B uses the
+//     variant for the bucket size B' = batch_bucket(B) instead of one for B: the inputs are
+//     padded to B' by repeating their last entry (so the padding overflows only where a real
+//     entry does, and a maximum over the batch does not change) and every output is cut back to
+//     B along its batch axis. That is exact only when no node mixes batch entries, which
+//     core/ir/batch_axis.hpp checks per op, conservatively, before the first padded run: a graph
+//     that reduces, normalises, softmaxes or reshapes across the batch, broadcasts a constant
+//     sized along it, or uses a batch size as data (Shape -> Cast -> Div) runs exact-shape
+//     variants, and the reason is logged once (info). Other dimensions (a sequence axis) are
+//     never padded: Softmax, LayerNorm or a MatMul over a padded axis would change results.
 //   * overflow: with `check_overflow` on (default), every node whose plan stores its output in
 //     F16, BF16 or FP8 is watched (Executable::set_overflow_watch, one pass over those outputs);
 //     a node whose output has Inf/NaN where its step's inputs were finite and the FP32 result is
@@ -62,6 +69,8 @@ struct RecompileEvent {
   std::string node;      // overflow / slow_kernel: the node re-planned; new_shape: empty
   std::string from, to;  // overflow / slow_kernel: storage formats ("f16" -> "bf16")
   std::vector<std::vector<int64_t>> shapes;    // the input shapes of the variant concerned
+  // new_shape of a batch bucket: the input shapes of the run that asked for it (else empty).
+  std::vector<std::vector<int64_t>> requested;
   double measured_ms = -1, predicted_ms = -1;  // slow_kernel: the step's mean time and prediction
   double fp32_amax = -1;  // overflow: largest |x| of the node's output recomputed in FP32
   double compile_ms = 0;  // the recompilation this event caused (0 when shared with another event)
@@ -73,6 +82,9 @@ struct RecompileEvent {
 struct LiveOptions {
   SessionOptions session;   // plugin, plan, cache, ...
   size_t max_variants = 8;  // input-shape variants kept (LRU)
+  // Bucket sizes per doubling of the batch (see above): 2 gives 1, 2, 3, 4, 6, 8, 12, 16, 24, ...
+  // (at most a third of a padded run is padding, two variants per doubling); 0: exact shapes.
+  int batch_buckets = 2;
   bool check_overflow = true;
   // Stop watching a variant after this many consecutive runs without overflow (0: watch every
   // run). The watch costs a read of every low-precision output per run; a benchmark that feeds
@@ -97,6 +109,11 @@ struct LiveOptions {
 // The next wider format on the promotion ladder (F8E4M3/F8E5M2 -> F16 -> BF16 -> F32); nullopt
 // for F32 and formats that are not low-precision floats.
 std::optional<DType> promoted_format(DType storage);
+
+// The batch size a run of `batch` entries is padded to with `per_doubling` bucket sizes between
+// consecutive powers of two: the smallest multiple of max(1, 2^floor(log2 batch) / per_doubling)
+// that is >= batch. `batch` itself when per_doubling <= 0 or batch <= 1.
+int64_t batch_bucket(int64_t batch, int per_doubling);
 
 class LiveExecutable {
  public:

@@ -96,4 +96,9 @@ namespace hpf {
 // initializers and removes the nodes. Nodes whose output would exceed `max_bytes` stay.
 // Returns the number of nodes folded.
 Expected<int> fold_constants(Graph& graph, size_t max_bytes = size_t{64} << 20);
+// `graph` for concrete input shapes (in graph-input order; empty: as declared): the inputs get
+// those shapes, every shape is inferred again and values computed from shapes alone (Shape ->
+// Gather -> Concat -> Reshape, as exporters write them) are folded into constants. Errors: a
+// count, rank or known size that does not match, naming the input.
+Expected<Graph> specialize(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes);
 }  // namespace hpf

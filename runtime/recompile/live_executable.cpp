@@ -6,8 +6,10 @@
 #include <map>
 #include <set>
 
+#include "core/ir/batch_axis.hpp"
 #include "hpf/live.hpp"
 #include "hpf/log.hpp"
+#include "hpf/reference.hpp"
 
 namespace hpf {
 namespace {
@@ -62,7 +64,51 @@ struct Variant {
   int64_t clean_runs = 0;             // consecutive runs without overflow while watched
   std::vector<StepProfile> baseline;  // profile at the start of the timing window
   std::map<size_t, int> slow_streak;  // step -> windows in a row it was slow in
+  // A batch-bucket variant: where each output holds the batch (traced before its first padded
+  // run).
+  std::optional<std::vector<ir::BatchAxis>> out_axes;
 };
+
+bool byte_sized(DType t) { return bit_width(t) % 8 == 0; }
+
+// `t` padded to `to` entries along its batch axis `axis`: copies of its last entry.
+Tensor pad_batch(const Tensor& t, int axis, int64_t to) {
+  std::vector<int64_t> shape = t.shape();
+  const int64_t batch = shape[axis];
+  int64_t outer = 1;
+  for (int k = 0; k < axis; ++k) outer *= shape[k];
+  shape[axis] = to;
+  Tensor out(t.dtype(), shape);
+  const auto row = static_cast<std::ptrdiff_t>(t.nbytes() / static_cast<size_t>(outer * batch));
+  auto src = t.bytes().begin();
+  auto dst = out.bytes().begin();
+  for (int64_t o = 0; o < outer; ++o) {
+    dst = std::copy(src, src + row * batch, dst);
+    src += row * batch;
+    for (int64_t b = batch; b < to; ++b) dst = std::copy(src - row, src, dst);
+  }
+  return out;
+}
+
+// The first `batch` entries of `t` along its batch axis `a` (batch outermost in that dimension).
+Tensor cut_batch(const Tensor& t, ir::BatchAxis a, int64_t batch) {
+  if (a.axis < 0) return t;
+  std::vector<int64_t> shape = t.shape();
+  int64_t outer = 1, rest = 1;
+  for (int k = 0; k < a.axis; ++k) outer *= shape[k];
+  for (size_t k = a.axis + 1; k < shape.size(); ++k) rest *= shape[k];
+  const size_t elem = static_cast<size_t>(bit_width(t.dtype()) / 8);
+  const size_t in_row = static_cast<size_t>(shape[a.axis] * rest) * elem;
+  shape[a.axis] = batch * a.inner;
+  const size_t out_row = static_cast<size_t>(shape[a.axis] * rest) * elem;
+  Tensor out(t.dtype(), shape);
+  for (int64_t o = 0; o < outer; ++o) {
+    auto from = t.bytes().begin() + static_cast<std::ptrdiff_t>(in_row * static_cast<size_t>(o));
+    std::copy(from, from + static_cast<std::ptrdiff_t>(out_row),
+              out.bytes().begin() + static_cast<std::ptrdiff_t>(out_row * static_cast<size_t>(o)));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -80,12 +126,21 @@ std::optional<DType> promoted_format(DType storage) {
   }
 }
 
+int64_t batch_bucket(int64_t batch, int per_doubling) {
+  if (per_doubling <= 0 || batch <= 1) return batch;
+  int64_t pow2 = 1;
+  while (pow2 <= batch / 2) pow2 *= 2;
+  const int64_t step = std::max<int64_t>(pow2 / per_doubling, 1);
+  return (batch + step - 1) / step * step;
+}
+
 std::string RecompileEvent::describe() const {
   char buf[160];
   std::string s = cause + ": ";
   if (cause == "new_shape") {
     std::snprintf(buf, sizeof buf, " (%.1f ms)", compile_ms);
-    return s + "compiled a variant for inputs " + shapes_string(shapes) + buf;
+    return s + "compiled a variant for inputs " + shapes_string(shapes) +
+           (requested.empty() ? "" : ", the batch bucket of " + shapes_string(requested)) + buf;
   }
   s += "node '" + node + "' " + from + " -> " + to;
   if (cause == "overflow")
@@ -112,8 +167,49 @@ struct LiveExecutable::Impl {
   std::vector<RecompileEvent> events;
   int64_t runs = 0;
   std::set<std::string> stuck;  // nodes reported as not promotable (logged once)
+  std::vector<int> batch_axes;  // per graph input: its dimension that is the batch axis, or -1
+  std::string no_buckets;       // why runs use exact shapes ("" while buckets are on)
 
   explicit Impl(const Graph& g) : graph(g) {}
+
+  void buckets_off(const std::string& why) {
+    no_buckets = why;
+    log(LogLevel::info, "live: graph '" + graph.name() + "': batch buckets off, exact-shape variants: " + why);
+  }
+
+  // The batch of these input shapes when a run of them is padded to a bucket (its size is then
+  // `padded`'s dimension 0), else 0.
+  int64_t padding(const std::vector<std::vector<int64_t>>& shapes,
+                  std::vector<std::vector<int64_t>>& padded) const {
+    if (!no_buckets.empty() || shapes.size() != batch_axes.size()) return 0;
+    int64_t batch = -1;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      const int a = batch_axes[k];
+      if (a < 0) continue;
+      if (static_cast<size_t>(a) >= shapes[k].size() || (batch >= 0 && shapes[k][a] != batch)) return 0;
+      batch = shapes[k][a];
+    }
+    const int64_t to = batch_bucket(batch, options.batch_buckets);
+    if (batch < 1 || to == batch) return 0;
+    padded = shapes;
+    for (size_t k = 0; k < shapes.size(); ++k)
+      if (batch_axes[k] >= 0) padded[k][batch_axes[k]] = to;
+    return batch;
+  }
+
+  // Where the outputs of the graph for input `shapes` hold the batch; an error when the graph
+  // mixes batch entries.
+  Expected<std::vector<ir::BatchAxis>> trace(const std::vector<std::vector<int64_t>>& shapes) const {
+    HPF_ASSIGN_OR_RETURN(Graph g, specialize(graph, shapes));
+    int64_t batch = 0;
+    for (size_t k = 0; k < batch_axes.size() && batch == 0; ++k)
+      if (batch_axes[k] >= 0) batch = shapes[k][batch_axes[k]];
+    HPF_ASSIGN_OR_RETURN(auto axes, ir::trace_batch_axis(g, batch_axes, batch));
+    for (size_t k = 0; k < axes.size(); ++k)
+      if (axes[k].axis >= 0 && !byte_sized(g.value(g.outputs()[k]).dtype))
+        return Status::unsupported("output '" + g.value(g.outputs()[k]).name + "' packs sub-byte elements");
+    return axes;
+  }
 
   bool watch_overflow() const {
     if (!options.check_overflow || !plan) return false;
@@ -134,8 +230,33 @@ struct LiveExecutable::Impl {
     return v.exe->compile_stats().ms;
   }
 
+  // The variant a run of inputs of `shapes` uses, and the batch its outputs are cut back to
+  // (0: no padding; the variant is for `shapes` themselves).
+  Expected<std::pair<Variant*, int64_t>> resolve(const std::vector<std::vector<int64_t>>& shapes) {
+    std::vector<std::vector<int64_t>> padded;
+    if (const int64_t batch = padding(shapes, padded)) {
+      // Traced once per bucket, before its variant is compiled.
+      auto held = std::find_if(variants.begin(), variants.end(), [&](const Variant& v) { return v.shapes == padded; });
+      std::optional<std::vector<ir::BatchAxis>> axes;
+      if (held != variants.end() && held->out_axes) axes = held->out_axes;
+      if (!axes) {
+        auto traced = trace(padded);
+        if (traced.ok()) axes = std::move(traced).value();
+        else buckets_off(traced.status().message());
+      }
+      if (axes) {
+        HPF_ASSIGN_OR_RETURN(Variant * v, variant(padded, shapes));
+        v->out_axes = std::move(axes);
+        return std::make_pair(v, batch);
+      }
+    }
+    HPF_ASSIGN_OR_RETURN(Variant * v, variant(shapes));
+    return std::make_pair(v, int64_t{0});
+  }
+
   // The variant for `shapes`, made the most recent; compiled when missing (event) or stale.
-  Expected<Variant*> variant(const std::vector<std::vector<int64_t>>& shapes) {
+  Expected<Variant*> variant(const std::vector<std::vector<int64_t>>& shapes,
+                             const std::vector<std::vector<int64_t>>& requested = {}) {
     auto it = std::find_if(variants.begin(), variants.end(),
                            [&](const Variant& v) { return v.shapes == shapes; });
     if (it != variants.end()) {
@@ -156,6 +277,7 @@ struct LiveExecutable::Impl {
     RecompileEvent e;
     e.cause = "new_shape";
     e.shapes = shapes;
+    e.requested = requested;
     e.compile_ms = ms;
     record(std::move(e));
     return &variants.front();
@@ -316,6 +438,28 @@ Expected<LiveExecutable> LiveExecutable::create(const Graph& graph, LiveOptions 
   if (!options.session.weight_cache) options.session.weight_cache = WeightCache::create();
   HPF_ASSIGN_OR_RETURN(Session s, Session::create(options.session));
   impl->device_storage = s.device_formats().storage;
+  // The batch axis: each input's first dimension that is not a known size, where it has the
+  // symbol of the first such dimension of any input (unnamed dimensions match unnamed ones).
+  std::optional<std::string> symbol;
+  for (ValueId v : graph.inputs()) {
+    const Value& in = graph.value(v);
+    int axis = -1;
+    for (size_t d = 0; in.has_shape && d < in.shape.size() && axis < 0; ++d)
+      if (!in.shape[d].known()) axis = static_cast<int>(d);
+    if (axis >= 0 && !symbol) symbol = in.shape[axis].symbol;
+    if (axis >= 0 && in.shape[axis].symbol != *symbol) axis = -1;
+    if (axis >= 0 && bit_width(in.dtype) % 8 != 0)
+      impl->no_buckets = "input '" + in.name + "' packs sub-byte elements";
+    impl->batch_axes.push_back(axis);
+  }
+  if (options.batch_buckets <= 0) {
+    impl->no_buckets = "batch_buckets is 0";
+  } else if (!symbol) {
+    impl->no_buckets = "no input has a dynamic dimension";
+  } else if (impl->no_buckets.empty()) {
+    Status shapes = ir::check_shape_values(graph);
+    if (impl->no_buckets.empty() && !shapes.ok()) impl->buckets_off(shapes.message());
+  }
   impl->session.emplace(std::move(s));
   impl->options = std::move(options);
   return LiveExecutable(std::move(impl));
@@ -324,12 +468,18 @@ Expected<LiveExecutable> LiveExecutable::create(const Graph& graph, LiveOptions 
 Expected<std::vector<Tensor>> LiveExecutable::run(const std::vector<Tensor>& inputs) {
   Impl& m = *impl_;
   ++m.runs;
-  std::vector<std::vector<int64_t>> shapes;
+  std::vector<std::vector<int64_t>> shapes, padded;
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
-  HPF_ASSIGN_OR_RETURN(Variant * v, m.variant(shapes));
+  HPF_ASSIGN_OR_RETURN(auto resolved, m.resolve(shapes));
+  auto [v, batch] = resolved;
+  std::vector<Tensor> feed;  // the inputs padded to the bucket
+  if (batch > 0)
+    for (size_t k = 0; k < inputs.size(); ++k)
+      feed.push_back(m.batch_axes[k] >= 0 ? pad_batch(inputs[k], m.batch_axes[k], v->shapes[k][m.batch_axes[k]])
+                                          : inputs[k]);
   Expected<std::vector<Tensor>> out = Status::internal("not run");
   for (int attempt = 0;; ++attempt) {
-    out = v->exe->run(inputs);
+    out = v->exe->run(batch > 0 ? feed : inputs);
     if (!out.ok() || v->exe->overflow_hits().empty()) break;
     if (attempt >= m.options.max_heal_attempts) {
       log(LogLevel::warn, "live: still overflowing after " + std::to_string(attempt) +
@@ -342,6 +492,8 @@ Expected<std::vector<Tensor>> LiveExecutable::run(const std::vector<Tensor>& inp
     HPF_RETURN_IF_ERROR(m.adopt(std::move(next), *v, std::move(events)));
   }
   if (!out.ok()) return out;
+  if (batch > 0)
+    for (size_t k = 0; k < out->size(); ++k) (*out)[k] = cut_batch((*out)[k], (*v->out_axes)[k], batch);
   ++v->runs;
   const LiveOptions& o = m.options;
   if (v->exe->overflow_hits().empty() && o.overflow_watch_runs > 0 &&
@@ -364,7 +516,7 @@ Expected<std::vector<Tensor>> LiveExecutable::run(const std::vector<Tensor>& inp
 }
 
 Status LiveExecutable::prepare(const std::vector<std::vector<int64_t>>& shapes) {
-  return impl_->variant(shapes).status();
+  return impl_->resolve(shapes).status();
 }
 
 const std::vector<RecompileEvent>& LiveExecutable::events() const { return impl_->events; }

@@ -175,6 +175,7 @@ TEST_CASE("live: each new input shape gets a variant; a revisit reuses it") {
   LiveOptions o;
   o.session.cache_dir = temp_cache_dir("shapes");
   o.check_slow_kernels = false;
+  o.batch_buckets = 0;  // exact shapes; buckets have their own test below
   auto live = LiveExecutable::create(g, o);
   REQUIRE(live.ok());
   for (int64_t batch : {2, 5, 2}) {
@@ -208,6 +209,88 @@ TEST_CASE("live: each new input shape gets a variant; a revisit reuses it") {
   CHECK(small->variants() == 1);
   CHECK(count(small->events(), "new_shape") == 3);
   std::filesystem::remove_all(o.session.cache_dir);
+}
+
+TEST_CASE("live: batch bucket sizes") {
+  std::vector<int64_t> got;
+  for (int64_t b : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 17, 100}) got.push_back(batch_bucket(b, 2));
+  CHECK(got == std::vector<int64_t>{0, 1, 2, 3, 4, 6, 6, 8, 8, 12, 12, 16, 24, 128});
+  CHECK(batch_bucket(9, 4) == 10);
+  CHECK(batch_bucket(9, 1) == 16);
+  CHECK(batch_bucket(9, 0) == 9);
+}
+
+TEST_CASE("live: a batch runs in its bucket's variant, padded, and gives its own outputs") {
+  // Rows are independent here (MatMul on the rows, Softmax along them), so batches 5 and 6
+  // share the variant for 6, and 7 and 8 the one for 8; 3 is a bucket of its own.
+  GraphBuilder b("rows");
+  auto x = b.input("x", DType::F32, {Dim::sym("batch"), 16});
+  std::vector<float> w(16 * 8);
+  for (size_t k = 0; k < w.size(); ++k) w[k] = 0.01f * static_cast<float>(static_cast<int>(k % 19) - 9);
+  auto h = b.matmul(x, b.constant("w", *Tensor::from_f32({16, 8}, w)));
+  b.output(b.softmax(h, -1), "p");
+  b.output(b.op1("ReduceMax", {h}, {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{1}}}), "m");
+  const Graph rows = b.build().value();
+  LiveOptions o;
+  o.session.use_cache = false;
+  o.check_slow_kernels = false;
+  auto live = LiveExecutable::create(rows, o);
+  REQUIRE(live.ok());
+  for (int64_t batch : {5, 6, 3, 7, 8, 5}) {
+    CAPTURE(batch);
+    const Tensor in = input(batch, -3.0f, 3.0f);
+    auto got = live->run({in});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    const auto want = ref::run(rows, {in}).value();
+    for (size_t k = 0; k < 2; ++k) {
+      REQUIRE((*got)[k].shape() == want[k].shape());
+      auto d = compare(want[k], (*got)[k]);
+      REQUIRE(d.ok());
+      CHECK(d->max_abs_error < 1e-6);
+    }
+  }
+  const auto& ev = live->events();
+  REQUIRE(ev.size() == 3);
+  CHECK(ev[0].shapes == std::vector<std::vector<int64_t>>{{6, 16}});
+  CHECK(ev[0].requested == std::vector<std::vector<int64_t>>{{5, 16}});
+  CHECK(ev[0].describe().find("the batch bucket of [5,16]") != std::string::npos);
+  CHECK(ev[1].shapes == std::vector<std::vector<int64_t>>{{3, 16}});
+  CHECK(ev[1].requested.empty());
+  CHECK(ev[2].shapes == std::vector<std::vector<int64_t>>{{8, 16}});
+  CHECK(live->variants() == 3);
+
+  SUBCASE("a graph that mixes batch entries runs exact shapes") {
+    GraphBuilder c("columns");
+    auto y = c.input("x", DType::F32, {Dim::sym("batch"), 16});
+    c.output(c.softmax(y, 0), "p");  // over the batch: padding would change every entry
+    const Graph cols = c.build().value();
+    auto exact = LiveExecutable::create(cols, o);
+    REQUIRE(exact.ok());
+    const Tensor in = input(5, -3.0f, 3.0f);
+    auto got = exact->run({in});
+    REQUIRE(got.ok());
+    auto d = compare(ref::run(cols, {in}).value()[0], (*got)[0]);
+    REQUIRE(d.ok());
+    CHECK(d->max_abs_error < 1e-6);
+    REQUIRE(exact->events().size() == 1);
+    CHECK(exact->events()[0].shapes == std::vector<std::vector<int64_t>>{{5, 16}});
+  }
+  SUBCASE("an FP16 overflow in a padded run heals as in an exact one") {
+    const Graph g = overflowing_graph();
+    o.session.plan = uniform(g, Mode::fp16);
+    auto heal = LiveExecutable::create(g, o);
+    REQUIRE(heal.ok());
+    const Tensor in = input(5, 2.0f, 4.0f);
+    auto got = heal->run({in});
+    REQUIRE(got.ok());
+    REQUIRE((*got)[0].shape() == std::vector<int64_t>{5, 8});
+    CHECK(all_finite((*got)[0]));
+    auto d = compare(ref::run(g, {in}).value()[0], (*got)[0]);
+    REQUIRE(d.ok());
+    CHECK(d->rel_l2 < 1e-2);
+    REQUIRE(count(heal->events(), "overflow") == 1);
+    CHECK(heal->events().back().shapes == std::vector<std::vector<int64_t>>{{6, 16}});
+  }
 }
 
 TEST_CASE("live: a kernel far slower than its predicted time is re-planned after warm-up") {
