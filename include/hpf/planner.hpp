@@ -132,6 +132,12 @@ struct Evaluators {
   // (PlannerOptions::max_latency_ratio), which catches what per-node costs miss (fusion the
   // formats allow or break, conversions at format boundaries, kernels slower than the roofline).
   std::function<Expected<Evaluation>(const Plan&)> evaluate;
+  // The FP32 values of graph values (by name) on each of `batches`, in batch order (optional;
+  // without it the planner runs the reference interpreter for its calibration observers itself).
+  // An evaluator that computes a ground truth on the same batches does both in one pass.
+  std::function<Expected<std::vector<std::vector<Tensor>>>(const std::vector<std::vector<Tensor>>& batches,
+                                                           const std::vector<std::string>& values)>
+      reference_values;
 };
 
 // The reference interpreter's emulation of a plan. For every node whose mode is not fp32 (or
@@ -192,7 +198,7 @@ class RefEvaluator {
 
 // Plans run on a device: each divergence() compiles the plan with a Session (kernels through the
 // kernel cache, so a format's kernels compile once) and runs the batches; the FP32 ground truth
-// comes from the reference interpreter once. measure_ms() gives per node the time of the step
+// comes from the reference interpreter once, on first use. measure_ms() gives per node the time of the step
 // computing it (a fused step's time split evenly over its nodes), median over `runs`.
 class DeviceEvaluator {
  public:
@@ -203,9 +209,13 @@ class DeviceEvaluator {
   // The divergence, and the fastest of the batches' runs as the plan's end-to-end time.
   Expected<Evaluation> evaluate(const Plan& plan) const;
   Expected<std::map<std::string, double>> measure_ms(const Plan& plan) const;
+  // Evaluators::reference_values: on this evaluator's own batches, the first call also gives
+  // the FP32 ground truth (one reference pass, not two); other batches run on their own.
+  Expected<std::vector<std::vector<Tensor>>> reference_values(const std::vector<std::vector<Tensor>>& batches,
+                                                              const std::vector<std::string>& values) const;
   std::string describe() const;  // the metric per output, as RefEvaluator::describe
   int evaluations() const;
-  Evaluators evaluators() const;  // divergence, evaluate and measure_ms
+  Evaluators evaluators() const;  // divergence, evaluate, measure_ms and reference_values
 
  private:
   struct State;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <future>
 #include <limits>
+#include <mutex>
 
 #include "hpf/log.hpp"
 #include "hpf/planner.hpp"
@@ -17,10 +18,53 @@ struct DeviceEvaluator::State {
   Graph graph;
   std::vector<std::vector<Tensor>> batches;
   std::vector<std::vector<int64_t>> shapes;  // of the first batch (every batch has them)
-  std::vector<std::vector<Tensor>> reference;
-  std::vector<OutputMetric> metrics;
+  std::string metric;
   int runs = 3;
   std::atomic<int> evaluations{0};
+  // The FP32 ground truth, computed on first use (reference_values() computes it in the same
+  // reference pass as the values the planner observes).
+  std::mutex mutex;
+  bool have_reference = false;
+  std::vector<std::vector<Tensor>> reference;
+  std::vector<OutputMetric> metrics;
+
+  // The graph's outputs and then `extra` values, per batch, from the reference interpreter,
+  // batches in parallel (it is single-threaded; BERT-base takes seconds per batch).
+  Expected<std::vector<std::vector<Tensor>>> run_reference(const std::vector<std::vector<Tensor>>& inputs,
+                                                           const std::vector<std::string>& extra) const {
+    Graph g = graph;
+    for (const std::string& name : extra) {
+      auto id = g.find_value(name);
+      if (!id) return Status::invalid("device evaluator: graph '" + g.name() + "' has no value '" + name + "'");
+      HPF_RETURN_IF_ERROR(g.add_output(*id));
+    }
+    std::vector<std::future<Expected<std::vector<Tensor>>>> runs_;
+    for (const auto& b : inputs) runs_.push_back(std::async(std::launch::async, [&g, &b] { return ref::run(g, b); }));
+    std::vector<std::vector<Tensor>> out;
+    for (auto& f : runs_) {
+      HPF_ASSIGN_OR_RETURN(std::vector<Tensor> o, f.get());
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+
+  // Takes the graph-output part of `runs` as the ground truth.
+  Status set_reference(const std::vector<std::vector<Tensor>>& runs) {
+    const size_t n = graph.outputs().size();
+    for (const auto& r : runs) reference.emplace_back(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
+    auto m = output_metrics_for(graph, reference, metric);
+    if (!m.ok()) return m.status().with_context("device evaluator");
+    metrics = std::move(m).value();
+    have_reference = true;
+    return Status();
+  }
+
+  Status ensure_reference() {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (have_reference) return Status();
+    HPF_ASSIGN_OR_RETURN(auto runs_, run_reference(batches, {}));
+    return set_reference(runs_);
+  }
 };
 
 Expected<DeviceEvaluator> DeviceEvaluator::create(SessionOptions options, const Graph& g,
@@ -40,18 +84,13 @@ Expected<DeviceEvaluator> DeviceEvaluator::create(SessionOptions options, const 
         return Status::invalid("device evaluator: calibration batches must share their shapes (input " +
                                std::to_string(k) + ": " + shape_string(b[k].shape()) + " vs " +
                                shape_string(s->shapes[k]) + ")");
-  // The FP32 ground truth of each batch, batches in parallel (the interpreter is single-threaded;
-  // BERT-base takes seconds per batch).
-  std::vector<std::future<Expected<std::vector<Tensor>>>> truth;
-  for (const auto& b : batches) truth.push_back(std::async(std::launch::async, [&g, &b] { return ref::run(g, b); }));
-  for (auto& f : truth) {
-    HPF_ASSIGN_OR_RETURN(std::vector<Tensor> out, f.get());
-    s->reference.push_back(std::move(out));
-  }
+  if (metric != "kl" && metric != "rel-l2") return Status::invalid("device evaluator: unknown metric '" + metric + "' (kl, rel-l2)");
+  for (ValueId v : g.outputs())
+    if (!is_float(g.value(v).dtype))
+      return Status::invalid("device evaluator: output '" + g.value(v).name + "' is " +
+                             std::string(dtype_name(g.value(v).dtype)) + ", not a float tensor");
+  s->metric = metric;
   s->batches = std::move(batches);
-  auto metrics = output_metrics_for(g, s->reference, metric);
-  if (!metrics.ok()) return metrics.status().with_context("device evaluator");
-  s->metrics = std::move(metrics).value();
   return DeviceEvaluator(std::move(s));
 }
 
@@ -68,6 +107,7 @@ Expected<Executable> compile_plan(const SessionOptions& base, const Graph& g,
 }  // namespace
 
 Expected<Evaluation> DeviceEvaluator::evaluate(const Plan& plan) const {
+  HPF_RETURN_IF_ERROR(s_->ensure_reference());
   ++s_->evaluations;
   HPF_ASSIGN_OR_RETURN(Executable exe, compile_plan(s_->options, s_->graph, s_->shapes, plan));
   std::vector<double> per_output(s_->metrics.size(), 0.0);
@@ -134,7 +174,28 @@ Expected<std::map<std::string, double>> DeviceEvaluator::measure_ms(const Plan& 
   return out;
 }
 
+Expected<std::vector<std::vector<Tensor>>> DeviceEvaluator::reference_values(
+    const std::vector<std::vector<Tensor>>& batches, const std::vector<std::string>& values) const {
+  auto same = [](const std::vector<Tensor>& a, const std::vector<Tensor>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t k = 0; k < a.size(); ++k)
+      if (a[k].dtype() != b[k].dtype() || a[k].shape() != b[k].shape() ||
+          !std::equal(a[k].bytes().begin(), a[k].bytes().end(), b[k].bytes().begin()))
+        return false;
+    return true;
+  };
+  bool mine = batches.size() == s_->batches.size();
+  for (size_t b = 0; mine && b < batches.size(); ++b) mine = same(batches[b], s_->batches[b]);
+  const size_t n = s_->graph.outputs().size();
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  HPF_ASSIGN_OR_RETURN(auto runs, s_->run_reference(batches, values));
+  if (mine && !s_->have_reference) HPF_RETURN_IF_ERROR(s_->set_reference(runs));
+  for (auto& r : runs) r.erase(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
+  return runs;
+}
+
 std::string DeviceEvaluator::describe() const {
+  if (Status s = s_->ensure_reference(); !s.ok()) return "(no reference: " + s.message() + ")";
   std::string s;
   for (size_t o = 0; o < s_->metrics.size(); ++o)
     s += (o ? ", " : "") + s_->graph.value(s_->graph.outputs()[o]).name + ": " + output_metric_name(s_->metrics[o]);
@@ -149,6 +210,9 @@ Evaluators DeviceEvaluator::evaluators() const {
   ev.divergence = [self](const Plan& p) { return self.divergence(p); };
   ev.evaluate = [self](const Plan& p) { return self.evaluate(p); };
   ev.measure_ms = [self](const Plan& p) { return self.measure_ms(p); };
+  ev.reference_values = [self](const std::vector<std::vector<Tensor>>& batches, const std::vector<std::string>& values) {
+    return self.reference_values(batches, values);
+  };
   return ev;
 }
 

@@ -197,8 +197,18 @@ class Planner {
     want(base_);
     for (const auto& [m, p] : mode_plans_) want(p);
     std::map<std::string, Observer> observers;
-    if (!values.empty() && calib_)
+    if (!values.empty() && calib_ && ev_.reference_values) {
+      // The evaluator's reference pass, which also makes its ground truth.
+      HPF_ASSIGN_OR_RETURN(auto runs, ev_.reference_values(*calib_, values));
+      for (size_t b = 0; b < runs.size(); ++b)
+        for (size_t k = 0; k < values.size() && k < runs[b].size(); ++k) {
+          Status s = observers[values[k]].observe(runs[b][k]);
+          if (!s.ok())
+            return Status::invalid("calibration batch " + std::to_string(b) + ", value '" + values[k] + "': " + s.message());
+        }
+    } else if (!values.empty() && calib_) {
       HPF_RETURN_IF_ERROR(observe_values(g_, *calib_, values, observers));
+    }
     HPF_RETURN_IF_ERROR(calibrate_plan(g_, base_, observers, o_));
     for (auto& [m, p] : mode_plans_) HPF_RETURN_IF_ERROR(calibrate_plan(g_, p, observers, o_));
     return Status();

@@ -451,3 +451,53 @@ TEST_CASE("plan_auto: errors") {
     CHECK(bad.status().message() == "plan_auto: the margin must be in (0, 1]");
   }
 }
+
+TEST_CASE("device evaluator: one reference pass gives the ground truth and the planner's observers") {
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 2, 11, 8);
+  SessionOptions so;
+  so.use_cache = false;
+  auto ev = DeviceEvaluator::create(so, g, batches);
+  REQUIRE_MESSAGE(ev.ok(), ev.status().to_string());
+  const std::string hidden = g.value(g.node(0).outputs[0]).name;
+  Graph with_hidden = g;
+  REQUIRE(with_hidden.add_output(with_hidden.node(0).outputs[0]).ok());
+  const auto other = *random_calibration_inputs(g, 1, 99, 8);
+  for (const auto* inputs : {&batches, &other}) {  // its own batches (the ground truth too), others
+    auto got = ev->reference_values(*inputs, {hidden});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    REQUIRE(got->size() == inputs->size());
+    for (size_t b = 0; b < inputs->size(); ++b) {
+      auto want = ref::run(with_hidden, (*inputs)[b]);
+      REQUIRE(want.ok());
+      REQUIRE((*got)[b].size() == 1);
+      CHECK((*got)[b][0].to_f32() == want->back().to_f32());
+    }
+  }
+  CHECK(ev->reference_values(batches, {"no_such_value"}).status().message() ==
+        "device evaluator: graph 'mlp' has no value 'no_such_value'");
+  // The ground truth is the batches' FP32 outputs: the FP32 plan diverges by rounding only (the
+  // reference sums in FP64), a BF16 plan by more.
+  CHECK(*ev->divergence(*plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats())) < 1e-9);
+  CHECK(*ev->divergence(*plan_from_policy(g, Policy::uniform(Mode::bf16), all_formats())) > 0);
+
+  // The planner observes through the evaluator's pass or runs the interpreter itself: the same
+  // plan, scales and all (an INT8 policy: every scale comes from the observers).
+  PlannerOptions po;
+  po.kl_budget = 1e-2;
+  po.device = all_formats();
+  po.policy = Policy::uniform(Mode::int8);
+  Evaluators shared;
+  shared.divergence = [&](const Plan& p) { return ev->divergence(p); };
+  shared.reference_values = ev->evaluators().reference_values;
+  Evaluators own;
+  own.divergence = shared.divergence;
+  auto a = plan_auto(g, po, shared, &batches);
+  auto b = plan_auto(g, po, own, &batches);
+  REQUIRE_MESSAGE(a.ok(), a.status().to_string());
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  CHECK(std::count_if(a->nodes.begin(), a->nodes.end(), [](const NodePlan& n) {
+          return n.mode == Mode::int8 && n.activation_quant && !n.activation_quant->scales.empty();
+        }) > 0);
+  CHECK(a->to_json() == b->to_json());
+}
