@@ -170,6 +170,17 @@ class Planner {
       if (any) mode_plans_[m] = std::move(pm);
     }
     HPF_RETURN_IF_ERROR(calibrate());
+    for (size_t id = 0; id < g_.nodes().size(); ++id) {  // static scales on too few rows
+      auto& c = candidates_[id];
+      const auto rows = calibration_rows_.find(static_cast<int32_t>(id));
+      if (rows == calibration_rows_.end() || rows->second >= o_.min_calibration_rows) continue;
+      const size_t before = c.size();
+      c.erase(std::remove_if(c.begin(), c.end(), [](Mode m) { return m == Mode::int8 || m == Mode::fp8; }),
+              c.end());
+      if (c.size() != before)
+        log(LogLevel::debug, "planner: node '" + g_.node(static_cast<int32_t>(id)).name + "': no int8/fp8 (" +
+                                 std::to_string(rows->second) + " calibration rows)");
+    }
     for (size_t id = 0; id < g_.nodes().size(); ++id) {
       NodePlan f = base_.nodes[id];
       if (is_auto(id)) f.mode = Mode::fp32;  // auto nodes keep F32 formats in the policy's plan
@@ -211,6 +222,18 @@ class Planner {
     }
     HPF_RETURN_IF_ERROR(calibrate_plan(g_, base_, observers, o_));
     for (auto& [m, p] : mode_plans_) HPF_RETURN_IF_ERROR(calibrate_plan(g_, p, observers, o_));
+    for (const auto& [m, p] : mode_plans_)  // rows seen per node with a static activation scale
+      for (size_t id = 0; id < p.nodes.size(); ++id) {
+        if (!p.nodes[id].activation_quant) continue;
+        for (ValueId v : g_.node(static_cast<int32_t>(id)).outputs) {
+          const auto it = v == kNoValue ? observers.end() : observers.find(g_.value(v).name);
+          if (it == observers.end()) continue;
+          const Shape& shape = g_.value(v).shape;
+          const int64_t width = !shape.empty() && shape.back().known() && shape.back().value > 0 ? shape.back().value : 1;
+          calibration_rows_[static_cast<int32_t>(id)] = it->second.count() / width;
+          break;
+        }
+      }
     return Status();
   }
 
@@ -552,6 +575,7 @@ class Planner {
   std::map<Mode, Plan> mode_plans_;
   std::vector<NodePlan> fp32_nodes_;
   std::vector<std::vector<Mode>> candidates_;
+  std::map<int32_t, int64_t> calibration_rows_;  // node -> rows its observer saw (static scales)
   State start_, best_;
   double l0_ = 1, b0_ = 1, d0_ = 0;
   double ms0_ = -1;  // the FP32 plan's measured end-to-end time (-1: not measured)

@@ -501,3 +501,26 @@ TEST_CASE("device evaluator: one reference pass gives the ground truth and the p
         }) > 0);
   CHECK(a->to_json() == b->to_json());
 }
+
+TEST_CASE("plan_auto: no static int8/fp8 scales for outputs calibrated on too few rows") {
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 2, 11, 8);  // 16 rows of every output
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  PlannerOptions o;
+  o.kl_budget = 1e-1;
+  o.device.int8_compute = true;  // int8 the one lower mode
+  o.device_model = test_device();
+  auto statically_scaled = [](const Plan& p) {
+    return std::count_if(p.nodes.begin(), p.nodes.end(),
+                         [](const NodePlan& n) { return n.mode == Mode::int8 || n.mode == Mode::fp8; });
+  };
+  o.min_calibration_rows = 17;
+  auto few = plan_auto(g, o, ev->evaluators(), &batches);
+  REQUIRE_MESSAGE(few.ok(), few.status().to_string());
+  CHECK(statically_scaled(*few) == 0);
+  o.min_calibration_rows = 16;
+  auto enough = plan_auto(g, o, ev->evaluators(), &batches);
+  REQUIRE_MESSAGE(enough.ok(), enough.status().to_string());
+  CHECK(statically_scaled(*enough) > 0);
+}
