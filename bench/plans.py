@@ -3,14 +3,15 @@
 plan, the BF16 plan and the planner's `auto` plan; median latency, its ratio to FP32, peak
 memory and its ratio, and the divergence of the device's output from the FP32 reference on the
 run's own inputs (the planner calibrates on other, seeded inputs, so this is an independent
-check of the budget). Standard library only.
+check of the budget), and of the auto plan on --held-out more inputs (seeds 1..N; the planner's
+calibration seeds start at 1000): mean and worst divergence. Standard library only.
 
 The auto plan is made once (its planning time is reported) and saved; then the three plans run
 in turn, --rounds times, and each plan's latency is the median of its rounds' medians, so that a
 co-tenant slowing the machine for a while weighs on every plan alike.
 
 usage: bench/plans.py [--hpf build/apps/hpf/hpf] [--repeat 10] [--rounds 3] [--kl-budget 1e-3]
-                      [--threads N] MODEL...
+                      [--threads N] [--held-out 8] MODEL...
        (builtin:NAME or an ONNX file; default: bert-tiny bert-layer cnn-small lstm-lm)
 """
 import argparse
@@ -22,8 +23,9 @@ import sys
 import tempfile
 
 
-def run(hpf, model, plan, args, extra=()):
-    cmd = [hpf, "run", model, "--plan", plan, "--json", "--formats", "none", "--repeat", str(args.repeat), *extra]
+def run(hpf, model, plan, args, extra=(), repeat=None):
+    cmd = [hpf, "run", model, "--plan", plan, "--json", "--formats", "none", "--repeat", str(repeat or args.repeat),
+           *extra]
     if plan == "auto":
         cmd += ["--kl-budget", str(args.kl_budget)]
     if args.threads:
@@ -44,6 +46,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kl-budget", type=float, default=1e-3)
     ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--held-out", type=int, default=8)
     args = ap.parse_args()
     print(f"{'model':28} {'plan':5} {'median ms':>10} {'vs fp32':>8} {'peak MiB':>9} {'vs fp32':>8} "
           f"{'KL vs fp32':>11} {'plan s':>7}  nodes")
@@ -74,6 +77,14 @@ def main():
                       f"{mem / base[1]:8.3f} {kl:11.3e} {secs}  "
                       f"{' '.join(f'{k} {v}' for k, v in sorted(modes.items()))}{'' if within else '  OVER BUDGET'}",
                       flush=True)
+            if args.held_out > 0:
+                kls = [run(args.hpf, m, saved, args, ["--random-inputs", str(seed)], repeat=1)
+                       .get("kl_vs_fp32", float("nan")) for seed in range(1, args.held_out + 1)]
+                over = sum(1 for k in kls if not k <= args.kl_budget)
+                ok = ok and over == 0
+                casts = results["auto"][0].get("standalone_casts", -1)
+                print(f"{'':28} auto on {len(kls)} held-out inputs: KL mean {statistics.mean(kls):.3e}, "
+                      f"max {max(kls):.3e}, {over} over budget; standalone casts {casts}", flush=True)
     return 0 if ok else 1
 
 
