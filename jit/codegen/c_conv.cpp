@@ -18,9 +18,11 @@
 //
 // BF16 input with BF16 weights packed in the "amx" layout runs on AMX tiles (c_conv_amx.cpp).
 //
-// Depthwise (one input channel per group) runs a direct kernel instead: one output row per work
-// item, the input rows it reads copied (converted) into a zero-padded stack row each, then
-// blocks of up to 32 output columns accumulate over the taps in registers.
+// Depthwise (one input channel per group) runs a direct kernel instead: a block of output rows
+// of one channel per work item (the whole plane when it is small), the input rows it reads
+// copied (converted) once into zero-padded stack rows (with a column stride S, each row split
+// into S phases, so that taps read contiguous values), then blocks of up to 32 output columns
+// accumulate over the taps in registers.
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -71,6 +73,10 @@ namespace {
 constexpr int64_t kMaxTileRows = 240;
 // The depthwise kernel's padded input rows on the stack (bytes); wider rows take the GEMM path.
 constexpr int64_t kMaxDepthwiseRows = 128 * 1024;
+// The rows a depthwise work item copies, at most (unless one output row needs more).
+constexpr int64_t kDepthwiseBlock = 24 * 1024;
+// Input rows `rows` consecutive output rows of a depthwise Conv read.
+int64_t depthwise_rows(const conv::Shape& z, int64_t rows) { return (rows - 1) * z.SH + (z.KH - 1) * z.DH + 1; }
 // The implicit GEMM packs through an offset table below this output row length, for kernels of
 // up to this many taps (the table is taps x HPF_NC 32-bit offsets on the stack).
 constexpr int64_t kTableRowsBelow = 32;
@@ -383,9 +389,10 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
 
 Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                          bool has_b, const std::string& head, const std::string& epi_ptrs,
-                                         const std::string& name, int64_t WP, int64_t CB) {
+                                         const std::string& name, int64_t WP, int64_t CB, int64_t RB) {
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
-  const int64_t KK = z.KH * z.KW;
+  const int64_t KK = z.KH * z.KW, S = z.SW;  // WP is a multiple of S (see the caller)
+  const int64_t NB = (z.OH + RB - 1) / RB, RR = depthwise_rows(z, RB);
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "j0 + jj"));
@@ -398,28 +405,44 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
       << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
   const char* yt = c_storage_type(Y.dtype);
   s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
-    << "  float xp[" << z.KH * WP << "] __attribute__((aligned(64)));\n"
+    << "  float xp[" << RR * WP << "] __attribute__((aligned(64)));\n"
+    << (S > 1 ? "  float xt[" + std::to_string(WP) + "] __attribute__((aligned(64)));\n" : "")
     << "  float wv[" << KK << "];\n"
     << "  for (i64 r = begin; r < end; ++r) {\n"
-    << "    const i64 oh = r % " << L(z.OH) << ", mo = (r / " << L(z.OH) << ") % " << L(z.M) << ", n = r / "
-    << L(z.OH * z.M) << ";\n"
+    << "    const i64 ob = r % " << L(NB) << ", mo = (r / " << L(NB) << ") % " << L(z.M) << ", n = r / "
+    << L(NB * z.M) << ";\n"
     << "    const i64 c = mo / " << L(z.MG) << ";\n"
+    << "    const i64 oh0 = ob * " << L(RB) << ", oh1 = oh0 + " << L(RB) << " < " << L(z.OH) << " ? oh0 + " << L(RB)
+    << " : " << L(z.OH) << ";\n"
+    // The input rows the block's taps read, each copied once (a row of outputs at a time read
+    // each input row KH / SH times).
+    << "    const i64 ib = oh0 * " << L(z.SH) << " - " << L(z.PH) << ", nr = (oh1 - 1 - oh0) * " << L(z.SH) << " + "
+    << L((z.KH - 1) * z.DH + 1) << ";\n"
+    << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
+    << ";\n"
+    << "    for (i64 i = 0; i < nr; ++i) {\n"
+    << "      const i64 ih = ib + i;\n"
+    << "      if ((unsigned long long)ih >= " << L(z.H) << ") continue;  // outside: no tap reads it\n"
+    << "      const " << xt << "* restrict xs = X + ((n * " << L(z.C) << " + c) * " << L(z.H) << " + ih) * " << L(z.W)
+    << ";\n"
+    << "      float* restrict xd = " << (S > 1 ? "xt" : "xp + i * " + L(WP)) << ";\n"
+    << "      for (i64 j = 0; j < " << L(z.PW) << "; ++j) xd[j] = 0.0f;\n"
+    << "      for (i64 j = 0; j < " << L(z.W) << "; ++j) xd[" << L(z.PW) << " + j] = " << c_load_operand(X.dtype, "xs[j]")
+    << ";\n"
+    << "      for (i64 j = " << L(z.PW + z.W) << "; j < " << L(WP) << "; ++j) xd[j] = 0.0f;\n";
+  if (S > 1)  // the row split by phase: phase q holds padded columns q, q + S, q + 2S, ...
+    s << "      float* restrict xq = xp + i * " << L(WP) << ";\n"
+      << "      for (i64 t = 0; t < " << L(WP / S) << "; ++t)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "        for (int q = 0; q < " << S << "; ++q) xq[q * " << L(WP / S) << " + t] = xt[t * " << S << " + q];\n";
+  s << "    }\n"
+    << "    for (i64 oh = oh0; oh < oh1; ++oh) {\n"
     << "    const i64 ih0 = oh * " << L(z.SH) << " - " << L(z.PH) << ";\n"
     << "    i64 kh_lo = 0, kh_hi = " << L(z.KH) << ";\n"
     << "    while (kh_lo < kh_hi && kh_lo * " << L(z.DH) << " + ih0 < 0) ++kh_lo;\n"
     << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(z.DH) << " + ih0 >= " << L(z.H) << ") --kh_hi;\n"
-    << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
-    << ";\n"
-    << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
-    << "      const " << xt << "* restrict xs = X + ((n * " << L(z.C) << " + c) * " << L(z.H) << " + ih0 + kh * " << L(z.DH)
-    << ") * " << L(z.W) << ";\n"
-    << "      float* restrict xd = xp + kh * " << L(WP) << ";\n"
-    << "      for (i64 j = 0; j < " << L(z.PW) << "; ++j) xd[j] = 0.0f;\n"
-    << "      for (i64 j = 0; j < " << L(z.W) << "; ++j) xd[" << L(z.PW) << " + j] = " << c_load_operand(X.dtype, "xs[j]")
-    << ";\n"
-    << "      for (i64 j = " << L(z.PW + z.W) << "; j < " << L(WP) << "; ++j) xd[j] = 0.0f;\n"
-    << "    }\n"
-    << "    const i64 yo = r * " << L(z.OW) << ";\n"
+    << "    const float* restrict xb = xp + (ih0 - ib) * " << L(WP) << ";\n"
+    << "    const i64 yo = ((n * " << L(z.M) << " + mo) * " << L(z.OH) << " + oh) * " << L(z.OW) << ";\n"
     << "    (void)yo;\n"
     << "    for (i64 j0 = 0; j0 < " << L(z.OW) << "; j0 += " << CB << ") {\n"
     << "      float a[" << CB << "];\n"
@@ -428,15 +451,17 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh)\n"
     << "        for (i64 kw = 0; kw < " << L(z.KW) << "; ++kw) {\n"
     << "          const float wk = wv[kh * " << L(z.KW) << " + kw];\n"
-    << "          const float* restrict xr = xp + kh * " << L(WP) << " + kw * " << L(z.DW) << " + j0 * " << L(z.SW) << ";\n"
+    << "          const i64 o = kw * " << L(z.DW) << ";\n"
+    << "          const float* restrict xr = xb + kh * " << L(z.DH * WP) << " + (o % " << S << ") * " << L(WP / S)
+    << " + o / " << S << " + j0;\n"
     << "#pragma clang loop unroll(full)\n"
-    << "          for (int jj = 0; jj < " << CB << "; ++jj) a[jj] += wk * xr[jj * " << L(z.SW) << "];\n"
+    << "          for (int jj = 0; jj < " << CB << "; ++jj) a[jj] += wk * xr[jj];\n"
     << "        }\n"
     << "      const i64 nn = " << L(z.OW) << " - j0 < " << CB << " ? " << L(z.OW) << " - j0 : " << CB << ";\n";
   s << fin.loop("nn");
-  s << "      " << store_row(spec, "(Y + yo + j0)", "a", "nn") << "    }\n  }\n}\n";
-  const int64_t per_item = std::max<int64_t>(1, z.OW * KK);
-  return GeneratedKernel{name, s.str(), z.N * z.M * z.OH, std::max<int64_t>(1, 65536 / per_item)};
+  s << "      " << store_row(spec, "(Y + yo + j0)", "a", "nn") << "    }\n    }\n  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, RB * z.OW * KK);
+  return GeneratedKernel{name, s.str(), z.N * z.M * NB, std::max<int64_t>(1, 65536 / per_item)};
 }
 
 }  // namespace
@@ -504,10 +529,21 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
   }
   if (z.CG == 1 && z.OW > 0) {
-    // Columns per register block; the padded row covers every block's last reads.
+    // Columns per register block; the padded row covers every block's last reads. With a
+    // column stride S the row is kept split into S phases of WP / S columns (phase q: padded
+    // columns q, q + S, ...), so that every tap reads its CB inputs contiguously: a tap at
+    // offset o reads phase o % S from column o / S + j (a strided read was a gather, 25x slower
+    // per FLOP on MobileNetV2's stride-2 layers). Phase rows cover the last block's reads too.
     const int64_t CB = std::min<int64_t>(32, round_up(z.OW, 8));
-    const int64_t WP = std::max((round_up(z.OW, CB) - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
-    if (z.KH * WP * 4 <= kMaxDepthwiseRows) return conv_depthwise(spec, z, kinds, has_b, head, epi_ptrs, name, WP, CB);
+    const int64_t WP = round_up(std::max({(round_up(z.OW, CB) - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W,
+                                          z.SW * (round_up(z.OW, CB) + (z.KW - 1) * z.DW / z.SW)}),
+                                z.SW);
+    // Output rows per work item: the input rows they read, copied once, within kDepthwiseBlock
+    // bytes (small planes: a whole channel per item).
+    int64_t RB = z.OH;
+    while (RB > 1 && depthwise_rows(z, RB) * WP * 4 > kDepthwiseBlock) RB = (RB + 1) / 2;
+    if (depthwise_rows(z, RB) * WP * 4 <= kMaxDepthwiseRows)
+      return conv_depthwise(spec, z, kinds, has_b, head, epi_ptrs, name, WP, CB, RB);
   }
   return conv_gemm(spec, z, kinds, has_b, false, head, epi_ptrs, name);
 }

@@ -406,6 +406,14 @@ TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep 
                {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 315);
     check_conv(t, {1, 3, 9, 40}, {3, 1, 5, 3}, false,
                {{"group", int64_t{3}}, {"pads", Ints{2, 3, 2, 1}}, {"dilations", Ints{1, 2}}}, 318);
+    // Column strides read the row split into phases: stride 3 with dilation 2 and a 4-wide kernel
+    // (taps at offsets 0, 2, 4, 6: phases 0, 2, 1, 0), asymmetric pads.
+    check_conv(t, {1, 3, 8, 41}, {3, 1, 3, 4}, true,
+               {{"group", int64_t{3}}, {"pads", Ints{1, 2, 1, 3}}, {"strides", Ints{1, 3}}, {"dilations", Ints{1, 2}}}, 319);
+    // A plane tall enough for several blocks of output rows per channel (each block copies the
+    // input rows its taps read once), stride 2 down the rows.
+    check_conv(t, {1, 2, 150, 45}, {2, 1, 3, 3}, true,
+               {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 1}}}, 320);
   }
 }
 
