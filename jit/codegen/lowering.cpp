@@ -78,8 +78,8 @@ bool overflow_transparent(const std::string& op, int at) {
 }
 
 // Epilogue fusion: node `n` (elementwise, or an inference BatchNormalization after a conv) joins
-// the epilogue of the matmul/conv step that produces one of its inputs, when that value has no
-// other reader, the shapes agree, and every other operand exists before the producer runs (the
+// the epilogue of the matmul/conv step that produces one of its inputs (of two, the later step),
+// when that value has no other reader, the shapes agree, and every other operand exists before the producer runs (the
 // kernel runs where the producer was) and broadcasts to its output as a scalar, per channel or
 // in full, and no value it follows is stored in a narrow-range format unless `n` is
 // overflow-transparent (F16 only). Returns the step's
@@ -99,7 +99,9 @@ Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, st
     if (p.kind != LoweredStep::Kind::kernel || (p.spec.family != "conv" && p.spec.family != "matmul") ||
         p.outputs.size() != 1 || p.outputs[0] != v || uses[v] != 1)
       continue;
-    if (at >= 0) return -1;  // the producer's value twice (x * x): keep it simple
+    if (at >= 0 && n.inputs[at] == v) return -1;  // the producer's value twice (x * x): keep it simple
+    // Two producers (a residual Add of two convs): the later one, the other's value exists by then.
+    if (at >= 0 && step_of[v] < s) continue;
     at = static_cast<int>(k);
     s = step_of[v];
   }

@@ -1222,6 +1222,23 @@ TEST_CASE("codegen: Conv epilogue: bias Add, BatchNormalization, residual Add, a
   }
 }
 
+// A residual Add of two convs (ResNet's down-projection blocks): it joins the later conv's
+// epilogue, reading the earlier one's output; either operand order.
+TEST_CASE("codegen: a residual Add of two convs joins the later conv") {
+  for (bool later_first : {true, false}) {
+    CAPTURE(later_first);
+    GraphBuilder b("two_convs");
+    auto x = b.input("x", DType::F32, {1, 4, 6, 7});
+    auto down = b.op1("Conv", {x, b.constant(random_tensor({8, 4, 1, 1}, DType::F32, 420))}, {}, "down");
+    auto main = b.op1("Conv", {x, b.constant(random_tensor({8, 4, 3, 3}, DType::F32, 421))}, {{"pads", Ints{1, 1, 1, 1}}},
+                      "main");
+    auto y = later_first ? b.op1("Add", {main, down}, {}, "add") : b.op1("Add", {down, main}, {}, "add");
+    b.output(b.op1("Relu", {y}, {}, "relu"), "out");
+    CHECK(step_labels(b) == std::vector<std::string>{"down", "main+add+relu"});
+    check_graph(b, {random_tensor({1, 4, 6, 7}, DType::F32, 422)}, 1e-5);
+  }
+}
+
 // FP32 weights packed as the Session packs them (jit/codegen/conv_packing.hpp): the pointwise
 // "cols" layout (deep K, small maps) with a ragged channel block, groups, a batch of two and the
 // fused epilogue; and the "rows" layout next to it.
