@@ -44,6 +44,12 @@ bool reduction(const std::string& op) {
                      "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp"});
 }
 
+// `a` at another dimension, its factors unchanged.
+BatchAxis moved(BatchAxis a, int64_t axis) {
+  a.axis = static_cast<int>(axis);
+  return a;
+}
+
 std::vector<int64_t> ints_of(const Graph& g, const Node& n, size_t input) {
   const Tensor* t = input < n.inputs.size() ? g.constant(n.inputs[input]) : nullptr;
   return t ? t->to_i64() : std::vector<int64_t>{};
@@ -126,7 +132,7 @@ class Tracer {
         for (int64_t k = rank(n.inputs[0]) - 1; k >= 0; --k) perm.push_back(k);
       auto it = std::find(perm.begin(), perm.end(), a.axis);
       if (it == perm.end()) return fail(n, "has no permutation entry for the batch axis");
-      set_outputs(n, {static_cast<int>(it - perm.begin()), a.inner});
+      set_outputs(n, moved(a, it - perm.begin()));
       return Status();
     }
     if (one_of(n.op, {"Softmax", "LogSoftmax", "Hardmax", "LayerNormalization", "CumSum", "TopK", "ArgMax",
@@ -136,7 +142,7 @@ class Tracer {
     HPF_ASSIGN_OR_RETURN(BatchAxis a, only_carrier(n, {0}));
     const int64_t r = rank(n.inputs[0]);
     if (n.op == "Expand") {
-      set_outputs(n, {static_cast<int>(a.axis + rank(n.outputs[0]) - r), a.inner});
+      set_outputs(n, moved(a, a.axis + rank(n.outputs[0]) - r));
       return Status();
     }
     if (n.op == "Slice" || n.op == "Pad" || n.op == "Tile" || n.op == "Resize") {
@@ -187,7 +193,7 @@ class Tracer {
     std::optional<BatchAxis> at;
     for (ValueId v : n.inputs) {
       if (v == kNoValue || axes_[v].axis < 0) continue;
-      const BatchAxis here{static_cast<int>(axes_[v].axis + out_rank - rank(v)), axes_[v].inner};
+      const BatchAxis here = moved(axes_[v], axes_[v].axis + out_rank - rank(v));
       if (at && *at != here) return fail(n, "combines inputs whose batch axes differ");
       at = here;
     }
@@ -201,19 +207,25 @@ class Tracer {
     return Status();
   }
 
-  // `in` -> `out` reinterpreted in row-major order: the batch stays the outermost factor of one
-  // output dimension when the dimensions before it hold the same number of elements.
+  // `in` -> `out` reinterpreted in row-major order: the batch is a factor of the elements'
+  // linear index, with O elements' worth of blocks outside it and I inside; it stays a factor
+  // of one output dimension j when the dimensions before j hold a divisor p of O and out[j] is
+  // a multiple of (O / p) x batch: j is then (O / p) x batch x out[j] / ((O / p) x batch).
   Status reshape(const Node& n) {
     const BatchAxis a = axes_[n.inputs[0]];
     for (size_t i = 1; i < n.inputs.size(); ++i)
       if (n.inputs[i] != kNoValue && axes_[n.inputs[i]].axis >= 0) return fail(n, "takes its shape from the batch");
     const auto in = dims(n.inputs[0]), out = dims(n.outputs[0]);
-    int64_t outer = 1;
+    int64_t outer = a.outer;
     for (int k = 0; k < a.axis; ++k) outer *= in[k];
     int64_t p = 1;
     for (size_t j = 0; j < out.size() && p <= outer; ++j) {
-      if (p == outer && out[j] > 0 && out[j] % batch_ == 0) {
-        set_outputs(n, {static_cast<int>(j), out[j] / batch_});
+      if (out[j] > 0 && outer % p == 0 && out[j] % (outer / p * batch_) == 0) {
+        BatchAxis b;
+        b.axis = static_cast<int>(j);
+        b.outer = outer / p;
+        b.inner = out[j] / (b.outer * batch_);
+        set_outputs(n, b);
         return Status();
       }
       p *= out[j];
@@ -234,7 +246,7 @@ class Tracer {
       if (a.axis == k_axis) return fail(n, "sums over the batch axis");
       int64_t pos = a.axis + R - r;  // a broadcast (leading) dimension
       if (a.axis >= r - 2) pos = side == 0 ? R - 2 : R - 1;
-      const BatchAxis here{static_cast<int>(pos), a.inner};
+      const BatchAxis here = moved(a, pos);
       if (at && *at != here) return fail(n, "combines operands whose batch axes differ");
       at = here;
     }
@@ -257,7 +269,7 @@ class Tracer {
       const auto c = dims(n.inputs[2]);
       if (c.size() == 2 && c[0] != 1) return fail(n, "adds a bias sized along the batch axis");
     }
-    set_outputs(n, {0, a.inner});
+    set_outputs(n, moved(a, 0));
     return Status();
   }
 
@@ -266,11 +278,11 @@ class Tracer {
     if (d.axis >= 0 && i.axis >= 0) return fail(n, "gathers batched data with batched indices");
     const int64_t axis = norm(attr_int(n, "axis", 0), rank(n.inputs[0]));
     if (i.axis >= 0) {
-      set_outputs(n, {static_cast<int>(axis + i.axis), i.inner});
+      set_outputs(n, moved(i, axis + i.axis));
       return Status();
     }
     if (d.axis == axis) return fail(n, "selects along the batch axis");
-    set_outputs(n, {static_cast<int>(d.axis < axis ? d.axis : d.axis + rank(n.inputs[1]) - 1), d.inner});
+    set_outputs(n, moved(d, d.axis < axis ? d.axis : d.axis + rank(n.inputs[1]) - 1));
     return Status();
   }
 
@@ -312,7 +324,7 @@ class Tracer {
       if (k == at->axis || k < -1) return fail(n, "works along the batch axis");
       if (k < at->axis) ++removed;
     }
-    set_outputs(n, {keep ? at->axis : at->axis - removed, at->inner});
+    set_outputs(n, moved(*at, keep ? at->axis : at->axis - removed));
     return Status();
   }
 

@@ -18,11 +18,13 @@
 namespace hpf::ir {
 
 // Where the batch axis lives in a value: dimension `axis` (-1: the value does not depend on the
-// batch entry, e.g. a weight) holds batch x `inner`, batch outermost (a Reshape may fold inner
-// dimensions into it: [B, S, 768] -> [B*S, 768] has axis 0, inner S).
+// batch entry, e.g. a weight) holds outer x batch x inner, in that order of significance (a
+// Reshape may fold other dimensions into it: [B, S, 768] -> [B*S, 768] has axis 0, inner S;
+// [S, B, 768] -> [S*B, 768], as PyTorch's attention writes it, axis 0, outer S).
 struct BatchAxis {
   int axis = -1;
   int64_t inner = 1;
+  int64_t outer = 1;
   bool operator==(const BatchAxis&) const = default;
 };
 

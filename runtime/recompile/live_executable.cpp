@@ -90,23 +90,21 @@ Tensor pad_batch(const Tensor& t, int axis, int64_t to) {
   return out;
 }
 
-// The first `batch` entries of `t` along its batch axis `a` (batch outermost in that dimension).
+// The first `batch` entries of `t` along its batch axis `a` (outer x batch' x inner).
 Tensor cut_batch(const Tensor& t, ir::BatchAxis a, int64_t batch) {
   if (a.axis < 0) return t;
   std::vector<int64_t> shape = t.shape();
-  int64_t outer = 1, rest = 1;
-  for (int k = 0; k < a.axis; ++k) outer *= shape[k];
+  int64_t blocks = a.outer, rest = a.inner;  // runs of whole entries, and the size of one entry
+  for (int k = 0; k < a.axis; ++k) blocks *= shape[k];
   for (size_t k = a.axis + 1; k < shape.size(); ++k) rest *= shape[k];
   const size_t elem = static_cast<size_t>(bit_width(t.dtype()) / 8);
-  const size_t in_row = static_cast<size_t>(shape[a.axis] * rest) * elem;
-  shape[a.axis] = batch * a.inner;
-  const size_t out_row = static_cast<size_t>(shape[a.axis] * rest) * elem;
+  const int64_t padded = shape[a.axis] / (a.outer * a.inner);
+  const auto in_run = static_cast<std::ptrdiff_t>(static_cast<size_t>(padded * rest) * elem);
+  const auto out_run = static_cast<std::ptrdiff_t>(static_cast<size_t>(batch * rest) * elem);
+  shape[a.axis] = a.outer * batch * a.inner;
   Tensor out(t.dtype(), shape);
-  for (int64_t o = 0; o < outer; ++o) {
-    auto from = t.bytes().begin() + static_cast<std::ptrdiff_t>(in_row * static_cast<size_t>(o));
-    std::copy(from, from + static_cast<std::ptrdiff_t>(out_row),
-              out.bytes().begin() + static_cast<std::ptrdiff_t>(out_row * static_cast<size_t>(o)));
-  }
+  for (int64_t o = 0; o < blocks; ++o)
+    std::copy(t.bytes().begin() + o * in_run, t.bytes().begin() + o * in_run + out_run, out.bytes().begin() + o * out_run);
   return out;
 }
 

@@ -68,6 +68,22 @@ TEST_CASE("batch axis: reshapes fold the batch into a dimension and back, transp
   REQUIRE_MESSAGE(r.ok(), r.status().to_string());
   CHECK((*r)[0] == BatchAxis{0, 4});
   CHECK((*r)[1] == BatchAxis{2, 1});
+  // PyTorch's attention: [S, B, E] -> [S*B, E] (the batch inside dimension 0, S outside it),
+  // rows projected, then [S, B*H, E/H] and back to [S, B, E].
+  GraphBuilder t2("torch");
+  auto xs = t2.input("x", DType::F32, {4, Dim::sym("batch"), 6});
+  auto rows = t2.op1("Reshape", {xs, t2.constant_i64({-1, 6})});
+  auto proj = t2.matmul(rows, t2.constant("w", *Tensor::from_f32({6, 6}, std::vector<float>(36, 0.25f))));
+  auto heads = t2.op1("Reshape", {proj, t2.constant_i64({4, -1, 3})});
+  t2.output(rows, "rows");
+  t2.output(heads, "heads");
+  t2.output(t2.op1("Reshape", {heads, t2.constant_i64({4, -1, 6})}), "back");
+  auto r2 = trace(t2.build().value(), {{4, 5, 6}}, {1}, 5);
+  REQUIRE_MESSAGE(r2.ok(), r2.status().to_string());
+  BatchAxis rows_axis{0, 1, 4}, heads_axis{1, 2, 1}, back_axis{1, 1, 1};
+  CHECK((*r2)[0] == rows_axis);
+  CHECK((*r2)[1] == heads_axis);
+  CHECK((*r2)[2] == back_axis);
   // [4, 4, 6] read as [2, 48]: each row holds two entries, so no dimension is the batch.
   GraphBuilder c("split");
   auto x2 = c.input("x", DType::F32, {Dim::sym("batch"), 4, 6});
