@@ -160,10 +160,16 @@ class Tracer {
         kept = kept && axes.empty() && static_cast<int64_t>(pads.size()) == 2 * r && pads[a.axis] == 0 &&
                pads[a.axis + r] == 0;
       }
-      if (n.op == "Resize") {
+      if (n.op == "Resize") {  // a scale of exactly 1 along the batch (sizes: kept above)
         auto it = n.attrs.find("coordinate_transformation_mode");
         const auto* mode = it == n.attrs.end() ? nullptr : std::get_if<std::string>(&it->second);
         kept = kept && !(mode && *mode == "tf_crop_and_resize");
+        const size_t scales = n.inputs.size() == 2 ? 1 : 2;  // opset 10: (X, scales)
+        if (scales < n.inputs.size() && n.inputs[scales] != kNoValue) {
+          const Tensor* t = g_.constant(n.inputs[scales]);
+          const std::vector<float> f = t ? t->to_f32() : std::vector<float>{};
+          kept = kept && (f.empty() ? t && t->numel() == 0 : static_cast<int64_t>(f.size()) == r && f[a.axis] == 1.0f);
+        }
       }
       if (!kept) return fail(n, "changes the batch axis (dimension " + std::to_string(a.axis) + ")");
       set_outputs(n, a);
@@ -235,6 +241,17 @@ class Tracer {
 
   Status matmul(const Node& n) {
     const int64_t R = rank(n.outputs[0]);
+    if (rank(n.inputs[0]) < 2 || rank(n.inputs[1]) < 2) {  // a vector: its dimension drops out
+      const bool a_vec = rank(n.inputs[0]) < 2;
+      const ValueId m = n.inputs[a_vec ? 1 : 0];  // the matrix
+      if (axes_[n.inputs[a_vec ? 0 : 1]].axis >= 0) return fail(n, "takes the batch axis in a vector operand");
+      const BatchAxis a = axes_[m];
+      const int64_t r = rank(m);
+      if (a.axis == (a_vec ? r - 2 : r - 1)) return fail(n, "sums over the batch axis");
+      // x[..., M, K] @ v[K] -> [..., M]; v[K] @ x[..., K, N] -> [..., N].
+      set_outputs(n, moved(a, a_vec && a.axis == r - 1 ? r - 2 : a.axis));
+      return Status();
+    }
     std::optional<BatchAxis> at;
     for (int side = 0; side < 2; ++side) {
       const ValueId v = n.inputs[side];
@@ -305,8 +322,10 @@ class Tracer {
     const int64_t r = rank(n.inputs[0]);
     std::vector<int64_t> axes;  // the axes the op works along
     bool keep = true;
+    const bool axes_input = (reduction(n.op) || n.op == "CumSum") && n.inputs.size() > 1 && n.inputs[1] != kNoValue;
+    if (axes_input && !g_.constant(n.inputs[1])) return fail(n, "takes its axes from a value computed at run time");
     if (reduction(n.op)) {
-      axes = n.inputs.size() > 1 && n.inputs[1] != kNoValue ? ints_of(g_, n, 1) : attr_ints(n, "axes");
+      axes = axes_input ? ints_of(g_, n, 1) : attr_ints(n, "axes");
       keep = attr_int(n, "keepdims", 1) != 0;
       if (axes.empty() && attr_int(n, "noop_with_empty_axes", 0) == 0) return fail(n, "reduces every axis");
     } else if (n.op == "LayerNormalization") {
@@ -364,10 +383,10 @@ Expected<std::vector<BatchAxis>> trace_batch_axis(const Graph& graph, const std:
   return Tracer(graph, batch).run(input_axes);
 }
 
-Status check_shape_values(const Graph& graph) {
+Status check_shape_values(const Graph& graph, const std::string& batch_symbol) {
   // Per value computed from shapes: which of its elements may hold a batch size. Shape's
-  // elements are the dimensions of its input that are not known sizes here (a named symbol, or
-  // unknown); everything else is or-ed, except Gather and Slice with constant indices, which pick
+  // elements are the dimensions of its input that may be the batch (not a known size, named
+  // `batch_symbol` or nothing); everything else is or-ed, except Gather and Slice with constant indices, which pick
   // elements. Such values may make shapes and shape arithmetic, and nothing else.
   std::map<ValueId, std::vector<bool>> taint;
   auto tainted = [&](ValueId v) {
@@ -388,7 +407,7 @@ Status check_shape_values(const Graph& graph) {
           elems = {true};
           break;
         }
-        elems.push_back(!x.shape[d].known());
+        elems.push_back(!x.shape[d].known() && (x.shape[d].symbol.empty() || x.shape[d].symbol == batch_symbol));
       }
       if (n.op == "Size") elems = {std::find(elems.begin(), elems.end(), true) != elems.end()};
       if (n.op == "Shape" && x.has_shape) {  // start/end attributes (opset 15)
@@ -409,9 +428,8 @@ Status check_shape_values(const Graph& graph) {
     if (!any_of_inputs(n)) continue;
     // Shape operands: where a batch size belongs.
     static const std::map<std::string, std::set<size_t>> kShapeInputs = {
-        {"Reshape", {1}}, {"Expand", {1}}, {"Tile", {1}}, {"Slice", {1, 2, 3, 4}}, {"ConstantOfShape", {0}},
-        {"Range", {0, 1, 2}}, {"Squeeze", {1}}, {"Unsqueeze", {1}}, {"Pad", {1, 3}}, {"Resize", {1, 2, 3}},
-        {"Split", {1}}, {"TopK", {1}}};
+        {"Reshape", {1}}, {"Expand", {1}}, {"Tile", {1}}, {"ConstantOfShape", {0}}, {"Squeeze", {1}},
+        {"Unsqueeze", {1}}, {"Pad", {1, 3}}, {"Resize", {1, 2, 3}}, {"Split", {1}}, {"TopK", {1}}};
     auto shape_inputs = kShapeInputs.find(n.op);
     bool data_use = false;
     for (size_t i = 0; i < n.inputs.size(); ++i)
@@ -421,7 +439,7 @@ Status check_shape_values(const Graph& graph) {
     if (!data_use) continue;  // the outputs are data of the new shape, checked when traced
     // Shape arithmetic: integer results of integer ops, tainted in turn.
     const bool arithmetic =
-        one_of(n.op, {"Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Slice", "Add", "Sub", "Mul", "Div",
+        one_of(n.op, {"Gather", "Concat", "Unsqueeze", "Squeeze", "Cast", "Slice", "Range", "Add", "Sub", "Mul", "Div",
                       "Neg", "Identity", "Equal", "Less", "Greater", "Where", "Min", "Max", "Abs", "Mod", "Reshape",
                       "Floor", "Ceil", "Not", "And", "Or", "ReduceProd", "ReduceSum", "ReduceMin", "ReduceMax"});
     for (ValueId o : n.outputs) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "hpf/graph.hpp"
@@ -37,8 +38,10 @@ Expected<std::vector<BatchAxis>> trace_batch_axis(const Graph& graph, const std:
                                                   int64_t batch);
 
 // Checks, on the graph as given (before specialisation), that values computed by Shape or Size
-// only ever make shapes, indices into shapes or Slice bounds: a batch size used as data (say,
-// dividing by it) would change with padding, and folding hides where it came from.
-Status check_shape_values(const Graph& graph);
+// from a batch dimension only ever make shapes (Reshape, Expand, Tile, ConstantOfShape, ... and
+// the integer arithmetic between): a batch size used as data (dividing by it, a Range or Slice
+// bounded by it) would change with padding, and folding hides where it came from. A dimension
+// may be the batch when it is not a known size and its symbol is `batch_symbol` or none.
+Status check_shape_values(const Graph& graph, const std::string& batch_symbol);
 
 }  // namespace hpf::ir

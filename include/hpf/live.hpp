@@ -20,7 +20,10 @@
 //     core/ir/batch_axis.hpp checks per op, conservatively, before the first padded run: a graph
 //     that reduces, normalises, softmaxes or reshapes across the batch, broadcasts a constant
 //     sized along it, or uses a batch size as data (Shape -> Cast -> Div) runs exact-shape
-//     variants, and the reason is logged once (info). Other dimensions (a sequence axis) are
+//     variants, and the reason is logged once (info). The first run of each input shape also
+//     checks that the bucket's outputs, cut back, have the shapes the graph gives for it (a
+//     Reshape to a constant shape can fit the bucket's size by coincidence); if not, buckets
+//     are turned off the same way. Other dimensions (a sequence axis) are
 //     never padded: Softmax, LayerNorm or a MatMul over a padded axis would change results.
 //   * overflow: with `check_overflow` on (default), every node whose plan stores its output in
 //     F16, BF16 or FP8 is watched (Executable::set_overflow_watch, one pass over those outputs);

@@ -528,7 +528,7 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     if (cols) return conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name);
     return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
   }
-  if (z.CG == 1 && z.OW > 0) {
+  if (z.CG == 1 && z.OW > 0 && z.OH > 0) {
     // Columns per register block; the padded row covers every block's last reads. With a
     // column stride S the row is kept split into S phases of WP / S columns (phase q: padded
     // columns q, q + S, ...), so that every tap reads its CB inputs contiguously: a tap at

@@ -24,7 +24,8 @@ struct DeviceEvaluator::State {
   // The FP32 ground truth, computed on first use (reference_values() computes it in the same
   // reference pass as the values the planner observes).
   std::mutex mutex;
-  bool have_reference = false;
+  std::atomic<bool> have_reference{false};
+  int reference_passes = 0;  // reference runs over the evaluator's own batches
   std::vector<std::vector<Tensor>> reference;
   std::vector<OutputMetric> metrics;
 
@@ -35,7 +36,7 @@ struct DeviceEvaluator::State {
     Graph g = graph;
     for (const std::string& name : extra) {
       auto id = g.find_value(name);
-      if (!id) return Status::invalid("device evaluator: graph '" + g.name() + "' has no value '" + name + "'");
+      if (!id) return Status::invalid("graph '" + g.name() + "' has no value '" + name + "'");
       HPF_RETURN_IF_ERROR(g.add_output(*id));
     }
     std::vector<std::future<Expected<std::vector<Tensor>>>> runs_;
@@ -48,22 +49,27 @@ struct DeviceEvaluator::State {
     return out;
   }
 
-  // Takes the graph-output part of `runs` as the ground truth.
+  // Takes the graph-output part of `runs` as the ground truth (nothing changes on an error).
   Status set_reference(const std::vector<std::vector<Tensor>>& runs) {
     const size_t n = graph.outputs().size();
-    for (const auto& r : runs) reference.emplace_back(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
-    auto m = output_metrics_for(graph, reference, metric);
+    std::vector<std::vector<Tensor>> truth;
+    for (const auto& r : runs) truth.emplace_back(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
+    auto m = output_metrics_for(graph, truth, metric);
     if (!m.ok()) return m.status().with_context("device evaluator");
+    reference = std::move(truth);
     metrics = std::move(m).value();
+    ++reference_passes;
     have_reference = true;
     return Status();
   }
 
   Status ensure_reference() {
+    if (have_reference) return Status();
     std::lock_guard<std::mutex> lock(mutex);
     if (have_reference) return Status();
-    HPF_ASSIGN_OR_RETURN(auto runs_, run_reference(batches, {}));
-    return set_reference(runs_);
+    auto runs_ = run_reference(batches, {});
+    if (!runs_.ok()) return runs_.status().with_context("device evaluator: FP32 ground truth");
+    return set_reference(*runs_);
   }
 };
 
@@ -187,9 +193,15 @@ Expected<std::vector<std::vector<Tensor>>> DeviceEvaluator::reference_values(
   bool mine = batches.size() == s_->batches.size();
   for (size_t b = 0; mine && b < batches.size(); ++b) mine = same(batches[b], s_->batches[b]);
   const size_t n = s_->graph.outputs().size();
-  std::lock_guard<std::mutex> lock(s_->mutex);
-  HPF_ASSIGN_OR_RETURN(auto runs, s_->run_reference(batches, values));
-  if (mine && !s_->have_reference) HPF_RETURN_IF_ERROR(s_->set_reference(runs));
+  std::unique_lock<std::mutex> lock(s_->mutex, std::defer_lock);
+  if (mine) lock.lock();  // the pass may make the ground truth: evaluate() waits for it
+  auto ran = s_->run_reference(batches, values);
+  if (!ran.ok()) return ran.status().with_context("device evaluator: reference values");
+  auto runs = std::move(ran).value();
+  if (mine && !s_->have_reference)
+    HPF_RETURN_IF_ERROR(s_->set_reference(runs));
+  else if (mine)
+    ++s_->reference_passes;  // the ground truth came from an earlier pass
   for (auto& r : runs) r.erase(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(n));
   return runs;
 }
@@ -203,6 +215,11 @@ std::string DeviceEvaluator::describe() const {
 }
 
 int DeviceEvaluator::evaluations() const { return s_->evaluations.load(); }
+
+int DeviceEvaluator::reference_passes() const {
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->reference_passes;
+}
 
 Evaluators DeviceEvaluator::evaluators() const {
   Evaluators ev;

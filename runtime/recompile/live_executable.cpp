@@ -56,6 +56,12 @@ Plan uniform_plan(const Graph& g, DType t) {
   return p;
 }
 
+// A bucket's outputs: where each holds the batch, and its shape.
+struct Traced {
+  std::vector<ir::BatchAxis> axes;
+  std::vector<std::vector<int64_t>> shapes;
+};
+
 struct Variant {
   std::vector<std::vector<int64_t>> shapes;
   std::optional<Executable> exe;
@@ -66,7 +72,7 @@ struct Variant {
   std::map<size_t, int> slow_streak;  // step -> windows in a row it was slow in
   // A batch-bucket variant: where each output holds the batch (traced before its first padded
   // run).
-  std::optional<std::vector<ir::BatchAxis>> out_axes;
+  std::optional<Traced> traced;
 };
 
 bool byte_sized(DType t) { return bit_width(t) % 8 == 0; }
@@ -167,6 +173,7 @@ struct LiveExecutable::Impl {
   std::set<std::string> stuck;  // nodes reported as not promotable (logged once)
   std::vector<int> batch_axes;  // per graph input: its dimension that is the batch axis, or -1
   std::string no_buckets;       // why runs use exact shapes ("" while buckets are on)
+  std::map<std::vector<std::vector<int64_t>>, bool> checked;  // input shapes -> cut_matches
 
   explicit Impl(const Graph& g) : graph(g) {}
 
@@ -195,18 +202,47 @@ struct LiveExecutable::Impl {
     return batch;
   }
 
-  // Where the outputs of the graph for input `shapes` hold the batch; an error when the graph
-  // mixes batch entries.
-  Expected<std::vector<ir::BatchAxis>> trace(const std::vector<std::vector<int64_t>>& shapes) const {
+  // Where the outputs of the graph for input `shapes` hold the batch, and their shapes; an
+  // unsupported Status when the graph mixes batch entries (other errors: the shapes' own).
+  Expected<Traced> trace(const std::vector<std::vector<int64_t>>& shapes) const {
     HPF_ASSIGN_OR_RETURN(Graph g, specialize(graph, shapes));
     int64_t batch = 0;
     for (size_t k = 0; k < batch_axes.size() && batch == 0; ++k)
       if (batch_axes[k] >= 0) batch = shapes[k][batch_axes[k]];
-    HPF_ASSIGN_OR_RETURN(auto axes, ir::trace_batch_axis(g, batch_axes, batch));
-    for (size_t k = 0; k < axes.size(); ++k)
-      if (axes[k].axis >= 0 && !byte_sized(g.value(g.outputs()[k]).dtype))
-        return Status::unsupported("output '" + g.value(g.outputs()[k]).name + "' packs sub-byte elements");
-    return axes;
+    Traced t;
+    HPF_ASSIGN_OR_RETURN(t.axes, ir::trace_batch_axis(g, batch_axes, batch));
+    for (size_t k = 0; k < t.axes.size(); ++k) {
+      const Value& out = g.value(g.outputs()[k]);
+      if (t.axes[k].axis >= 0 && !byte_sized(out.dtype))
+        return Status::unsupported("output '" + out.name + "' packs sub-byte elements");
+      t.shapes.push_back(*concrete(out.shape));  // the trace checked every shape is concrete
+    }
+    return t;
+  }
+
+  // Whether the bucket's outputs, cut to `batch`, have the shapes the graph gives for inputs of
+  // `shapes` (a reshape to a constant shape can agree with the bucket's size by coincidence, a
+  // value sized by the batch can be an output the trace sees as batch-free): checked once per
+  // input shapes. An error: the shapes' own (the caller then runs them as they are).
+  Expected<bool> cut_matches(const std::vector<std::vector<int64_t>>& shapes, const Traced& t, int64_t batch) {
+    if (auto it = checked.find(shapes); it != checked.end()) return it->second;
+    auto exact = specialize(graph, shapes);
+    if (!exact.ok()) return exact.status();
+    bool same = true;
+    for (size_t k = 0; k < t.axes.size() && same; ++k) {
+      std::vector<int64_t> cut = t.shapes[k];
+      if (t.axes[k].axis >= 0) cut[t.axes[k].axis] = t.axes[k].outer * batch * t.axes[k].inner;
+      const auto want = concrete(exact->value(exact->outputs()[k]).shape);
+      if (!want || *want != cut) {
+        same = false;
+        buckets_off("output '" + exact->value(exact->outputs()[k]).name + "' of inputs " + shapes_string(shapes) +
+                    " is " + (want ? shape_string(*want) : std::string("of no concrete shape")) +
+                    ", not the bucket's output cut to " + shape_string(cut));
+      }
+    }
+    if (checked.size() >= 4096) checked.clear();
+    checked[shapes] = same;
+    return same;
   }
 
   bool watch_overflow() const {
@@ -235,16 +271,19 @@ struct LiveExecutable::Impl {
     if (const int64_t batch = padding(shapes, padded)) {
       // Traced once per bucket, before its variant is compiled.
       auto held = std::find_if(variants.begin(), variants.end(), [&](const Variant& v) { return v.shapes == padded; });
-      std::optional<std::vector<ir::BatchAxis>> axes;
-      if (held != variants.end() && held->out_axes) axes = held->out_axes;
-      if (!axes) {
-        auto traced = trace(padded);
-        if (traced.ok()) axes = std::move(traced).value();
-        else buckets_off(traced.status().message());
+      std::optional<Traced> traced;
+      if (held != variants.end() && held->traced) traced = held->traced;
+      if (!traced) {
+        auto t = trace(padded);
+        if (t.ok())
+          traced = std::move(t).value();
+        else if (t.status().code() == StatusCode::unsupported)
+          buckets_off(t.status().message());
       }
-      if (axes) {
+      auto same = traced ? cut_matches(shapes, *traced, batch) : Expected<bool>(false);
+      if (same.ok() && *same) {
         HPF_ASSIGN_OR_RETURN(Variant * v, variant(padded, shapes));
-        v->out_axes = std::move(axes);
+        v->traced = std::move(traced);
         return std::make_pair(v, batch);
       }
     }
@@ -455,7 +494,7 @@ Expected<LiveExecutable> LiveExecutable::create(const Graph& graph, LiveOptions 
   } else if (!symbol) {
     impl->no_buckets = "no input has a dynamic dimension";
   } else if (impl->no_buckets.empty()) {
-    Status shapes = ir::check_shape_values(graph);
+    Status shapes = ir::check_shape_values(graph, *symbol);
     if (impl->no_buckets.empty() && !shapes.ok()) impl->buckets_off(shapes.message());
   }
   impl->session.emplace(std::move(s));
@@ -491,7 +530,7 @@ Expected<std::vector<Tensor>> LiveExecutable::run(const std::vector<Tensor>& inp
   }
   if (!out.ok()) return out;
   if (batch > 0)
-    for (size_t k = 0; k < out->size(); ++k) (*out)[k] = cut_batch((*out)[k], (*v->out_axes)[k], batch);
+    for (size_t k = 0; k < out->size(); ++k) (*out)[k] = cut_batch((*out)[k], v->traced->axes[k], batch);
   ++v->runs;
   const LiveOptions& o = m.options;
   if (v->exe->overflow_hits().empty() && o.overflow_watch_runs > 0 &&

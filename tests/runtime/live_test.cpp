@@ -259,6 +259,51 @@ TEST_CASE("live: a batch runs in its bucket's variant, padded, and gives its own
   CHECK(ev[2].shapes == std::vector<std::vector<int64_t>>{{8, 16}});
   CHECK(live->variants() == 3);
 
+  SUBCASE("the batch inside a dimension, and a vector head") {
+    // x [4, batch, 8]: the batch is dimension 1; [4*B, 8] holds it between 4 blocks and the
+    // rows (PyTorch's attention reshapes this way); x @ v[8] is [4, B].
+    GraphBuilder c("inner");
+    auto y = c.input("x", DType::F32, {4, Dim::sym("batch"), 8});
+    c.output(c.op1("Reshape", {y, c.constant_i64({-1, 8})}), "rows");
+    c.output(c.matmul(y, c.constant("v", *Tensor::from_f32({8}, std::vector<float>{1, -2, 3, -4, 5, -6, 7, -8}))), "head");
+    const Graph inner = c.build().value();
+    auto padded = LiveExecutable::create(inner, o);
+    REQUIRE(padded.ok());
+    for (int64_t batch : {5, 7}) {
+      CAPTURE(batch);
+      std::vector<float> v(static_cast<size_t>(4 * batch * 8));
+      for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(k % 29) - 14.0f;
+      const Tensor in = Tensor::from_f32({4, batch, 8}, v).value();
+      auto got = padded->run({in});
+      REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+      const auto want = ref::run(inner, {in}).value();
+      for (size_t k = 0; k < 2; ++k) {
+        REQUIRE((*got)[k].shape() == want[k].shape());
+        CHECK((*got)[k].to_f32() == want[k].to_f32());
+      }
+    }
+    REQUIRE(padded->events().size() == 2);
+    CHECK(padded->events()[1].shapes == std::vector<std::vector<int64_t>>{{4, 8, 8}});
+  }
+  SUBCASE("outputs whose shapes the bucket does not give run exact shapes") {
+    // [batch, 12] reshaped to [6, -1]: with 6 entries that is [6, 12], the bucket of 5 entries,
+    // whose exact output is [6, 10].
+    GraphBuilder c("coincidence");
+    auto y = c.input("x", DType::F32, {Dim::sym("batch"), 12});
+    c.output(c.op1("Reshape", {y, c.constant_i64({6, -1})}), "six");
+    const Graph six = c.build().value();
+    auto exact = LiveExecutable::create(six, o);
+    REQUIRE(exact.ok());
+    std::vector<float> v(60);
+    for (size_t k = 0; k < v.size(); ++k) v[k] = static_cast<float>(k);
+    const Tensor in = Tensor::from_f32({5, 12}, v).value();
+    auto got = exact->run({in});
+    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+    CHECK((*got)[0].shape() == std::vector<int64_t>{6, 10});
+    CHECK((*got)[0].to_f32() == v);
+    REQUIRE(exact->events().size() == 1);
+    CHECK(exact->events()[0].shapes == std::vector<std::vector<int64_t>>{{5, 12}});
+  }
   SUBCASE("a graph that mixes batch entries runs exact shapes") {
     GraphBuilder c("columns");
     auto y = c.input("x", DType::F32, {Dim::sym("batch"), 16});

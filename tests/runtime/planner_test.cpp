@@ -474,8 +474,9 @@ TEST_CASE("device evaluator: one reference pass gives the ground truth and the p
       CHECK((*got)[b][0].to_f32() == want->back().to_f32());
     }
   }
+  CHECK(ev->reference_passes() == 1);  // its own batches: values and ground truth in one pass
   CHECK(ev->reference_values(batches, {"no_such_value"}).status().message() ==
-        "device evaluator: graph 'mlp' has no value 'no_such_value'");
+        "device evaluator: reference values: graph 'mlp' has no value 'no_such_value'");
   // The ground truth is the batches' FP32 outputs: the FP32 plan diverges by rounding only (the
   // reference sums in FP64), a BF16 plan by more.
   CHECK(*ev->divergence(*plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats())) < 1e-9);

@@ -160,7 +160,20 @@ TEST_CASE("batch axis: a batch size used as data is refused, other sizes from Sh
     return b.build().value();
   };
   // Dimension 1 is a known 8: dividing by it is fine, and so is reshaping with the batch size.
-  CHECK(ir::check_shape_values(graph(1)).ok());
-  const Status s = ir::check_shape_values(graph(0));
+  CHECK(ir::check_shape_values(graph(1), "batch").ok());
+  const Status s = ir::check_shape_values(graph(0), "batch");
   CHECK(s.message() == "node 'as_float' (Cast) uses a size that may be the batch size as data");
+  // A Range bounded by the batch size is data of the batch size too; one bounded by another
+  // symbol ("seq") is not.
+  auto ranged = [](int64_t index) {
+    GraphBuilder b("range");
+    auto x = b.input("x", DType::F32, {Dim::sym("batch"), Dim::sym("seq")});
+    auto size = b.op1("Gather", {b.op1("Shape", {x}), b.constant(Tensor::scalar_i64(index))});
+    auto r = b.op1("Range", {b.constant(Tensor::scalar_i64(0)), size, b.constant(Tensor::scalar_i64(1))});
+    b.output(b.add(x, b.op1("Cast", {r}, {{"to", int64_t{1}}}, "positions")));
+    return b.build().value();
+  };
+  CHECK(ir::check_shape_values(ranged(1), "batch").ok());
+  CHECK(ir::check_shape_values(ranged(0), "batch").message() ==
+        "node 'positions' (Cast) uses a size that may be the batch size as data");
 }
