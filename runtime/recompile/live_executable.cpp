@@ -182,8 +182,8 @@ struct LiveExecutable::Impl {
     log(LogLevel::info, "live: graph '" + graph.name() + "': batch buckets off, exact-shape variants: " + why);
   }
 
-  // The batch of these input shapes when a run of them is padded to a bucket (its size is then
-  // `padded`'s dimension 0), else 0.
+  // The batch of these input shapes when a run of them is padded to a bucket (`padded`: the
+  // shapes with the bucket's size on the batch axis), else 0.
   int64_t padding(const std::vector<std::vector<int64_t>>& shapes,
                   std::vector<std::vector<int64_t>>& padded) const {
     if (!no_buckets.empty() || shapes.size() != batch_axes.size()) return 0;
@@ -485,7 +485,7 @@ Expected<LiveExecutable> LiveExecutable::create(const Graph& graph, LiveOptions 
       if (!in.shape[d].known()) axis = static_cast<int>(d);
     if (axis >= 0 && !symbol) symbol = in.shape[axis].symbol;
     if (axis >= 0 && in.shape[axis].symbol != *symbol) axis = -1;
-    if (axis >= 0 && bit_width(in.dtype) % 8 != 0)
+    if (axis >= 0 && !byte_sized(in.dtype))
       impl->no_buckets = "input '" + in.name + "' packs sub-byte elements";
     impl->batch_axes.push_back(axis);
   }
