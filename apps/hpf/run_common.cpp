@@ -171,16 +171,29 @@ hpf::Expected<std::vector<hpf::Tensor>> make_inputs(hpf::Graph& g, const ModelSp
   return out;
 }
 
+// The calibration inputs: --calib, or seeded random batches.
+hpf::Expected<std::vector<std::vector<hpf::Tensor>>> calibration_batches(const hpf::Graph& g, const ModelSpec& a) {
+  if (!a.calib.empty()) return hpf::load_calibration_dir(g, a.calib);
+  return hpf::random_calibration_inputs(g, kCalibrationBatches, a.seed + 1000, a.batch);
+}
+
+// A plan made from a policy without `auto`, its activation and input scales (int8, fp8)
+// calibrated on the calibration inputs, as the planner calibrates its own.
+hpf::Status calibrate_policy_plan(const hpf::Graph& g, const ModelSpec& a, hpf::Plan& plan) {
+  const std::vector<std::string> values = hpf::values_to_observe(g, plan);
+  std::map<std::string, hpf::Observer> observers;
+  if (!values.empty()) {
+    HPF_ASSIGN_OR_RETURN(auto calib, calibration_batches(g, a));
+    HPF_RETURN_IF_ERROR(hpf::observe_values(g, calib, values, observers));
+  }
+  return hpf::calibrate_plan(g, plan, observers);
+}
+
 hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec& a, const hpf::SessionOptions& so,
                                             const hpf::Policy& policy, const hpf::DeviceFormats& formats, bool quiet,
                                             nlohmann::json& j) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<std::vector<hpf::Tensor>> calib;
-  if (!a.calib.empty()) {
-    HPF_ASSIGN_OR_RETURN(calib, hpf::load_calibration_dir(g, a.calib));
-  } else {
-    HPF_ASSIGN_OR_RETURN(calib, hpf::random_calibration_inputs(g, kCalibrationBatches, a.seed + 1000, a.batch));
-  }
+  HPF_ASSIGN_OR_RETURN(auto calib, calibration_batches(g, a));
   HPF_ASSIGN_OR_RETURN(hpf::DeviceEvaluator ev, hpf::DeviceEvaluator::create(so, g, calib));
   hpf::PlannerOptions po;
   po.kl_budget = a.kl_budget;
@@ -236,6 +249,9 @@ hpf::Expected<ChosenPlan> choose_plan(const hpf::Graph& g, const ModelSpec& spec
       for (const auto& [glob, m] : policy->by_node) any_auto = any_auto || m == hpf::Mode::auto_;
       auto made = any_auto ? plan_automatically(g, spec, so, *policy, formats, quiet, j)
                            : hpf::plan_from_policy(g, *policy, formats);
+      if (made.ok() && !any_auto) {
+        if (hpf::Status c = calibrate_policy_plan(g, spec, *made); !c.ok()) made = c.with_context("calibrating the plan");
+      }
       if (!made.ok()) return failed(made.status(), made.status().to_string());
       *plan = std::move(made).value();
     }
@@ -252,6 +268,9 @@ hpf::Expected<ChosenPlan> choose_plan(const hpf::Graph& g, const ModelSpec& spec
       return failed(mode.status(), "--plan " + plan_arg + ": neither a plan file nor a mode (" + mode.status().message() + ")");
     }
     auto made = hpf::plan_from_policy(g, hpf::Policy::uniform(*mode), formats);
+    if (made.ok()) {
+      if (hpf::Status c = calibrate_policy_plan(g, spec, *made); !c.ok()) made = c.with_context("calibrating the plan");
+    }
     if (!made.ok()) return failed(made.status(), made.status().to_string());
     *plan = std::move(made).value();
     label = std::string("plan ") + hpf::mode_name(*mode);

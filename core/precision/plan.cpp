@@ -65,6 +65,7 @@ json node_json(const NodePlan& n) {
             {"accumulation", std::string(dtype_name(n.accumulation))}};
   if (n.weight_quant) j["weight_quant"] = quant_json(*n.weight_quant);
   if (n.activation_quant) j["activation_quant"] = quant_json(*n.activation_quant);
+  if (n.input_quant) j["input_quant"] = quant_json(*n.input_quant);
   j["predicted_ms"] = number(n.predicted_ms);
   j["measured_ms"] = number(n.measured_ms);
   j["bytes"] = n.bytes;
@@ -187,7 +188,7 @@ Expected<NodePlan> read_node(const json& j, size_t index) {
     where += " ('" + j["name"].get<std::string>() + "')";
   Reader r(j, where + ".");
   HPF_RETURN_IF_ERROR(r.only_keys({"name", "op", "class", "mode", "storage", "weights",
-                                   "accumulation", "weight_quant", "activation_quant",
+                                   "accumulation", "weight_quant", "activation_quant", "input_quant",
                                    "predicted_ms", "measured_ms", "bytes", "sensitivity"}));
   NodePlan n;
   HPF_RETURN_IF_ERROR(r.string("name", n.name));
@@ -198,10 +199,11 @@ Expected<NodePlan> read_node(const json& j, size_t index) {
   n.weights = n.storage;
   HPF_RETURN_IF_ERROR(r.named("weights", n.weights, parse_dtype, false));
   HPF_RETURN_IF_ERROR(r.named("accumulation", n.accumulation, parse_dtype, false));
-  for (const char* key : {"weight_quant", "activation_quant"}) {
+  for (auto [key, field] : {std::pair{"weight_quant", &n.weight_quant}, std::pair{"activation_quant", &n.activation_quant},
+                             std::pair{"input_quant", &n.input_quant}}) {
     if (!r.has(key)) continue;
     HPF_ASSIGN_OR_RETURN(QuantParams q, read_quant(r.at(key), where + "." + key));
-    (std::string(key) == "weight_quant" ? n.weight_quant : n.activation_quant) = std::move(q);
+    *field = std::move(q);
   }
   HPF_RETURN_IF_ERROR(r.real("predicted_ms", n.predicted_ms));
   HPF_RETURN_IF_ERROR(r.real("measured_ms", n.measured_ms));

@@ -45,6 +45,19 @@ int output_channel_axis(const Graph& g, const Node& n, ValueId w) {
   return static_cast<int>(g.value(w).shape.size()) - 1;  // MatMul B [..., K, N]
 }
 
+// Why Conv `n` cannot compute in INT8 ("" when it can): the int8 kernel takes constant 1-D and
+// 2-D weights and is not a depthwise one.
+std::string int8_conv_unavailable(const Graph& g, const Node& n) {
+  const ValueId w = weight_input(g, n);
+  if (w == kNoValue) return "its weights are not a constant";
+  const Shape& s = g.value(w).shape;
+  if (s.size() != 3 && s.size() != 4) return "int8 Conv is 1-D or 2-D only";
+  const auto it = n.attrs.find("group");
+  const auto* group = it == n.attrs.end() ? nullptr : std::get_if<int64_t>(&it->second);
+  if (group && *group > 1 && s[1].known() && s[1].value == 1) return "a depthwise Conv has no int8 kernel";
+  return "";
+}
+
 // Modes tried, in order, when `m` is not available.
 std::vector<Mode> fallback_chain(Mode m) {
   switch (m) {
@@ -191,6 +204,8 @@ class PolicyResolver {
         if (!device_.int8_compute) return "the device has no int8 compute";
         if (def && def->op_class != ir::OpClass::matmul && def->op_class != ir::OpClass::conv)
           return "int8 applies to matmul and conv ops only";
+        if (n.op == "Conv")
+          if (std::string why = int8_conv_unavailable(g_, n); !why.empty()) return why;
         return op_lacks(DType::I8);
       case Mode::int4_weights:
         // Weight-only: a node without a weight table has nothing to quantise and is plain fp32.
@@ -224,6 +239,7 @@ class PolicyResolver {
         p.activation_quant = QuantParams{DType::I8, {}, {}, -1, 0};
         if (w != kNoValue)
           p.weight_quant = QuantParams{DType::I8, {}, {}, output_channel_axis(g_, n, w), 0};
+        if (n.op == "Conv") p.input_quant = QuantParams{DType::I8, {}, {}, -1, 0};
         return;
       case Mode::int4_weights:
         if (w == kNoValue || (n.op != "MatMul" && n.op != "Gemm" && n.op != "Gather")) {

@@ -26,15 +26,19 @@ Status check_value_quant(const Graph& g, const Emulation& emu) {
       return Status::invalid("emulation: value_quant names '" + name + "', a " +
                              std::string(dtype_name(g.value(*id).dtype)) + " value (only float values are quantised)");
   }
-  for (const std::string& name : emu.dynamic_int8_rows) {
+  auto check_node = [&](const char* field, const std::string& name) -> Status {
     const std::optional<int32_t> id = g.find_node(name);
     if (!id)
-      return Status::invalid("emulation: dynamic_int8_rows names node '" + name + "', which graph '" + g.name() +
-                             "' does not have");
+      return Status::invalid("emulation: " + std::string(field) + " names node '" + name + "', which graph '" +
+                             g.name() + "' does not have");
     const Node& n = g.node(*id);
     if (n.inputs.empty() || n.inputs[0] == kNoValue || !is_float(g.value(n.inputs[0]).dtype))
-      return Status::invalid("emulation: dynamic_int8_rows names node '" + name + "', whose first input is not float");
-  }
+      return Status::invalid("emulation: " + std::string(field) + " names node '" + name +
+                             "', whose first input is not float");
+    return {};
+  };
+  for (const std::string& name : emu.dynamic_int8_rows) HPF_RETURN_IF_ERROR(check_node("dynamic_int8_rows", name));
+  for (const auto& [name, q] : emu.input_quant) HPF_RETURN_IF_ERROR(check_node("input_quant", name));
   return {};
 }
 
@@ -186,6 +190,13 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
         Status s = fake_quantize_rows_i8(rows.f, k);
         if (!s.ok()) return Status::invalid("emulation: node '" + n.name + "': " + s.message());
       }
+      in[0] = &rows;
+    }
+    if (const auto iq = emu ? emu->input_quant.find(n.name) : std::map<std::string, QuantParams>::const_iterator{};
+        emu && iq != emu->input_quant.end() && in[0] && in[0]->is_float()) {
+      rows = *in[0];
+      Status s = fake_quantize(rows.f, rows.shape, iq->second);
+      if (!s.ok()) return Status::invalid("emulation: node '" + n.name + "': input: " + s.message());
       in[0] = &rows;
     }
     Accumulation acc;

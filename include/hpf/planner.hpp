@@ -333,12 +333,18 @@ Expected<Plan> plan_auto(const Graph& g, const PlannerOptions& options, const Ev
                          PlannerReport* report = nullptr);
 
 // Fills the scales of a plan's quantised nodes: INT8 activations from observers of the node
-// outputs (options.int8_method), INT8 weights per output channel, INT4 weights group-wise
-// along the reduction axis, FP8 per-tensor from amax (activations: observed amax; weights:
-// their own). Nodes whose scales are already set are left alone. Errors: a quantised
+// outputs (options.int8_method), quantised inputs (NodePlan::input_quant) from observers of
+// the node's first input by the same rules, INT8 weights per output channel, INT4 weights
+// group-wise along the reduction axis, FP8 per-tensor from amax (activations: observed amax;
+// weights: their own). Nodes whose scales are already set are left alone. Errors: a quantised
 // activation without an observer, a weight shape the axes do not fit.
 Status calibrate_plan(const Graph& g, Plan& plan,
                       const std::map<std::string, Observer>& activation_observers,
                       const PlannerOptions& options = {});
+
+// The values calibrate_plan needs observers of for `plan`: each node's first float output where
+// its activation scales are unset, and its first input where its input_quant scales are (each
+// value once, in node order).
+std::vector<std::string> values_to_observe(const Graph& g, const Plan& plan);
 
 }  // namespace hpf

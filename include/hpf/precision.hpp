@@ -112,6 +112,9 @@ struct NodePlan {
   DType weights = DType::F32;       // format of its initializer inputs (I8 / I4 when quantised)
   DType accumulation = DType::F32;  // F32, I32 (int8), or F16 where a plan says so
   std::optional<QuantParams> weight_quant, activation_quant;
+  // An int8 Conv's first input, quantised per tensor before the node reads it (its scale
+  // calibrated on that input; the value itself, read by other nodes too, stays as it is).
+  std::optional<QuantParams> input_quant;
   // Costs: predicted (roofline) and measured (profiled kernel; -1 when not measured) times,
   // bytes of weights and activations in this format, and the divergence of the model outputs
   // when only this node is lowered (-1 when not measured).

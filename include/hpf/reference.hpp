@@ -64,6 +64,10 @@ struct Emulation {
   // MatMul/Gemm whose float input has no calibrated scale. The value itself is unchanged for its
   // other consumers. Errors: a name that is not a node of the graph with a float first input.
   std::set<std::string> dynamic_int8_rows;
+  // Nodes (by name) whose first input is fake-quantised with these per-tensor parameters before
+  // the node reads it (an int8 Conv: NodePlan::input_quant); the value itself is unchanged for
+  // its other consumers. Errors: a name that is not a node with a float first input.
+  std::map<std::string, QuantParams> input_quant;
 };
 
 struct RunOptions {

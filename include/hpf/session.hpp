@@ -81,8 +81,9 @@ struct CompileStats {
   // them (jit/codegen/conv_packing.hpp): FP32 weights for the implicit GEMM, and BF16 weights of
   // a BF16 Conv for the AMX kernel on a device with AMX-BF16.
   std::vector<std::string> packed_conv_nodes;
-  // Of packed_weight_nodes, those computing in INT8 (u8 x s8 -> s32): int8 nodes whose input is
-  // quantised with a calibrated or a per-row run-time scale (hpf::int8_input).
+  // Nodes computing in INT8 (u8 x s8 -> s32): int8 MatMul/Gemm nodes (of packed_weight_nodes)
+  // whose input is quantised with a calibrated or a per-row run-time scale (hpf::int8_input),
+  // and int8 Conv nodes (their input quantised with NodePlan::input_quant).
   std::vector<std::string> int8_compute_nodes;
   // With SessionOptions::autotune: per distinct tuned kernel, "<step label>: <tile> (measured)",
   // "... (cached)" when the kernel cache held the choice, or "... (default: ...)" when the

@@ -24,6 +24,15 @@ Expected<std::string> c_matmul_epilogue(const KernelSpec& spec, size_t c_input);
 // u8 x s8 -> s32 MatMul/Gemm ("matmul_i8"): activations quantised on the fly with attr a_scale,
 // weights pre-packed in VNNI order; see c_matmul_int8.cpp.
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name);
+// The INT8 dot product both INT8 kernels use (after c_prelude(), with I8_W_HAS_M128 defined):
+// `i8_dp(acc, a, b)` adds to each 32-bit lane of acc the sum of its 4 u8 bytes of a times the 4
+// s8 bytes of b, exactly, chosen by the preprocessor on the host's features (see
+// c_matmul_int8.cpp); I8_MR x I8_NP is the register tile it suits (rows x 16-lane vectors) and
+// I8_ZP the zero point the u8 operand is stored with (128, or 0 where it is stored signed).
+const char* int8_dot_source();
+// u8 x s8 -> s32 Conv ("conv_i8"): the input quantised per tensor with attr a_scale, weights
+// packed by pack_conv_weights_i8 (conv_packing.hpp); see c_conv_int8.cpp.
+Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::string& name);
 // Fused attention (c_attention.cpp has the spec's contract), and whether its stack buffers hold
 // head sizes d and dv with sk keys.

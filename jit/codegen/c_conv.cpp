@@ -42,12 +42,15 @@ namespace conv {
 std::vector<std::string> gemm_tile_variants() { return {"r240", "r120", "r48"}; }
 
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
-                              const std::string& v, const std::string& yoff, const std::string& j) {
+                              const std::string& v, const std::string& yoff, const std::string& j,
+                              const std::string& after_bias) {
   Finish f;
   if (has_b) {
-    f.setup = "const float bias = " + c_load(lifted.inputs[2].dtype, "B[mo]") + ";\n";
+    const TensorDesc& b = lifted.inputs[lifted.family == "conv_i8" ? 4 : 2];
+    f.setup = "const float bias = " + c_load(b.dtype, "B[mo]") + ";\n";
     f.per_value = v + " += bias;\n";
   }
+  f.per_value += after_bias;
   HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(lifted, v, [&](int k) {
     const int kind = kinds[k];
     const std::string idx = kind == 0 ? "0" : kind == 1 ? "mo" : yoff + " + " + j;

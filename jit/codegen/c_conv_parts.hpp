@@ -32,9 +32,11 @@ struct Finish {
   }
 };
 // `kinds`: per input, how an epilogue operand broadcasts (epilogue_operand_kind); the bias is
-// input 2 (`B` in the kernel), epilogue operands `P<k>`.
+// `B` in the kernel, epilogue operands `P<k>`. `after_bias`: statements on `v` between the bias
+// and the epilogue (the INT8 kernel's output fake quantisation).
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
-                              const std::string& v, const std::string& yoff, const std::string& j);
+                              const std::string& v, const std::string& yoff, const std::string& j,
+                              const std::string& after_bias = "");
 
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);

@@ -40,10 +40,10 @@
 namespace hpf::jit {
 
 namespace {
-
 constexpr int64_t kRows = 12;
+}  // namespace
 
-const char* i8_micro() {
+const char* int8_dot_source() {
   return R"(
 typedef i32 i8_v16 __attribute__((vector_size(64), aligned(4)));  /* unaligned loads: buffers are not 64-aligned everywhere */
 typedef i32 i8_v8 __attribute__((vector_size(32), aligned(4)));
@@ -126,8 +126,6 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 )";
 }
 
-}  // namespace
-
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name) {
   if (spec.inputs.size() < 4 || spec.outputs.size() != 1) return Status::invalid("matmul_i8: needs A, W, S, Z and one output");
   const TensorDesc &A = spec.inputs[0], &Y = spec.outputs[0];
@@ -153,7 +151,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   std::ostringstream s;
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
     << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
-    << i8_micro() << out_fn
+    << int8_dot_source() << out_fn
     // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"

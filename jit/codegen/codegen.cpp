@@ -67,6 +67,7 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   if (spec.family == "matmul") return generate_c_matmul(spec, name);
   if (spec.family == "matmul_wq") return generate_c_matmul_wq(spec, name);
   if (spec.family == "matmul_i8") return generate_c_matmul_i8(spec, name);
+  if (spec.family == "conv_i8") return generate_c_conv_i8(spec, name);
   if (spec.family == "attention") return generate_c_attention(spec, name);
   if (spec.family == "softmax") return generate_c_softmax(spec, name);
   if (spec.family == "lstm") return generate_c_lstm(spec, name);

@@ -104,4 +104,35 @@ void pack_conv_weights(const KernelSpec& packed_spec, const uint16_t* w, uint16_
       }
 }
 
+int64_t conv_i8_packed_bytes(const std::vector<int64_t>& w_shape, int64_t group) {
+  Attributes a;
+  a["group"] = group;
+  const Dims d = dims_of(w_shape, a);
+  return d.groups * blocks(d.rows, kConvI8Rows) * conv_i8_groups(d.channels, d.k / d.channels) * kConvI8Rows * 4;
+}
+
+void pack_conv_weights_i8(const std::vector<int64_t>& w_shape, int64_t group, const int8_t* q, int8_t* out,
+                          int32_t* row_sums) {
+  Attributes a;
+  a["group"] = group;
+  const Dims d = dims_of(w_shape, a);
+  const int64_t taps = d.k / d.channels, KG = conv_i8_groups(d.channels, taps), R = blocks(d.rows, kConvI8Rows);
+  for (int64_t g = 0; g < d.groups; ++g)
+    for (int64_t b = 0; b < R; ++b)
+      for (int64_t kg = 0; kg < KG; ++kg) {
+        int8_t* o = out + ((g * R + b) * KG + kg) * kConvI8Rows * 4;
+        const int64_t quad = kg / taps, r = kg % taps;
+        for (int64_t i = 0; i < kConvI8Rows; ++i)
+          for (int64_t c = 0; c < 4; ++c) {
+            const int64_t m = b * kConvI8Rows + i, ch = quad * 4 + c;
+            o[i * 4 + c] = m < d.rows && ch < d.channels ? q[(g * d.rows + m) * d.k + ch * taps + r] : int8_t{0};
+          }
+      }
+  for (int64_t m = 0; m < d.groups * d.rows; ++m) {
+    int32_t sum = 0;
+    for (int64_t k = 0; k < d.k; ++k) sum += q[m * d.k + k];
+    row_sums[m] = sum;
+  }
+}
+
 }  // namespace hpf::jit

@@ -24,6 +24,13 @@
 //   (1 KiB each), so that a row block streams its weights in order:
 //     packed[g][b][s][i][q] = W[g * MG + b * 32 + i][c][r]  for k = s * 32 + q = r * CGp + c
 //     at ((g * R + b) * Kt / 32 + s) * 1024 + i * 32 + q.
+// - "i8", INT8 weights for the u8 x s8 kernel (c_conv_int8.cpp): k runs over quads of input
+//   channels (CQ = ceil(CG / 4), zero channels past CG), then taps, then the 4 channels of the
+//   quad, so that 4 consecutive k (what vpdpbusd multiplies per 32-bit lane) are 4 channels of
+//   one tap: group kg = q * KH*KW + r holds channels 4q..4q+3 at tap r. Output channels in
+//   blocks of kConvI8Rows (zero rows past MG, R = ceil(MG / 12) blocks), each block's 12 rows
+//   side by side per k-group (48 bytes), the groups in order:
+//     packed[g][b][kg][i][c] = W[g * MG + b * 12 + i][4q + c][r]  at ((g * R + b) * KG + kg) * 48 + i * 4 + c.
 // A spec reading packed weights has input 1 [size] (F32, BF16 for "amx"), "w_layout", and
 // "w_shape" (the original weight's shape, which the geometry comes from).
 //
@@ -47,6 +54,10 @@ inline int64_t conv_amx_depth(int64_t channels, int64_t taps) {
   return (taps * ((channels + 1) / 2 * 2) + kConvAmxStep - 1) / kConvAmxStep * kConvAmxStep;
 }
 
+// Rows per block and the k-group count of the "i8" layout.
+inline constexpr int64_t kConvI8Rows = 12;
+inline int64_t conv_i8_groups(int64_t channels, int64_t taps) { return (channels + 3) / 4 * taps; }
+
 // Whether the C Conv generator takes `spec` (a conv spec as jit::lower makes it) with packed
 // weights: a convolution it runs on the GEMM microkernel (not depthwise) with an F32 weight,
 // or with BF16 input and weight where the kernel runs on AMX tiles (`amx_bf16`: the device has
@@ -63,5 +74,11 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec);
 // "rows" and "cols", BF16 bit patterns for "amx".
 void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out);
 void pack_conv_weights(const KernelSpec& packed_spec, const uint16_t* w, uint16_t* out);
+// Packs the quantised weight `q` (row-major [M, CG, KH, KW], 1-D: [M, CG, KW]) of a Conv with
+// `group` groups in the "i8" layout into `out` (conv_i8_packed_bytes of them); `row_sums[m]`
+// gets the sum of output channel m's values (M of them).
+int64_t conv_i8_packed_bytes(const std::vector<int64_t>& w_shape, int64_t group);
+void pack_conv_weights_i8(const std::vector<int64_t>& w_shape, int64_t group, const int8_t* q, int8_t* out,
+                          int32_t* row_sums);
 
 }  // namespace hpf::jit

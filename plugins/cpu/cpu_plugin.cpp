@@ -140,9 +140,10 @@ void describe_device(hpf_plugin& p) {
   static const hpf_precision_support kPrecisions[] = {
       // What libhpf's C kernels do for this backend: every listed format is storage, converted
       // to FP32 in registers, with FP32 accumulation. MatMul/Gemm also take constant weights in
-      // INT8 (per channel) and INT4 (group-wise), dequantised in registers (matmul_wq).
+      // INT8 (per channel) and INT4 (group-wise), dequantised in registers (matmul_wq), or with
+      // INT8 activations as u8 x s8 dot products (matmul_i8); Conv in INT8 as u8 x s8 (conv_i8).
       {sizeof(hpf_precision_support), "matmul", "f32,bf16,f16,i8,i4"},
-      {sizeof(hpf_precision_support), "conv", "f32,bf16,f16"},
+      {sizeof(hpf_precision_support), "conv", "f32,bf16,f16,i8"},
       {sizeof(hpf_precision_support), "elementwise", "f32,bf16,f16"},
       {sizeof(hpf_precision_support), "attention", "f32,bf16,f16"},
       {sizeof(hpf_precision_support), "normalization", "f32,bf16,f16"},

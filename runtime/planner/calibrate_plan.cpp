@@ -2,6 +2,7 @@
 // weights per output channel, INT4 weights group-wise, FP8 per tensor from amax.
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <variant>
 
 #include "hpf/planner.hpp"
@@ -91,8 +92,39 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
         break;  // one set of parameters per node: its first float output
       }
     }
+    if (p.input_quant && p.input_quant->scales.empty()) {
+      const ValueId v = n.inputs.empty() ? kNoValue : n.inputs[0];
+      if (v == kNoValue || !is_float(g.value(v).dtype))
+        return Status::invalid("calibrate_plan: node '" + n.name + "' has input_quant but no float input");
+      NodePlan as_input = p;  // the input's parameters, by the activation rules
+      as_input.activation_quant = p.input_quant;
+      HPF_ASSIGN_OR_RETURN(QuantParams q, activation_params(as_input, g.value(v).name, observers, options));
+      p.input_quant = std::move(q);
+    }
   }
   return Status();
+}
+
+std::vector<std::string> values_to_observe(const Graph& g, const Plan& plan) {
+  std::vector<std::string> values;
+  std::set<std::string> seen;
+  auto add = [&](ValueId v) {
+    if (seen.insert(g.value(v).name).second) values.push_back(g.value(v).name);
+  };
+  for (size_t id = 0; id < plan.nodes.size() && id < g.nodes().size(); ++id) {
+    const Node& n = g.node(static_cast<int32_t>(id));
+    const NodePlan& p = plan.nodes[id];
+    if (p.input_quant && p.input_quant->scales.empty() && !n.inputs.empty() && n.inputs[0] != kNoValue &&
+        is_float(g.value(n.inputs[0]).dtype))
+      add(n.inputs[0]);
+    if (!p.activation_quant || !p.activation_quant->scales.empty()) continue;
+    for (ValueId v : n.outputs)
+      if (v != kNoValue && is_float(g.value(v).dtype)) {
+        add(v);
+        break;
+      }
+  }
+  return values;
 }
 
 }  // namespace hpf

@@ -189,21 +189,14 @@ class Planner {
     return Status();
   }
 
-  // Observers of every output a quantised plan stores with activation scales, then the scales.
+  // Observers of every output a quantised plan stores with activation scales and of every
+  // input it quantises (int8 Conv), then the scales.
   Status calibrate() {
     std::vector<std::string> values;
     std::set<std::string> seen;
     auto want = [&](const Plan& p) {
-      for (size_t id = 0; id < p.nodes.size(); ++id) {
-        if (!p.nodes[id].activation_quant || !p.nodes[id].activation_quant->scales.empty())
-          continue;
-        for (ValueId v : g_.node(id).outputs)
-          if (v != kNoValue && is_float(g_.value(v).dtype) &&
-              seen.insert(g_.value(v).name).second) {
-            values.push_back(g_.value(v).name);
-            break;
-          }
-      }
+      for (std::string& v : values_to_observe(g_, p))
+        if (seen.insert(v).second) values.push_back(std::move(v));
     };
     want(base_);
     for (const auto& [m, p] : mode_plans_) want(p);

@@ -94,6 +94,10 @@ Expected<ref::Emulation> emulation_for_plan(const Graph& g, const Plan& plan) {
     HPF_RETURN_IF_ERROR(add_weights(g, n, *p, e));
     e.accumulation[n.name] = p->accumulation;
     if (int8_input(g, plan, n).dynamic) e.dynamic_int8_rows.insert(n.name);
+    if (p->input_quant) {
+      if (!has_scales(p->input_quant)) return uncalibrated(*p, "input");
+      e.input_quant[n.name] = *p->input_quant;
+    }
   }
   return e;
 }

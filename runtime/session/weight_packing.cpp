@@ -334,6 +334,90 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
   return stats;
 }
 
+Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, std::vector<DType>& storage,
+                                                    std::vector<std::vector<int64_t>>& shapes,
+                                                    std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
+  auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
+  std::vector<std::string> rewritten;
+  if (!plan) return rewritten;
+  for (jit::LoweredStep& st : steps) {
+    if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "conv" || st.fused.empty() ||
+        st.inputs.size() < 2)
+      continue;
+    const Node n = g.node(st.fused.front());  // a copy: adding initializers may move the node table
+    const NodePlan* p = plan->find(n.name);
+    if (n.op != "Conv" || !p || p->mode != Mode::int8 || !p->input_quant || !p->weight_quant ||
+        p->weight_quant->type != DType::I8)
+      continue;
+    const QuantParams& iq = *p->input_quant;
+    const Tensor* w = g.constant(n.inputs[1]);
+    if (iq.type != DType::I8 || iq.scales.size() != 1 || !(iq.scales[0] > 0) ||
+        std::any_of(iq.zero_points.begin(), iq.zero_points.end(), [](int32_t z) { return z != 0; }) || !w ||
+        w->dtype() != DType::F32 || (w->rank() != 3 && w->rank() != 4))
+      return Status::invalid("node '" + n.name + "': an int8 Conv needs a calibrated symmetric per-tensor input scale "
+                             "and a constant 1-D or 2-D F32 weight");
+    const int64_t group = jit::attr_i(st.spec.attrs, "group", 1), M = w->shape()[0];
+    HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params_of(n, *p, *w, false));
+    if (q.type != DType::I8 || !q.zero_points.empty() || (q.scales.size() != 1 && static_cast<int64_t>(q.scales.size()) != M) ||
+        (q.scales.size() != 1 && q.axis != 0))
+      return Status::invalid("node '" + n.name + "': int8 Conv weights need symmetric scales per tensor or per output channel");
+    const float a_scale = iq.scales[0];
+    std::string key = g.value(n.inputs[1]).name + "|" + shape_string(w->shape()) + "|conv_i8|" + std::to_string(group) + "|";
+    key.append(reinterpret_cast<const char*>(q.scales.data()), q.scales.size() * sizeof(float));
+    key.append(reinterpret_cast<const char*>(&a_scale), sizeof a_scale);
+    std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
+    if (!packed) {
+      const std::vector<float> x = w->to_f32();
+      std::vector<std::byte> qs(x.size());
+      HPF_RETURN_IF_ERROR(quantize(x, w->shape(), q, qs).with_context("node '" + n.name + "'"));
+      PackedWeights pw;
+      pw.format = "conv_i8";
+      pw.data = Tensor(DType::U8, {jit::conv_i8_packed_bytes(w->shape(), group)});
+      pw.scales = Tensor(DType::F32, {M});
+      pw.column_sums = Tensor(DType::I32, {M});
+      auto* sums = reinterpret_cast<int32_t*>(pw.column_sums.bytes().data());
+      jit::pack_conv_weights_i8(w->shape(), group, reinterpret_cast<const int8_t*>(qs.data()),
+                                reinterpret_cast<int8_t*>(pw.data.bytes().data()), sums);
+      auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
+      for (int64_t m = 0; m < M; ++m) {
+        sc[m] = a_scale * q.scales[q.scales.size() == 1 ? 0 : static_cast<size_t>(m)];  // s_a * s_w[m]
+        sums[m] *= 128;  // the u8 zero point's share (the kernel ignores it where it stores q signed)
+      }
+      pw.has_m128 = std::any_of(qs.begin(), qs.end(), [](std::byte b) { return b == std::byte{0x80}; });
+      packed = packed_cache ? packed_cache->put_packed(key, std::move(pw)) : std::make_shared<const PackedWeights>(std::move(pw));
+    }
+    const std::string base = g.value(n.inputs[1]).name + "/conv_i8";
+    auto add = [&](const std::string& name, const Tensor& member) {
+      return add_packed(g, storage, shapes, base, name, std::shared_ptr<const Tensor>(packed, &member));
+    };
+    HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", packed->data));
+    HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", packed->scales));
+    HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/row_sums", packed->column_sums));
+    const size_t own = st.inputs.size() - static_cast<size_t>(std::max(0, st.spec.epilogue_inputs));
+    jit::KernelSpec spec = st.spec;
+    spec.family = "conv_i8";
+    spec.inputs = {st.spec.inputs[0], {DType::U8, shapes[wid]}, {DType::F32, shapes[sid]}, {DType::I32, shapes[zid]}};
+    std::vector<ValueId> ins = {st.inputs[0], wid, sid, zid};
+    for (size_t k = 2; k < st.inputs.size(); ++k) {  // the bias, then the epilogue's operands
+      spec.inputs.push_back(st.spec.inputs[k]);
+      ins.push_back(st.inputs[k]);
+    }
+    for (jit::ElementwiseStep& e : spec.epilogue)
+      for (int& o : e.operands)
+        if (o >= static_cast<int>(own)) o += 2;
+    spec.attrs["w_shape"] = w->shape();
+    spec.attrs["a_scale"] = a_scale;
+    spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+    if (p->activation_quant && p->activation_quant->type == DType::I8 && p->activation_quant->scales.size() == 1 &&
+        p->activation_quant->zero_points.empty())
+      spec.attrs["out_scale"] = p->activation_quant->scales[0];
+    st.spec = std::move(spec);
+    st.inputs = std::move(ins);
+    rewritten.push_back(n.name);
+  }
+  return rewritten;
+}
+
 Expected<std::vector<std::string>> lower_packed_convs(Graph& g, std::vector<DType>& storage, std::vector<std::vector<int64_t>>& shapes,
                                      std::vector<jit::LoweredStep>& steps, WeightCache* cache, bool amx_bf16) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);

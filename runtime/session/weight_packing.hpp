@@ -83,6 +83,20 @@ Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan*
                                                            std::vector<jit::LoweredStep>& steps,
                                                            WeightCache* cache = nullptr);
 
+// For every Conv kernel step whose plan computes it in INT8 (mode int8 with a calibrated
+// per-tensor input_quant; plan_from_policy gives it to 1-D and 2-D Convs that are not
+// depthwise): quantises the weight per output channel with hpf::quantize (the plan's scales, or
+// calibrate_plan's), packs it in the "i8" layout (jit/codegen/conv_packing.hpp) with S = s_a *
+// s_w and Z = 128 * each output channel's sum, adds them to `g` as initializers and rewrites the
+// step into a conv_i8 kernel (jit/codegen/c_conv_int8.cpp), which quantises its input as the
+// emulation's input_quant does and fake-quantises its output with the node's activation scale.
+// Errors: an int8 Conv without a calibrated input scale (the emulation would not match).
+// With `cache`, shared across compiles as lower_weight_quantised_matmuls does. Returns the
+// names of the Conv nodes rewritten.
+Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, std::vector<DType>& storage,
+                                                    std::vector<std::vector<int64_t>>& shapes,
+                                                    std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr);
+
 // For every Conv kernel step whose constant weight is stored F32 (or BF16 with a BF16 input, on
 // a device with AMX-BF16: `amx_bf16`) and which the C generator runs as implicit GEMM
 // (jit::conv_takes_packed_weights): packs the weight once in the layout of

@@ -1,0 +1,275 @@
+// INT8 Conv ("conv_i8"): u8 activations x s8 weights -> s32, for int8 plans (2-D NCHW and 1-D as
+// 2-D; groups, strides, dilations, pads; not depthwise, which the plan keeps in floats).
+//
+// The input is quantised per tensor as hpf::quantize does it (x / s rounded half to even, NaN ->
+// 0, clamped to [-128, 127]) with attr a_scale (calibrated: NodePlan::input_quant) and held as
+// u8 = q + I8_ZP (see int8_dot_source); padding reads as q = 0. Weights come packed in the "i8"
+// layout (conv_packing.hpp: k-groups of 4 channels at one tap, output channels in blocks of 12)
+// with their per-channel scales folded into S[m] = s_a * s_w[m] and Z[m] = I8_ZP * the sum of
+// channel m's weights, so that
+//   y[m, p] = (sum_k u8[k, p] * w[m, k] - Z[m]) * S[m]
+// with the sum exact in 32 bits. Then the bias, the output's fake quantisation with attr
+// out_scale when the plan stores the output as INT8 (x / s rounded, clamped, times s: the value
+// the emulation holds), and the fused epilogue. Inputs: X (float), W (U8 bytes), S (F32 [M]),
+// Z (I32 [M]), optional bias, the epilogue's operands.
+//
+// Implicit GEMM with output pixels as the vector lanes: a work item is one block of 64 output
+// pixels and up to MT output channels of one (image, group). Per slice of channel quads it
+// quantises the input rows the block reads (all columns, padding included: a window of u32
+// words, one per pixel, each 4 channels) once, then gathers each tap's words into the packed
+// block bp[kg][64] (a pointwise unit-stride Conv quantises straight into bp), and per 12-row
+// weight block runs I8_MR x (I8_NP x 16 pixels) register tiles: per k-group, I8_NP loads of
+// pixels and I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products. 32-bit
+// accumulators live in a tile on the stack across slices.
+#include <algorithm>
+#include <sstream>
+
+#include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_conv_parts.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/c_prelude.hpp"
+#include "jit/codegen/conv_geometry.hpp"
+#include "jit/codegen/conv_packing.hpp"
+
+namespace hpf::jit {
+namespace {
+constexpr int64_t kPixels = 64;           // output pixels per work item (4 vectors of 16)
+constexpr int64_t kMaxRows = 240;         // output channels per work item, at most (a multiple of 12)
+constexpr int64_t kWindowBytes = 32768;   // the quantised input window of a slice, about
+constexpr int64_t kSliceGroups = 96;      // k-groups per slice, about
+}  // namespace
+
+Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const std::string& name) {
+  const size_t own = in_spec.inputs.size() - static_cast<size_t>(std::max(0, in_spec.epilogue_inputs));
+  if (own < 4 || own > 5 || in_spec.outputs.size() != 1)
+    return Status::invalid("conv_i8: needs X, W, S, Z, optional B and one output");
+  const bool has_b = own == 5;
+  const std::vector<int64_t> w_shape = attr_ints(in_spec.attrs, "w_shape");
+  const float a_scale = attr_f(in_spec.attrs, "a_scale", 0.0f);
+  if (w_shape.size() != in_spec.inputs[0].shape.size() || !(a_scale > 0))
+    return Status::invalid("conv_i8: needs w_shape of the input's rank and a_scale > 0");
+  if (in_spec.inputs[1].dtype != DType::U8 || in_spec.inputs[2].dtype != DType::F32 ||
+      in_spec.inputs[3].dtype != DType::I32)
+    return Status::invalid("conv_i8: W must be U8 bytes, S F32 and Z I32");
+  // Epilogue operands broadcast against the output as given (before a 1-D conv is lifted).
+  std::vector<int> kinds(in_spec.inputs.size(), -1);
+  for (size_t k = own; k < in_spec.inputs.size(); ++k)
+    kinds[k] = epilogue_operand_kind(in_spec.inputs[k].shape, in_spec.outputs[0].shape, 1);
+  KernelSpec shaped = in_spec;
+  shaped.inputs[1].shape = w_shape;
+  const KernelSpec spec = shaped.inputs[0].shape.size() == 3 ? lift_1d(shaped) : shaped;
+  KernelSpec plain;  // X, W, B: the geometry
+  plain.family = "conv";
+  plain.inputs = {spec.inputs[0], {DType::F32, spec.inputs[1].shape}};
+  if (has_b) plain.inputs.push_back(spec.inputs[4]);
+  plain.outputs = spec.outputs;
+  plain.attrs = spec.attrs;
+  HPF_ASSIGN_OR_RETURN(ConvGeometry cg, conv_geometry(plain, "C codegen"));
+  conv::Shape z{cg.N, cg.C, cg.H, cg.W, cg.M, cg.CG, cg.M / cg.group, cg.group, cg.KH, cg.KW,
+                cg.OH, cg.OW, cg.SH, cg.SW, cg.DH, cg.DW, cg.PH, cg.PW};
+  if (z.OH <= 0 || z.OW <= 0) return Status::invalid("conv_i8: empty output");
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  const int64_t KK = z.KH * z.KW, CQ = (z.CG + 3) / 4, KG = conv_i8_groups(z.CG, KK), P = z.OH * z.OW;
+  const int64_t RB = (z.MG + kConvI8Rows - 1) / kConvI8Rows;
+  if (numel(in_spec.inputs[1].shape) != conv_i8_packed_bytes(w_shape, z.G) || numel(in_spec.inputs[2].shape) != z.M ||
+      numel(in_spec.inputs[3].shape) != z.M)
+    return Status::invalid("conv_i8: packed weights " + shape_string(in_spec.inputs[1].shape) + ", S or Z do not fit weight " +
+                           shape_string(w_shape));
+  const int64_t PB = (P + kPixels - 1) / kPixels;
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows);
+  // A pointwise unit-stride unpadded Conv reads its block's pixels in place: no window.
+  const bool flat = conv::plane_of(z).flat;
+  // The window: the input rows a block's output rows read (RW at most), each WP padded columns
+  // (padded column x is input column x - PW).
+  const int64_t spans = std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);
+  const int64_t RW = (spans - 1) * z.SH + (z.KH - 1) * z.DH + 1;
+  const int64_t WP = std::max((z.OW - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
+  const int64_t CS = flat ? std::min<int64_t>(CQ, 128)
+                          : std::clamp<int64_t>(std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WP)), 1, CQ);
+  const int64_t SG = CS * KK;  // k-groups per slice
+  const float out_scale = attr_f(in_spec.attrs, "out_scale", 0.0f);
+  std::string fq;
+  if (out_scale > 0)  // the emulation's fake quantisation of the node's output
+    fq = "{ float r = a[jj] / " + c_float(out_scale) + ";\n"
+         "  r = r != r ? 0.0f : (__builtin_fabsf(r) < 8388608.0f ? __builtin_rintf(r) : r);\n"
+         "  r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);\n"
+         "  a[jj] = r * " + c_float(out_scale) + "; }\n";
+  HPF_ASSIGN_OR_RETURN(conv::Finish fin, conv::finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj", fq));
+  HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  const std::string HW = L(z.H * z.W);
+  // 16 input values of channel row `src` from column `col`, quantised into the byte `ci` of
+  // the 32-bit words `word` (n of them valid: the rest read as padding).
+  auto quant16 = [&](const std::string& src, const std::string& n) {
+    std::ostringstream q;
+    q << "          float t[16] __attribute__((aligned(64)));\n"
+      << "          if (" << n << " == 16) { for (int u = 0; u < 16; ++u) t[u] = " << c_load_operand(X.dtype, src + "[u]")
+      << "; }\n"
+      << "          else { for (int u = 0; u < 16; ++u) t[u] = u < " << n << " ? " << c_load_operand(X.dtype, src + "[u]")
+      << " : 0.0f; }\n"
+      << "          hpf_f32x16 x; __builtin_memcpy(&x, t, 64);\n"
+      << "          word |= ((i8c_q(x) & 0xff) << (8 * ci));\n";
+    return q.str();
+  };
+  std::ostringstream s;
+  s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(in_spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
+    << int8_dot_source()
+    << "#define I8C_PAD ((u32)(I8_ZP * 0x01010101u))\n"
+    // x / s, NaN -> 0, clamped, rounded half to even, plus the zero point.
+    << "static inline __attribute__((always_inline)) i8_v16 i8c_q(hpf_f32x16 x) {\n"
+    << "  x = x / ((hpf_f32x16){} + " << c_float(a_scale) << ");\n"
+    << "  x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));\n"
+    << "  x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);\n"
+    << "  return __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;\n"
+    << "}\n"
+    // One register tile: I8_MR rows of a weight block (48 bytes per k-group) by I8_NP vectors
+    // of 16 pixels, over ng k-groups; the accumulators start at zero (first slice) or from acc.
+    << "static inline __attribute__((always_inline, min_vector_width(512))) void i8c_tile(\n"
+    << "    const u32* restrict bp, const u8* restrict wb, i32* restrict acc, i64 ng, int first) {\n"
+    << "  i8_v16 a[I8_MR][I8_NP];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int r = 0; r < I8_MR; ++r)\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < I8_NP; ++c) a[r][c] = first ? (i8_v16){} : *(const i8_v16*)(acc + r * " << kPixels
+    << " + c * 16);\n"
+    << "  for (i64 kg = 0; kg < ng; ++kg) {\n"
+    << "    i8_v16 b[I8_NP];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < I8_NP; ++c) b[c] = *(const i8_v16*)(bp + kg * " << kPixels << " + c * 16);\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int r = 0; r < I8_MR; ++r) {\n"
+    << "      i32 w4; __builtin_memcpy(&w4, wb + kg * " << kConvI8Rows * 4 << " + r * 4, 4);\n"
+    << "      const i8_v16 w = (i8_v16){} + w4;\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int c = 0; c < I8_NP; ++c) a[r][c] = i8_dp(a[r][c], b[c], w);\n"
+    << "    }\n"
+    << "  }\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int r = 0; r < I8_MR; ++r)\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < I8_NP; ++c) __builtin_memcpy(acc + r * " << kPixels << " + c * 16, &a[r][c], 64);\n"
+    << "}\n"
+    << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const u8* restrict Wq = (const u8*)args[1];\n"
+    << "  const float* restrict S = (const float*)args[2];\n"
+    << "  const i32* restrict Z = (const i32*)args[3];\n";
+  if (has_b)
+    s << "  const " << c_storage_type(spec.inputs[4].dtype) << "* restrict B = (const "
+      << c_storage_type(spec.inputs[4].dtype) << "*)args[4];\n";
+  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << in_spec.inputs.size() << "];\n"
+    << "  u32 bp[" << SG * kPixels << "] __attribute__((aligned(64)));\n"
+    << (flat ? "" : "  u32 xq[" + std::to_string(CS * RW * WP) + "] __attribute__((aligned(64)));\n")
+    << "  i32 acc[" << MT * kPixels << "] __attribute__((aligned(64)));\n"
+    << "  float a[" << kPixels << "] __attribute__((aligned(64)));\n"
+    << "  i64 sj[" << kPixels + 1 << "], sl[" << kPixels + 1 << "], sr[" << kPixels + 1 << "], sc[" << kPixels + 1
+    << "];\n"
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    // Pixel blocks innermost: a range continues the same output rows block after block.
+    << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
+    << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
+    << "    const i64 p0 = pb * " << kPixels << ", nc = " << L(P) << " - p0 < " << kPixels << " ? " << L(P) << " - p0 : "
+    << kPixels << ";\n"
+    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
+    << " - ic : " << L(MT) << ";\n"
+    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << HW << ";\n";
+  if (!flat)
+    // Segments of the block: runs inside one output row (window row sr, padded column sc of
+    // the first tap); past nc, padding.
+    s << "    const i64 oha = p0 / " << L(z.OW) << ", ohb = (p0 + nc - 1) / " << L(z.OW) << ";\n"
+      << "    const i64 ih0 = oha * " << L(z.SH) << " - " << L(z.PH) << ", rw = (ohb - oha) * " << L(z.SH) << " + "
+      << L((z.KH - 1) * z.DH + 1) << ";\n"
+      << "    i64 ns = 0;\n"
+      << "    for (i64 j = 0; j < nc;) {\n"
+      << "      const i64 p = p0 + j, oh = p / " << L(z.OW) << ", ow = p % " << L(z.OW) << ";\n"
+      << "      i64 len = " << L(z.OW) << " - ow < nc - j ? " << L(z.OW) << " - ow : nc - j;\n"
+      << "      sj[ns] = j; sl[ns] = len; sr[ns] = (oh - oha) * " << L(z.SH) << "; sc[ns] = ow * " << L(z.SW) << ";\n"
+      << "      ++ns; j += len;\n"
+      << "    }\n";
+  s << "    for (i64 q0 = 0; q0 < " << L(CQ) << "; q0 += " << L(CS) << ") {\n"
+    << "      const i64 cs = " << L(CQ) << " - q0 < " << L(CS) << " ? " << L(CQ) << " - q0 : " << L(CS) << ";\n";
+  if (flat) {
+    // Pointwise: quad q's word of pixel j is bp[q * 64 + j].
+    s << "      for (i64 q = 0; q < cs; ++q) {\n"
+      << "        u32* restrict d = bp + q * " << kPixels << ";\n"
+      << "        for (i64 j = 0; j < " << kPixels << "; j += 16) {\n"
+      << "          const i64 nv = nc - j >= 16 ? 16 : (nc - j > 0 ? nc - j : 0);\n"
+      << "          i8_v16 word = (i8_v16){} + (i32)I8C_PAD;\n"
+      << "          if (nv > 0) {\n"
+      << "            word = (i8_v16){};\n"
+      << "            for (int ci = 0; ci < 4; ++ci) {\n"
+      << "              const i64 c = (q0 + q) * 4 + ci;\n"
+      << "              if (c >= " << L(z.CG) << ") { word |= (i8_v16){} + (I8_ZP << (8 * ci)); continue; }\n"
+      << "              const " << xt << "* restrict src = xg + c * " << HW << " + p0 + j;\n"
+      << quant16("src", "nv")
+      << "            }\n"
+      << "          }\n"
+      << "          __builtin_memcpy(d + j, &word, 64);\n"
+      << "        }\n"
+      << "      }\n";
+  } else {
+    // The window of the slice's quads: rw rows of WP words, padding where the taps read outside.
+    s << "      for (i64 q = 0; q < cs; ++q)\n"
+      << "        for (i64 ir = 0; ir < rw; ++ir) {\n"
+      << "          u32* restrict d = xq + (q * " << L(RW) << " + ir) * " << L(WP) << ";\n"
+      << "          const i64 ih = ih0 + ir;\n"
+      << "          if ((unsigned long long)ih >= (unsigned long long)" << L(z.H) << ") {\n"
+      << "            for (i64 x = 0; x < " << L(WP) << "; ++x) d[x] = I8C_PAD;\n"
+      << "            continue;\n"
+      << "          }\n"
+      << "          for (i64 x = 0; x < " << L(z.PW) << "; ++x) d[x] = I8C_PAD;\n"
+      << "          for (i64 x = " << L(z.PW + z.W) << "; x < " << L(WP) << "; ++x) d[x] = I8C_PAD;\n"
+      << "          for (i64 iw = 0; iw < " << L(z.W) << "; iw += 16) {\n"
+      << "            const i64 nv = " << L(z.W) << " - iw < 16 ? " << L(z.W) << " - iw : 16;\n"
+      << "            i8_v16 word = (i8_v16){};\n"
+      << "            for (int ci = 0; ci < 4; ++ci) {\n"
+      << "              const i64 c = (q0 + q) * 4 + ci;\n"
+      << "              if (c >= " << L(z.CG) << ") { word |= (i8_v16){} + (I8_ZP << (8 * ci)); continue; }\n"
+      << "              const " << xt << "* restrict src = xg + c * " << HW << " + ih * " << L(z.W) << " + iw;\n"
+      << quant16("src", "nv")
+      << "            }\n"
+      << "            u32 wv[16]; __builtin_memcpy(wv, &word, 64);\n"
+      << "            for (i64 u = 0; u < nv; ++u) d[" << L(z.PW) << " + iw + u] = wv[u];\n"
+      << "          }\n"
+      << "        }\n"
+      // Each (quad, tap) k-group's words for the block's pixels.
+      << "      for (i64 q = 0; q < cs; ++q)\n"
+      << "        for (i64 r = 0; r < " << L(KK) << "; ++r) {\n"
+      << "          u32* restrict d = bp + (q * " << L(KK) << " + r) * " << kPixels << ";\n"
+      << "          const u32* restrict src = xq + (q * " << L(RW) << " + (r / " << L(z.KW) << ") * " << L(z.DH) << ") * "
+      << L(WP) << " + (r % " << L(z.KW) << ") * " << L(z.DW) << ";\n"
+      << "          for (i64 e = 0; e < ns; ++e) {\n"
+      << "            const u32* restrict sp = src + sr[e] * " << L(WP) << " + sc[e];\n"
+      << "            u32* restrict dp = d + sj[e];\n"
+      << "            for (i64 t = 0; t < sl[e]; ++t) dp[t] = sp[t * " << L(z.SW) << "];\n"
+      << "          }\n"
+      << "          for (i64 j = nc; j < " << kPixels << "; ++j) d[j] = I8C_PAD;\n"
+      << "        }\n";
+  }
+  // The slice's k-groups: quads q0.. of every tap, at kg0 in the packed weights.
+  s << "      const i64 ng = cs * " << L(KK) << ", kg0 = q0 * " << L(KK) << ";\n"
+    << "      for (i64 tb = 0; tb * " << kConvI8Rows << " < mc; ++tb) {\n"
+    << "        const u8* restrict wb = Wq + ((g * " << L(RB) << " + ic / " << kConvI8Rows << " + tb) * " << L(KG)
+    << " + kg0) * " << kConvI8Rows * 4 << ";\n"
+    << "        for (int i0 = 0; i0 < " << kConvI8Rows << "; i0 += I8_MR)\n"
+    << "          for (int pv = 0; pv < " << kPixels / 16 << "; pv += I8_NP)\n"
+    << "            i8c_tile(bp + pv * 16, wb + i0 * 4, acc + (tb * " << kConvI8Rows << " + i0) * " << kPixels
+    << " + pv * 16, ng, q0 == 0);\n"
+    << "      }\n"
+    << "    }\n"
+    << "    for (i64 ii = 0; ii < mc; ++ii) {\n"
+    << "      const i64 mo = g * " << L(z.MG) << " + ic + ii;\n"
+    << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
+    << "      (void)yo;\n"
+    << "      const float sm = S[mo];\n"
+    << "      const i32 zm = I8_ZP ? Z[mo] : 0;\n"
+    << "      const i32* restrict at = acc + ii * " << kPixels << ";\n"
+    << "      for (i64 jj = 0; jj < nc; ++jj) a[jj] = (float)(at[jj] - zm) * sm;\n";
+  s << fin.loop("nc");
+  s << "      " << conv::store_row(spec, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, MT * KG * 4 * kPixels);
+  return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 21) / per_item)};
+}
+
+}  // namespace hpf::jit

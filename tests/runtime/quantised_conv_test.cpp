@@ -1,0 +1,206 @@
+// INT8 Conv (conv_i8 kernels, u8 x s8 -> s32) through the Session against the reference
+// interpreter's emulation of the same calibrated int8 plan (input quantised per tensor with
+// NodePlan::input_quant, weights per output channel, the output fake-quantised): 3x3 with
+// padding, strides, dilations and groups, pointwise in place and strided, a 7x7 stem on 3
+// channels, 1-D, channel counts off the multiples of 4 and 12, several row and pixel blocks, a
+// wide row, BF16 input, a fused Relu and residual Add; then the plan's rules (depthwise falls
+// back, the scales round-trip in JSON, an uncalibrated input scale is an error).
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "hpf/calibration.hpp"
+#include "hpf/planner.hpp"
+#include "hpf/precision.hpp"
+#include "hpf/reference.hpp"
+#include "hpf/session.hpp"
+#include "tests/runtime/random_tensor.hpp"
+
+using namespace hpf;
+
+namespace {
+
+struct Case {
+  const char* what;
+  int64_t n, c, h, w, m, kh, kw;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group = 1;
+  bool bias = true;
+  bool one_d = false;    // [N, C, W] input, kernel [M, C/group, kw]
+  bool pre_relu = false; // x -> Relu -> Conv: the Relu is BF16 in the int8 plan, so the Conv reads BF16
+  bool epilogue = false; // Conv -> Add(residual input) -> Relu, fused into the kernel
+};
+
+Graph build(const Case& c) {
+  GraphBuilder b("conv_i8");
+  const std::vector<int64_t> xs = c.one_d ? std::vector<int64_t>{c.n, c.c, c.w} : std::vector<int64_t>{c.n, c.c, c.h, c.w};
+  auto x = b.input("x", DType::F32, make_shape(xs));
+  ValueId in = c.pre_relu ? b.op1("Relu", {x}, {}, "pre") : x;
+  const std::vector<int64_t> ws = c.one_d ? std::vector<int64_t>{c.m, c.c / c.group, c.kw}
+                                          : std::vector<int64_t>{c.m, c.c / c.group, c.kh, c.kw};
+  std::vector<ValueId> ins = {in, b.constant("w", test::random_tensor(ws, 7, -0.5f, 0.5f))};
+  if (c.bias) ins.push_back(b.constant("b", test::random_tensor({c.m}, 9, -0.5f, 0.5f)));
+  Attributes a{{"group", c.group}};
+  if (!c.strides.empty()) a["strides"] = c.strides;
+  if (!c.pads.empty()) a["pads"] = c.pads;
+  if (!c.dilations.empty()) a["dilations"] = c.dilations;
+  ValueId y = b.op1("Conv", ins, a, "conv");
+  if (c.epilogue) {
+    auto r = b.input("r", DType::F32, make_shape(std::vector<int64_t>{c.n, c.m, c.h, c.w}));  // same-size output (stride 1, same pads)
+    y = b.op1("Relu", {b.op1("Add", {y, r}, {}, "res")}, {}, "relu");
+  }
+  b.output(y, "y");
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+std::vector<Tensor> inputs_of(const Graph& g, uint32_t seed) {
+  std::vector<Tensor> t;
+  for (ValueId v : g.inputs()) {
+    std::vector<int64_t> dims;
+    for (const Dim& d : g.value(v).shape) dims.push_back(d.value);
+    t.push_back(test::random_tensor(dims, seed++, -2, 2));
+  }
+  return t;
+}
+
+// The uniform int8 plan on the CPU device, calibrated on the test's own inputs.
+Plan int8_plan(const Graph& g, const DeviceFormats& f, const std::vector<Tensor>& in) {
+  auto plan = plan_from_policy(g, Policy::uniform(Mode::int8), f);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  std::map<std::string, Observer> obs;
+  REQUIRE(observe_values(g, {in}, values_to_observe(g, *plan), obs).ok());
+  Status s = calibrate_plan(g, *plan, obs);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  return std::move(plan).value();
+}
+
+struct Result {
+  double worst = 0;        // max |got - want| / (1 + |want|), steps apart aside
+  int64_t step_diffs = 0;  // outputs one quantisation step apart
+  int64_t elements = 0;
+  CompileStats stats;
+};
+
+// `out_quant`: the plan stores the Conv's output in INT8 (fake-quantised in the kernel), else
+// in F32 (the sums themselves are compared, not their rounding to the output's grid).
+Result run_case(const Case& c, bool out_quant) {
+  Result r;
+  const Graph g = build(c);
+  const std::vector<Tensor> in = inputs_of(g, 3);
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  auto plan = std::make_shared<Plan>(int8_plan(g, s->device_formats(), in));
+  NodePlan& np = plan->nodes[static_cast<size_t>(*g.find_node("conv"))];
+  if (!out_quant) {
+    np.activation_quant.reset();
+    np.storage = DType::F32;
+  }
+  REQUIRE(np.mode == Mode::int8);
+  REQUIRE(np.input_quant);
+  REQUIRE(np.input_quant->scales.size() == 1);
+  auto emu = emulation_for_plan(g, *plan);
+  REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
+  ref::RunOptions ro;
+  ro.emulation = &*emu;
+  auto want = ref::run(g, in, ro);
+  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+  s->set_plan(plan);
+  auto exe = s->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  r.stats = exe->compile_stats();
+  auto got = exe->run(in);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
+  REQUIRE(gv.size() == wv.size());
+  const float step = out_quant ? np.activation_quant->scales[0] : 0.0f;
+  for (size_t i = 0; i < gv.size(); ++i) {
+    const double d = std::abs(double(gv[i]) - wv[i]);
+    if (step > 0 && d > 0 && std::abs(d - step) <= step * 1e-3) {
+      ++r.step_diffs;  // an FP32 sum on the other side of a rounding boundary than FP64's
+      continue;
+    }
+    r.worst = std::max(r.worst, d / (1.0 + std::abs(wv[i])));
+  }
+  r.elements = static_cast<int64_t>(gv.size());
+  return r;
+}
+
+const Case kCases[] = {
+    {"3x3 pad 1, C 20, M 30, two images", 2, 20, 9, 9, 30, 3, 3, {}, {1, 1, 1, 1}, {}},
+    {"3x3 stride 2 on 15x13", 1, 8, 15, 13, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {}},
+    {"pointwise in place, 100 pixels, C 70", 1, 70, 10, 10, 40, 1, 1, {}, {}, {}, 1, false},
+    {"pointwise stride 2", 1, 16, 14, 14, 24, 1, 1, {2, 2}, {}, {}},
+    {"7x7 stride 2 pad 3 on 3 channels", 1, 3, 32, 32, 8, 7, 7, {2, 2}, {3, 3, 3, 3}, {}},
+    {"groups 2, dilation 2", 1, 8, 11, 11, 12, 3, 3, {}, {2, 2, 2, 2}, {2, 2}, 2},
+    {"1-D, kernel 5", 2, 12, 1, 50, 14, 1, 5, {}, {2, 2}, {}, 1, true, true},
+    {"300 output channels (two row blocks), 7x7 map", 1, 36, 7, 7, 300, 3, 3, {}, {1, 1, 1, 1}, {}},
+    {"a 300-wide row, asymmetric pads", 1, 5, 3, 300, 6, 3, 3, {}, {0, 2, 1, 0}, {}},
+    {"BF16 input (a Relu before it)", 1, 12, 8, 8, 20, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, true},
+    {"residual Add and Relu fused", 1, 16, 6, 6, 24, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, false, true},
+};
+
+}  // namespace
+
+TEST_CASE("conv_i8: int8 Convs match the emulation of their calibrated plan") {
+  for (const Case& c : kCases)
+    for (bool out_quant : {true, false}) {
+      CAPTURE(c.what);
+      CAPTURE(out_quant);
+      const Result r = run_case(c, out_quant);
+      CHECK(r.stats.fallbacks == 0);
+      CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"conv"});
+      if (c.epilogue) CHECK(r.stats.kernels == 1);  // the Add and the Relu run in the conv's epilogue
+      // FP32 sums of exact products against the emulation's FP64 ones: a few ulps.
+      CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
+}
+
+TEST_CASE("conv_i8: the plan's rules for int8 Convs") {
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE_MESSAGE(s.ok(), s.status().to_string());
+  SUBCASE("a depthwise Conv falls back to bf16; the others get an input scale") {
+    GraphBuilder b("dw");
+    auto x = b.input("x", DType::F32, make_shape(std::vector<int64_t>{1, 8, 6, 6}));
+    auto h = b.op1("Conv", {x, b.constant("wd", test::random_tensor({8, 1, 3, 3}, 1))},
+                   {{"group", int64_t{8}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}, "depthwise");
+    b.output(b.op1("Conv", {h, b.constant("wp", test::random_tensor({4, 8, 1, 1}, 2))}, {}, "pointwise"), "y");
+    auto g = b.build();
+    REQUIRE(g.ok());
+    std::vector<Fallback> fallbacks;
+    auto plan = plan_from_policy(*g, Policy::uniform(Mode::int8), s->device_formats(), &fallbacks);
+    REQUIRE(plan.ok());
+    CHECK(plan->find("depthwise")->mode == Mode::bf16);
+    CHECK(!plan->find("depthwise")->input_quant);
+    CHECK(plan->find("pointwise")->mode == Mode::int8);
+    CHECK(plan->find("pointwise")->input_quant);
+    REQUIRE(fallbacks.size() == 1);
+    CHECK(fallbacks[0].reason == "a depthwise Conv has no int8 kernel");
+    CHECK(values_to_observe(*g, *plan) == std::vector<std::string>{"depthwise:out", "y"});
+  }
+  const Case c{"plain", 1, 8, 5, 5, 8, 3, 3, {}, {1, 1, 1, 1}, {}};
+  const Graph g = build(c);
+  const std::vector<Tensor> in = inputs_of(g, 5);
+  SUBCASE("input scales are saved and loaded with the plan") {
+    const Plan plan = int8_plan(g, s->device_formats(), in);
+    auto back = Plan::from_json(plan.to_json());
+    REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+    REQUIRE(back->find("conv")->input_quant);
+    CHECK(back->find("conv")->input_quant->scales == plan.find("conv")->input_quant->scales);
+    CHECK(back->to_json() == plan.to_json());
+  }
+  SUBCASE("an int8 Conv without a calibrated input scale does not compile") {
+    auto plan = plan_from_policy(g, Policy::uniform(Mode::int8), s->device_formats());
+    REQUIRE(plan.ok());
+    s->set_plan(std::make_shared<Plan>(*plan));
+    auto exe = s->compile(g);
+    REQUIRE(!exe.ok());
+    CHECK(exe.status().message().find("node 'conv': an int8 Conv needs a calibrated") != std::string::npos);
+  }
+}
