@@ -77,14 +77,17 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
                            shape_string(w_shape));
   const int64_t PB = (P + kPixels - 1) / kPixels;
   const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows);
-  // A pointwise unit-stride unpadded Conv reads its block's pixels in place: no window.
+  // A 1x1 unpadded Conv reads one input pixel per output pixel: its block's pixels are quantised
+  // straight into bp, read in place (unit strides: `flat`) or through a table of their offsets.
   const bool flat = conv::plane_of(z).flat;
+  const bool pointwise = flat || (z.KH == 1 && z.KW == 1 && z.PH == 0 && z.PW == 0 && (z.OH - 1) * z.SH < z.H &&
+                                  (z.OW - 1) * z.SW < z.W && z.H * z.W < (int64_t{1} << 31));
   // The window: the input rows a block's output rows read (RW at most), each WP padded columns
   // (padded column x is input column x - PW).
   const int64_t spans = std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);
   const int64_t RW = (spans - 1) * z.SH + (z.KH - 1) * z.DH + 1;
   const int64_t WP = std::max((z.OW - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
-  const int64_t CS = flat ? std::min<int64_t>(CQ, 128)
+  const int64_t CS = pointwise ? std::min<int64_t>(CQ, 128)
                           : std::clamp<int64_t>(std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WP)), 1, CQ);
   const int64_t SG = CS * KK;  // k-groups per slice
   const float out_scale = attr_f(in_spec.attrs, "out_scale", 0.0f);
@@ -99,15 +102,14 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   const char* xt = c_storage_type(X.dtype);
   const char* yt = c_storage_type(Y.dtype);
   const std::string HW = L(z.H * z.W);
-  // 16 input values of channel row `src` from column `col`, quantised into the byte `ci` of
-  // the 32-bit words `word` (n of them valid: the rest read as padding).
-  auto quant16 = [&](const std::string& src, const std::string& n) {
+  // 16 input values (lane u reads src[index]; the first n valid, the rest read as 0, i.e. as
+  // padding), quantised into byte ci of the 32-bit lanes of `word`.
+  auto quant16 = [&](const std::string& src, const std::string& n, const std::string& index = "u") {
+    const std::string x = c_load_operand(X.dtype, src + "[" + index + "]");
     std::ostringstream q;
     q << "          float t[16] __attribute__((aligned(64)));\n"
-      << "          if (" << n << " == 16) { for (int u = 0; u < 16; ++u) t[u] = " << c_load_operand(X.dtype, src + "[u]")
-      << "; }\n"
-      << "          else { for (int u = 0; u < 16; ++u) t[u] = u < " << n << " ? " << c_load_operand(X.dtype, src + "[u]")
-      << " : 0.0f; }\n"
+      << "          if (" << n << " == 16) { for (int u = 0; u < 16; ++u) t[u] = " << x << "; }\n"
+      << "          else { for (int u = 0; u < 16; ++u) t[u] = u < " << n << " ? " << x << " : 0.0f; }\n"
       << "          hpf_f32x16 x; __builtin_memcpy(&x, t, 64);\n"
       << "          word |= ((i8c_q(x) & 0xff) << (8 * ci));\n";
     return q.str();
@@ -160,7 +162,8 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << c_storage_type(spec.inputs[4].dtype) << "*)args[4];\n";
   s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << in_spec.inputs.size() << "];\n"
     << "  u32 bp[" << SG * kPixels << "] __attribute__((aligned(64)));\n"
-    << (flat ? "" : "  u32 xq[" + std::to_string(CS * RW * WP) + "] __attribute__((aligned(64)));\n")
+    << (pointwise ? "" : "  u32 xq[" + std::to_string(CS * RW * WP) + "] __attribute__((aligned(64)));\n")
+    << (pointwise && !flat ? "  i32 off[" + std::to_string(kPixels) + "];\n" : "")
     << "  i32 acc[" << MT * kPixels << "] __attribute__((aligned(64)));\n"
     << "  float a[" << kPixels << "] __attribute__((aligned(64)));\n"
     << "  i64 sj[" << kPixels + 1 << "], sl[" << kPixels + 1 << "], sr[" << kPixels + 1 << "], sc[" << kPixels + 1
@@ -174,7 +177,13 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
     << " - ic : " << L(MT) << ";\n"
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << HW << ";\n";
-  if (!flat)
+  if (pointwise && !flat)
+    s << "    for (i64 j = 0; j < nc; ++j) {\n"
+      << "      const i64 p = p0 + j;\n"
+      << "      off[j] = (i32)((p / " << L(z.OW) << ") * " << L(z.SH * z.W) << " + (p % " << L(z.OW) << ") * " << L(z.SW)
+      << ");\n"
+      << "    }\n";
+  if (!pointwise)
     // Segments of the block: runs inside one output row (window row sr, padded column sc of
     // the first tap); past nc, padding.
     s << "    const i64 oha = p0 / " << L(z.OW) << ", ohb = (p0 + nc - 1) / " << L(z.OW) << ";\n"
@@ -189,7 +198,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << "    }\n";
   s << "    for (i64 q0 = 0; q0 < " << L(CQ) << "; q0 += " << L(CS) << ") {\n"
     << "      const i64 cs = " << L(CQ) << " - q0 < " << L(CS) << " ? " << L(CQ) << " - q0 : " << L(CS) << ";\n";
-  if (flat) {
+  if (pointwise) {
     // Pointwise: quad q's word of pixel j is bp[q * 64 + j].
     s << "      for (i64 q = 0; q < cs; ++q) {\n"
       << "        u32* restrict d = bp + q * " << kPixels << ";\n"
@@ -201,8 +210,9 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << "            for (int ci = 0; ci < 4; ++ci) {\n"
       << "              const i64 c = (q0 + q) * 4 + ci;\n"
       << "              if (c >= " << L(z.CG) << ") { word |= (i8_v16){} + (I8_ZP << (8 * ci)); continue; }\n"
-      << "              const " << xt << "* restrict src = xg + c * " << HW << " + p0 + j;\n"
-      << quant16("src", "nv")
+      << (flat ? "              const " + std::string(xt) + "* restrict src = xg + c * " + HW + " + p0 + j;\n" + quant16("src", "nv")
+               : "              const " + std::string(xt) + "* restrict src = xg + c * " + HW + ";\n" +
+                     quant16("src", "nv", "off[j + u]"))
       << "            }\n"
       << "          }\n"
       << "          __builtin_memcpy(d + j, &word, 64);\n"

@@ -134,6 +134,8 @@ const Case kCases[] = {
     {"3x3 stride 2 on 15x13", 1, 8, 15, 13, 16, 3, 3, {2, 2}, {1, 1, 1, 1}, {}},
     {"pointwise in place, 100 pixels, C 70", 1, 70, 10, 10, 40, 1, 1, {}, {}, {}, 1, false},
     {"pointwise stride 2", 1, 16, 14, 14, 24, 1, 1, {2, 2}, {}, {}},
+    {"pointwise strides 3 x 2, 130 pixels", 1, 9, 30, 25, 13, 1, 1, {3, 2}, {}, {}},
+    {"pointwise stride 2 reading an end pad (a window)", 1, 8, 8, 8, 12, 1, 1, {2, 2}, {0, 0, 1, 1}, {}},
     {"7x7 stride 2 pad 3 on 3 channels", 1, 3, 32, 32, 8, 7, 7, {2, 2}, {3, 3, 3, 3}, {}},
     {"groups 2, dilation 2", 1, 8, 11, 11, 12, 3, 3, {}, {2, 2, 2, 2}, {2, 2}, 2},
     {"1-D, kernel 5", 2, 12, 1, 50, 14, 1, 5, {}, {2, 2}, {}, 1, true, true},
