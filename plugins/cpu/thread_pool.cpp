@@ -2,8 +2,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 namespace hpf::cpu {
+namespace {
+constexpr std::chrono::microseconds kSpin{200};
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+}  // namespace
 
 struct ThreadPool::Job {
   RangeFn fn;
@@ -54,6 +65,15 @@ void ThreadPool::run_ranges(Job& job) {
 void ThreadPool::worker_loop() {
   std::unique_lock lock(mutex_);
   for (;;) {
+    if (jobs_.empty() && !stopping_) {
+      lock.unlock();
+      const auto until = std::chrono::steady_clock::now() + kSpin;
+      for (int spins = 1; queued_.load(std::memory_order_acquire) == 0; ++spins) {
+        cpu_relax();
+        if (spins % 64 == 0 && std::chrono::steady_clock::now() > until) break;
+      }
+      lock.lock();
+    }
     work_ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
     if (stopping_) return;
     Job* job = jobs_.front();
@@ -63,7 +83,10 @@ void ThreadPool::worker_loop() {
     lock.lock();
     // Every range of this job is handed out: nobody should pick it up again.
     auto it = std::find(jobs_.begin(), jobs_.end(), job);
-    if (it != jobs_.end()) jobs_.erase(it);
+    if (it != jobs_.end()) {
+      jobs_.erase(it);
+      queued_.fetch_sub(1, std::memory_order_relaxed);
+    }
     if (--job->holders == 0) job_released_.notify_all();
   }
 }
@@ -84,6 +107,7 @@ void ThreadPool::parallel_for(int64_t items, int64_t grain, RangeFn fn, void* co
     std::lock_guard lock(mutex_);
     if (!started_) start_workers_locked();
     jobs_.push_back(&job);
+    queued_.fetch_add(1, std::memory_order_release);
   }
   if (job.count - 1 >= static_cast<int64_t>(workers_.size()))
     work_ready_.notify_all();
@@ -96,7 +120,10 @@ void ThreadPool::parallel_for(int64_t items, int64_t grain, RangeFn fn, void* co
   // ranges it took before letting go), then it may leave this stack frame.
   std::unique_lock lock(mutex_);
   auto it = std::find(jobs_.begin(), jobs_.end(), &job);
-  if (it != jobs_.end()) jobs_.erase(it);
+  if (it != jobs_.end()) {
+    jobs_.erase(it);
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+  }
   job_released_.wait(lock, [&] { return job.holders == 0; });
 }
 

@@ -2,6 +2,7 @@
 #ifndef HPF_PLUGINS_CPU_THREAD_POOL_HPP_
 #define HPF_PLUGINS_CPU_THREAD_POOL_HPP_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -12,7 +13,9 @@
 namespace hpf::cpu {
 
 // `threads` is the total parallelism including the calling thread, which always takes part:
-// the pool owns threads - 1 workers, started on the first launch that needs them.
+// the pool owns threads - 1 workers, started on the first launch that needs them. An idle
+// worker spins for kSpin before it sleeps: kernels launch back to back, and a wake-up through
+// the condition variable takes about as long as a small kernel runs.
 // Thread-safety: parallel_for may be called from several threads at once; their ranges
 // interleave on the same workers and each call returns when its own ranges are done.
 class ThreadPool {
@@ -45,6 +48,7 @@ class ThreadPool {
   std::condition_variable work_ready_;
   std::condition_variable job_released_;
   std::deque<Job*> jobs_;
+  std::atomic<int64_t> queued_{0};  // jobs_.size(), for workers spinning without the mutex
   std::vector<std::thread> workers_;
   bool started_ = false;
   bool stopping_ = false;
