@@ -17,7 +17,7 @@
 // pixels and up to MT output channels of one (image, group). Per slice of channel quads it
 // quantises the input rows the block reads (all columns, padding included: a window of u32
 // words, one per pixel, each 4 channels) once, then gathers each tap's words into the packed
-// block bp[kg][64] (a pointwise unit-stride Conv quantises straight into bp), and per 12-row
+// block bp[kg][64] (a 1x1 unpadded Conv quantises straight into bp), and per 12-row
 // weight block runs I8_MR x (I8_NP x 16 pixels) register tiles: per k-group, I8_NP loads of
 // pixels and I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products. 32-bit
 // accumulators live in a tile on the stack across slices.
@@ -33,10 +33,12 @@
 
 namespace hpf::jit {
 namespace {
-constexpr int64_t kPixels = 64;           // output pixels per work item (4 vectors of 16)
+// Output pixels per work item: the register tile's 4 vectors of 16. (256 ran ResNet-50 7% slower:
+// the packed block and the accumulators then spill out of L1.)
+constexpr int64_t kPixels = 64;
 constexpr int64_t kMaxRows = 240;         // output channels per work item, at most (a multiple of 12)
 constexpr int64_t kWindowBytes = 32768;   // the quantised input window of a slice, about
-constexpr int64_t kSliceGroups = 96;      // k-groups per slice, about
+constexpr int64_t kSliceGroups = 96;      // k-groups per slice, at most
 }  // namespace
 
 Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const std::string& name) {
@@ -87,8 +89,8 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   const int64_t spans = std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);
   const int64_t RW = (spans - 1) * z.SH + (z.KH - 1) * z.DH + 1;
   const int64_t WP = std::max((z.OW - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
-  const int64_t CS = pointwise ? std::min<int64_t>(CQ, 128)
-                          : std::clamp<int64_t>(std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WP)), 1, CQ);
+  const int64_t CS =
+      std::clamp<int64_t>(pointwise ? kSliceGroups : std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WP)), 1, CQ);
   const int64_t SG = CS * KK;  // k-groups per slice
   const float out_scale = attr_f(in_spec.attrs, "out_scale", 0.0f);
   std::string fq;
@@ -262,8 +264,8 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "      for (i64 tb = 0; tb * " << kConvI8Rows << " < mc; ++tb) {\n"
     << "        const u8* restrict wb = Wq + ((g * " << L(RB) << " + ic / " << kConvI8Rows << " + tb) * " << L(KG)
     << " + kg0) * " << kConvI8Rows * 4 << ";\n"
-    << "        for (int i0 = 0; i0 < " << kConvI8Rows << "; i0 += I8_MR)\n"
-    << "          for (int pv = 0; pv < " << kPixels / 16 << "; pv += I8_NP)\n"
+    << "        for (int i0 = 0; i0 < " << kConvI8Rows << " && tb * " << kConvI8Rows << " + i0 < mc; i0 += I8_MR)\n"
+    << "          for (int pv = 0; pv * 16 < nc; pv += I8_NP)\n"
     << "            i8c_tile(bp + pv * 16, wb + i0 * 4, acc + (tb * " << kConvI8Rows << " + i0) * " << kPixels
     << " + pv * 16, ng, q0 == 0);\n"
     << "      }\n"
