@@ -27,7 +27,9 @@
 //   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
 //     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
 //     while its KC x NC block is packed, or read in place (F32); A rows in place (F32) or
-//     converted to FP32 rows per block.
+//     converted to FP32 rows per block. BF16 weights with a BF16 A, where the host prefers the
+//     BF16 dot product (HPF_BF16_DOT, c_gemm_micro.hpp): B packed in pairs of k as stored, A
+//     read in place, vdpbf16ps (products exact in FP32, as the FP32 kernel's on the same values).
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
@@ -140,9 +142,13 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, NG = K / G;
   const bool gemv = M <= kGemvMaxRows;
 
+  // BF16 weights and a BF16 A: where the BF16 pair dot product is preferred (HPF_BF16_DOT), the
+  // GEMM packs B in pairs of k as stored and multiplies with vdpbf16ps (A read in place).
+  const bool pairs = !gemv && f == "bf16" && A.dtype == DType::BF16;
   HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 3));
   std::ostringstream s;
-  s << c_prelude() << (gemv ? "" : gemm_micro_source()) << row_loader(f, K) << out_fn;
+  s << c_prelude() << (gemv ? "" : gemm_micro_source()) << (pairs ? gemm_micro_bf16_source() : "")
+    << row_loader(f, K) << out_fn;
 
   s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
@@ -212,6 +218,11 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   // A vector v of a B row read in place: the next panel (AVX-512: 16 lanes) or the second half
   // of the same one (8 lanes).
   s << "#define WQ_BSV (HPF_VW == 16 ? " << L(K * 16) << " : 8LL)\n"
+    << (pairs ? "#if defined(HPF_BF16_DOT)\n#define WQ_PAIRS 1\n#endif\n" : "")
+    << "#if defined(WQ_PAIRS)\n"
+    << "  u32 bpack2[HPF_KC / 2 * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  u16 apack2[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
+    << "#endif\n"
     << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
@@ -224,7 +235,43 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "      const i64 nc = " << L(N) << " - jc < HPF_NC ? " << L(N) << " - jc : HPF_NC;\n"
     << "      for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
-    << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
+    << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n";
+  if (pairs)
+    // Per 16-column panel and pair of k: 16 u32, BF16 of row k low, of row k + 1 high (zero
+    // past K and past N), at the pair's row of the NR-wide panel of bpack2. A: rows in place
+    // (even K, whole tiles), else copied into apack2 with a zero past an odd kc.
+    s << "#if defined(WQ_PAIRS)\n"
+      << "        const i64 kp = (kc + 1) >> 1;\n"
+      << "        for (i64 c = 0; c < HPF_NC / 16; ++c) {\n"
+      << "          const i64 pp16 = jc / 16 + c;\n"
+      << "          u32* restrict d = bpack2 + ((c * 16) / HPF_NR) * (HPF_KC / 2) * HPF_NR + (c * 16) % HPF_NR;\n"
+      << "          const u16* restrict wp = (const u16*)W + (pp16 * " << L(K) << " + pc) * 16;\n"
+      << "          for (i64 q = 0; q < kp; ++q) {\n"
+      << "            hpf_u32x16 lo = (hpf_u32x16){}, hi = (hpf_u32x16){};\n"
+      << "            if (pp16 < " << L(P) << ") {\n"
+      << "              lo = __builtin_convertvector(*(const wq_u16x16*)(wp + 2 * q * 16), hpf_u32x16);\n"
+      << "              if (2 * q + 1 < kc) hi = __builtin_convertvector(*(const wq_u16x16*)(wp + (2 * q + 1) * 16), hpf_u32x16);\n"
+      << "            }\n"
+      << "            *(hpf_u32x16*)(d + q * HPF_NR) = lo | (hi << 16);\n"
+      << "          }\n"
+      << "        }\n"
+      << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+      << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+      << "          const u16* restrict ap = (const u16*)A + (ic + ir) * " << L(K) << " + pc;\n"
+      << "          i64 asi = " << L(K) << ";\n"
+      << "          if (mr < HPF_MR || " << (K % 2 ? "1" : "0") << ") {\n"
+      << "            for (i64 ii = 0; ii < HPF_MR; ++ii)\n"
+      << "              for (i64 q = 0; q < 2 * kp; ++q)\n"
+      << "                apack2[ii * HPF_KC + q] = ii < mr && q < kc ? ap[ii * " << L(K) << " + q] : (u16)0;\n"
+      << "            ap = apack2;\n"
+      << "            asi = HPF_KC;\n"
+      << "          }\n"
+      << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+      << "            hpf_mm_micro_bf16(kp, ap, asi, bpack2 + jp * (HPF_KC / 2), acc + ir * HPF_NC + jp, HPF_NC);\n"
+      << "        }\n"
+      << "        continue;\n"
+      << "#endif\n";
+  s << ""
     // 16-column panels of the packed weights into the NR-wide panels of bpack (zero past N).
     // F32 panels need no dequantising: whole NC blocks are read in place (direct).
     << "        const int direct = " << (f == "f32" ? "jc / 16 + HPF_NC / 16 <= " + L(P) : std::string("0")) << ";\n"

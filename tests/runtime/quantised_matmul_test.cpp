@@ -29,12 +29,14 @@ struct Case {
   bool gemm = false, trans_b = false;
   int64_t batch = 0;  // > 0: A is [batch, m, k]
   bool epilogue = false;  // mm -> Add(bias) -> Relu: consumers the lowering would fuse into mm
+  bool pre_relu = false;  // a -> Relu -> mm: in a 16-bit plan A arrives in that format (BF16: the pair kernel)
 };
 
 Graph build(const Case& c) {
   GraphBuilder b("wq");
   const std::vector<int64_t> as = c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k};
   auto a = b.input("a", DType::F32, make_shape(as));
+  if (c.pre_relu) a = b.op1("Relu", {a}, {}, "pre");
   auto w = b.constant("w", random(c.trans_b ? std::vector<int64_t>{c.n, c.k} : std::vector<int64_t>{c.k, c.n}, 7));
   ValueId y;
   if (c.gemm) {
@@ -119,6 +121,8 @@ const Case kCases[] = {
     {1, 37, 40},  {3, 37, 40},       {7, 37, 40},         {1, 16, 13},  {1, 300, 256},
     {70, 150, 200}, {5, 33, 64, true, true}, {2, 20, 24, true, false}, {9, 65, 136, true, true},
     {3, 40, 48, false, false, 2},
+    {70, 150, 200, false, false, 0, false, true}, {9, 65, 137, true, true, 0, false, true},
+    {3, 40, 48, false, false, 2, false, true},
 };
 
 }  // namespace
