@@ -523,12 +523,13 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     const bool cols = layout == "cols", amx = layout == "amx";
     const int64_t block = cols ? kConvColBlock : amx ? kConvAmxRows : kGemmMR;
     const bool pointwise = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.OH == z.H && z.OW == z.W;
-    if (z.CG == 1 || (cols && !pointwise) || (!cols && !amx && layout != "rows") ||
+    if (z.CG == 1 || (cols && !pointwise && !conv::direct_fits(z)) || (!cols && !amx && layout != "rows") ||
         numel(in_spec.inputs[1].shape) != z.G * round_up(z.MG, block) * (amx ? conv_amx_depth(z.CG, z.KH * z.KW) : K))
       return Status::invalid("conv: packed weights of " + shape_string(in_spec.inputs[1].shape) + " (layout '" +
                              attr_s(in_spec.attrs, "w_layout") + "') for weight " + shape_string(Wt.shape));
     if (amx) return conv::amx_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
-    if (cols) return conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name);
+    if (cols) return pointwise ? conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name)
+                               : conv::direct(spec, z, kinds, has_b, head, epi_ptrs, name);
     return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
   }
   if (z.CG == 1 && z.OW > 0 && z.OH > 0) {

@@ -76,6 +76,12 @@ std::vector<std::string> amx_tile_variants();
 // The FP32 implicit GEMM with "rows"-packed weights: attribute "tile" = "r<rows>", the most
 // output channels per work item (the first, r240, is the default).
 std::vector<std::string> gemm_tile_variants();
+// The FP32 direct kernel (c_conv_direct.cpp) for a Conv with "cols"-packed weights that is not
+// pointwise: whether it takes `z` (more than one tap, at least 16 input channels per group, one
+// output row's input window within its stack budget), and the kernel.
+bool direct_fits(const Shape& z);
+Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                 const std::string& head, const std::string& epi_ptrs, const std::string& name);
 Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name);
 

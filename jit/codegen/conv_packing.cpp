@@ -3,8 +3,10 @@
 
 #include <algorithm>
 
+#include "jit/codegen/c_conv_parts.hpp"
 #include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_geometry.hpp"
 
 namespace hpf::jit {
 namespace {
@@ -49,16 +51,32 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   bool pointwise = ws.size() == xs.size() && ys.size() == xs.size();
   for (size_t a = 2; pointwise && a < ws.size(); ++a) pointwise = ws[a] == 1 && ys[a] == xs[a];
   for (int64_t st : attr_ints(spec.attrs, "strides")) pointwise = pointwise && st == 1;
-  // The "cols" kernel pays for gathering each output row from its tile; it wins where the rows
-  // kernel wastes much of its 64-pixel blocks (ResNet-50's 14x14 and 7x7 maps fill 77% of
-  // them), K is deep enough to hide the gathering, and the channels fill the 64-wide blocks
-  // (a 24-channel layer would compute 64). Measured with bench/conv_bench.cpp.
+  // The "cols" layout serves two kernels, both with the output channels as the microkernel's
+  // columns, so both only where the channels fill the 64-wide blocks (a 24-channel layer would
+  // compute 64):
+  // - pointwise: it pays for gathering each output row from its tile; it wins where the rows
+  //   kernel wastes much of its 64-pixel blocks (ResNet-50's 14x14 and 7x7 maps fill 77% of
+  //   them) and K is deep enough to hide the gathering (measured with bench/conv_bench.cpp);
+  // - direct (c_conv_direct.cpp): kernels of more than one tap with 16 or more input channels
+  //   per group, the input read in place from a padded window instead of packed patches
+  //   (ResNet-50's 3x3 layers: see bench/README.md).
   int64_t pixels = 1;
   for (size_t a = 2; a < ys.size(); ++a) pixels *= ys[a];
   const bool rows_waste = pixels * 10 < blocks(pixels, kGemmNC) * kGemmNC * 9;
-  pointwise = pointwise && rows_waste && d.k >= 256 && blocks(d.rows, kConvColBlock) * kConvColBlock * 10 <= d.rows * 11;
-  s.attrs["w_layout"] = std::string(pointwise ? "cols" : "rows");
-  const int64_t rows = pointwise ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
+  pointwise = pointwise && rows_waste && d.k >= 256;
+  bool direct = false;
+  KernelSpec own = spec;  // X, W and the bias: the geometry
+  own.inputs.resize(spec.inputs.size() - static_cast<size_t>(std::max(0, spec.epilogue_inputs)));
+  own.epilogue.clear();
+  own.epilogue_inputs = 0;
+  if (auto geo = conv_geometry(own, "conv packing"); geo.ok()) {
+    const conv::Shape z{geo->N, geo->C, geo->H, geo->W, geo->M, geo->CG, geo->M / geo->group, geo->group, geo->KH,
+                        geo->KW, geo->OH, geo->OW, geo->SH, geo->SW, geo->DH, geo->DW, geo->PH, geo->PW};
+    direct = conv::direct_fits(z);
+  }
+  const bool cols = (pointwise || direct) && blocks(d.rows, kConvColBlock) * kConvColBlock * 10 <= d.rows * 11;
+  s.attrs["w_layout"] = std::string(cols ? "cols" : "rows");
+  const int64_t rows = cols ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
   s.inputs[1] = TensorDesc{DType::F32, {d.groups * rows * d.k}};
   return s;
 }

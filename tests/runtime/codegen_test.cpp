@@ -443,8 +443,9 @@ TEST_CASE("codegen: Conv with packed weights, every tile configuration") {
   for (DType t : {DType::F32, DType::BF16}) {
     CAPTURE(dtype_name(t));
     GraphBuilder probe("probe");
-    auto x = probe.input("x", t, {1, 17, 10, 13});
-    probe.output(probe.op1("Conv", {x, probe.constant(random_tensor({250, 17, 3, 3}, t, 1))}), "y");
+    auto x = probe.input("x", t, {1, 12, 10, 13});
+    probe.output(probe.op1("Conv", {x, probe.constant(random_tensor({250, 12, 3, 3}, t, 1))}),
+                 "y");  // 12 input channels: FP32 takes the rows layout (the direct kernel wants 16)
     auto g = probe.build();
     REQUIRE(g.ok());
     auto steps = jit::lower(*g, {});
@@ -455,7 +456,7 @@ TEST_CASE("codegen: Conv with packed weights, every tile configuration") {
     for (const std::string& tile : tiles) {
       CAPTURE(tile);
       conv_tile = tile;
-      check_conv(t, {1, 17, 10, 13}, {250, 17, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 530);
+      check_conv(t, {1, 12, 10, 13}, {250, 12, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 1}}}, 530);
       check_conv(t, {2, 40, 7, 9}, {20, 40, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 533);
       check_conv(t, {1, 3, 20, 22}, {16, 3, 7, 7}, false, {{"pads", Ints{3, 3, 3, 3}}, {"strides", Ints{2, 2}}}, 536);
     }
@@ -1251,6 +1252,9 @@ TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, g
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");
   probe.inputs[1].shape = {120, 300, 3, 3};
   probe.attrs["pads"] = Ints{1, 1, 1, 1};
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");  // the direct kernel
+  probe.inputs[1].shape = {20, 300, 3, 3};  // 20 channels would fill a third of a 64-wide block
+  probe.outputs[0].shape = {2, 20, 7, 7};
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "rows");
   // 120 channels (blocks of 64 and 56), K = 300 over three slices, 49 pixels (9 tiles, ragged).
   check_conv(DType::F32, {2, 300, 7, 7}, {120, 300, 1, 1}, true, {}, 600);
@@ -1266,6 +1270,39 @@ TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, g
   b.output(y, "out");
   CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
   check_graph(b, {random_tensor({1, 256, 5, 7}, DType::F32, 608), random_tensor({1, 64, 5, 7}, DType::F32, 609)},
+              4e-5, true);
+}
+
+// The direct kernel (FP32 weights in the "cols" layout, c_conv_direct.cpp): the window's padding
+// (asymmetric, larger than the kernel's reach), dilations, 5x5 and 1-D kernels, groups, a ragged
+// second channel block, several row blocks with a short last one, a batch of two, strides
+// (phase planes), and a fused residual epilogue.
+TEST_CASE("codegen: Conv direct kernel") {
+  jit::KernelSpec probe;
+  probe.family = "conv";
+  probe.inputs = {{DType::F32, {1, 64, 56, 56}}, {DType::F32, {64, 64, 3, 3}}};
+  probe.outputs = {{DType::F32, {1, 64, 56, 56}}};
+  probe.attrs["pads"] = Ints{1, 1, 1, 1};
+  REQUIRE(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");
+  check_conv(DType::F32, {1, 64, 56, 56}, {64, 64, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 640);
+  check_conv(DType::F32, {2, 70, 9, 11}, {120, 70, 3, 3}, false, {{"pads", Ints{2, 0, 1, 3}}}, 643);
+  check_conv(DType::F32, {1, 32, 12, 10}, {64, 32, 3, 3}, true, {{"pads", Ints{2, 2, 2, 2}}, {"dilations", Ints{2, 2}}}, 646);
+  check_conv(DType::F32, {1, 16, 9, 9}, {64, 16, 5, 5}, true, {{"pads", Ints{2, 2, 2, 2}}}, 649);
+  check_conv(DType::F32, {1, 40, 7, 7}, {128, 20, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}}, 652);
+  check_conv(DType::F32, {2, 24, 50}, {64, 24, 5}, true, {{"pads", Ints{2, 2}}}, 655);
+  // Strides: phase planes (3x3 stride 2 as ResNet's, strides 3 x 2 with a dilation).
+  check_conv(DType::F32, {1, 32, 15, 14}, {64, 32, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 662);
+  check_conv(DType::F32, {2, 20, 17, 16}, {64, 20, 3, 2}, true,
+             {{"pads", Ints{1, 0, 2, 1}}, {"strides", Ints{3, 2}}, {"dilations", Ints{2, 1}}}, 668);
+  GraphBuilder b("direct_epilogue");
+  auto x = b.input("x", DType::F32, {1, 48, 14, 14});
+  auto r = b.input("r", DType::F32, {1, 64, 14, 14});
+  auto y = b.op1("Conv", {x, b.constant(random_tensor({64, 48, 3, 3}, DType::F32, 658)),
+                          b.constant(random_tensor({64}, DType::F32, 659))}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
+  y = b.op1("Relu", {b.op1("Add", {y, r}, {}, "residual")}, {}, "relu");
+  b.output(y, "out");
+  CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
+  check_graph(b, {random_tensor({1, 48, 14, 14}, DType::F32, 660), random_tensor({1, 64, 14, 14}, DType::F32, 661)},
               4e-5, true);
 }
 

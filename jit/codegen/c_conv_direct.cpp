@@ -1,0 +1,141 @@
+// FP32 direct Conv (kernels of more than one tap, any strides, dilations, padding; not depthwise)
+// with weights in the "cols" layout (conv_packing.hpp: blocks of 64 output channels, k rows of
+// 64). A 1x1 Conv has too few multiply-adds per input value copied (its strided form ran 2x
+// slower here than on packed patches).
+//
+// No patches are packed. A work item is a block of RB output rows and 64 output channels of one
+// (image, group); it copies the input rows those output rows read into a zero-padded window,
+// once (converting 16-bit inputs), split by strides into SH x SW phase planes per channel: window
+// row y = oh*SH + kh*DH and column x = ow*SW + kw*DW (in padded coordinates) go to phase plane
+// (y % SH, x % SW) at row y / SH, column x / SW, each plane RP rows of WPP columns. Output pixel
+// (oh, ow) of the block at position q = (oh - oh0) * WPP + ow then reads, for tap (kh, kw), the
+// plane of that tap's phase at q + (kh*DH / SH) * WPP + kw*DW / SW: linear in q, so runs of 6
+// positions (the microkernel's rows; the WPP - OW positions at the end of each row are computed
+// and dropped) are read in place by the shared FP32 microkernel, with the channel as its k
+// (stride: one channel's planes) and the output channels as its columns (the weights' rows of
+// tap r, KH*KW rows apart). Per 64 channels, per tap, per run: one microkernel call into a
+// position-major FP32 tile, whose columns are gathered into output rows, finished (bias,
+// epilogue) and stored. Sums run over taps, then channels: the FP32 order differs from the
+// reference's (channels, then taps), as contraction does.
+#include <algorithm>
+#include <sstream>
+
+#include "jit/codegen/c_conv_parts.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_packing.hpp"
+
+namespace hpf::jit::conv {
+namespace {
+constexpr int64_t kMaxWindowBytes = 256 * 1024;  // the window on the stack, at most
+constexpr int64_t kMaxPositions = 256;           // block positions (RB * WPP), about: the tile is 64 floats each
+constexpr int64_t kChannelSlice = 64;            // channels per microkernel call
+// Input channels per group, at least: each microkernel call sums over this many (a 3-channel
+// stem would load and store its tile every 3 FMAs per row; the patch-packing kernel sums
+// over all taps at once).
+constexpr int64_t kMinChannels = 16;
+}  // namespace
+
+namespace {
+// Columns (WPP) and rows (RP, for `rows` output rows) of one phase plane.
+int64_t plane_cols(const Shape& z) { return z.OW + (z.KW - 1) * z.DW / z.SW; }
+int64_t plane_rows(const Shape& z, int64_t rows) { return rows + (z.KH - 1) * z.DH / z.SH; }
+int64_t window_bytes(const Shape& z, int64_t rows) {
+  return z.CG * z.SH * z.SW * plane_rows(z, rows) * plane_cols(z) * 4;
+}
+}  // namespace
+
+bool direct_fits(const Shape& z) {
+  return z.KH * z.KW > 1 && z.CG >= kMinChannels && window_bytes(z, 1) <= kMaxWindowBytes;
+}
+
+Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                 const std::string& head, const std::string& epi_ptrs, const std::string& name) {
+  if (!direct_fits(z)) return Status::invalid("conv: the direct kernel takes no depthwise or pointwise Conv, and small windows");
+  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  const int64_t KK = z.KH * z.KW, K = z.CG * KK, CB = (z.MG + kConvColBlock - 1) / kConvColBlock, P = z.OH * z.OW;
+  const int64_t WPP = plane_cols(z), PH2 = z.SH * z.SW;  // phase planes per channel
+  // Output rows per block: the tile within kMaxPositions positions, the window within its
+  // bytes, and at least 4 work items where the rows allow (two threads share them).
+  int64_t RB = std::clamp<int64_t>(kMaxPositions / WPP, 1, z.OH);
+  while (RB > 1 && window_bytes(z, RB) > kMaxWindowBytes) --RB;
+  while (RB > 1 && z.N * z.G * CB * ((z.OH + RB - 1) / RB) < 4) RB = (RB + 1) / 2;
+  const int64_t RBn = (z.OH + RB - 1) / RB, RP = plane_rows(z, RB), PLANE = RP * WPP, CPLANE = PH2 * PLANE;
+  const int64_t tiles = ((RB - 1) * WPP + z.OW + kGemmMR - 1) / kGemmMR;
+  // Window rows (padded coordinates) of a block, all phases.
+  const int64_t YR = RP * z.SH;
+  const char* xt = c_storage_type(X.dtype);
+  const char* yt = c_storage_type(Y.dtype);
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  std::ostringstream s;
+  s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const float* restrict Wt = (const float*)args[1];\n";
+  if (has_b)
+    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
+      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
+  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    // The window, and past it a few zeros: the last run of a block reads up to 5 positions on.
+    << "  float win[" << z.CG * CPLANE + 16 << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 x = " << z.CG * CPLANE << "; x < " << z.CG * CPLANE + 16 << "; ++x) win[x] = 0.0f;\n"
+    << "  float acc[" << tiles * kGemmMR * kConvColBlock << "] __attribute__((aligned(64)));\n"
+    << "  float a[" << z.OW << "] __attribute__((aligned(64)));\n"
+    // Row blocks innermost: a range continues down the same image's rows.
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    << "    const i64 rb = w % " << L(RBn) << ", cb = (w / " << L(RBn) << ") % " << L(CB) << ", g = (w / " << L(RBn * CB)
+    << ") % " << L(z.G) << ", n = w / " << L(RBn * CB * z.G) << ";\n"
+    << "    const i64 oh0 = rb * " << L(RB) << ", rows = " << L(z.OH) << " - oh0 < " << L(RB) << " ? " << L(z.OH)
+    << " - oh0 : " << L(RB) << ";\n"
+    << "    const i64 nt = ((rows - 1) * " << L(WPP) << " + " << L(z.OW) << " + HPF_MR - 1) / HPF_MR;\n"
+    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(z.H * z.W) << ";\n"
+    // Window row y, phase column pw: plane (y % SH, pw), row y / SH, columns x = col * SW + pw.
+    << "    for (i64 c = 0; c < " << L(z.CG) << "; ++c)\n"
+    << "      for (i64 y = 0; y < " << L(YR) << "; ++y) {\n"
+    << "        const i64 ih = oh0 * " << L(z.SH) << " - " << L(z.PH) << " + y;\n"
+    << "        const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
+    << "        const " << xt << "* restrict src = xg + c * " << L(z.H * z.W) << " + (in ? ih : 0) * " << L(z.W) << ";\n"
+    << "        for (i64 pw = 0; pw < " << L(z.SW) << "; ++pw) {\n"
+    << "          float* restrict d = win + c * " << L(CPLANE) << " + ((y % " << L(z.SH) << ") * " << L(z.SW)
+    << " + pw) * " << L(PLANE) << " + (y / " << L(z.SH) << ") * " << L(WPP) << ";\n"
+    << "          for (i64 col = 0; col < " << L(WPP) << "; ++col) {\n"
+    << "            const i64 iw = col * " << L(z.SW) << " + pw - " << L(z.PW) << ";\n"
+    << "            d[col] = in && (unsigned long long)iw < " << L(z.W) << " ? " << c_load_operand(X.dtype, "src[iw]")
+    << " : 0.0f;\n"
+    << "          }\n"
+    << "        }\n"
+    << "      }\n"
+    << "    for (i64 x = 0; x < nt * HPF_MR * " << kConvColBlock << "; ++x) acc[x] = 0.0f;\n"
+    << "    const float* restrict wp = Wt + (g * " << L(CB) << " + cb) * " << L(K * kConvColBlock) << ";\n"
+    << "    for (i64 c0 = 0; c0 < " << L(z.CG) << "; c0 += " << kChannelSlice << ") {\n"
+    << "      const i64 kc = " << L(z.CG) << " - c0 < " << kChannelSlice << " ? " << L(z.CG) << " - c0 : " << kChannelSlice
+    << ";\n"
+    << "      for (i64 r = 0; r < " << L(KK) << "; ++r) {\n"
+    << "        const i64 ty = (r / " << L(z.KW) << ") * " << L(z.DH) << ", tx = (r % " << L(z.KW) << ") * " << L(z.DW)
+    << ";\n"
+    << "        const float* restrict ar = win + c0 * " << L(CPLANE) << " + ((ty % " << L(z.SH) << ") * " << L(z.SW)
+    << " + tx % " << L(z.SW) << ") * " << L(PLANE) << " + (ty / " << L(z.SH) << ") * " << L(WPP) << " + tx / " << L(z.SW)
+    << ";\n"
+    << "        const float* restrict br = wp + (c0 * " << L(KK) << " + r) * " << kConvColBlock << ";\n"
+    << "        for (i64 t = 0; t < nt; ++t)\n"
+    << "          for (i64 jp = 0; jp < " << kConvColBlock << "; jp += HPF_NR)\n"
+    << "            hpf_mm_micro_bx(kc, ar + t * HPF_MR, " << L(CPLANE) << ", 1, br + jp, " << L(KK * kConvColBlock)
+    << ", HPF_VW, acc + t * HPF_MR * " << kConvColBlock << " + jp, " << kConvColBlock << ");\n"
+    << "      }\n"
+    << "    }\n"
+    // Each output channel's rows: a column of the tile, WP positions per row.
+    << "    const i64 mcn = " << L(z.MG) << " - cb * " << kConvColBlock << " < " << kConvColBlock << " ? " << L(z.MG)
+    << " - cb * " << kConvColBlock << " : " << kConvColBlock << ";\n"
+    << "    for (i64 j = 0; j < mcn; ++j) {\n"
+    << "      const i64 mo = g * " << L(z.MG) << " + cb * " << kConvColBlock << " + j;\n"
+    << "      for (i64 oh = 0; oh < rows; ++oh) {\n"
+    << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + (oh0 + oh) * " << L(z.OW) << ";\n"
+    << "        (void)yo;\n"
+    << "        for (i64 ow = 0; ow < " << L(z.OW) << "; ++ow) a[ow] = acc[(oh * " << L(WPP) << " + ow) * "
+    << kConvColBlock << " + j];\n";
+  s << fin.loop(L(z.OW));
+  s << "        " << store_row(spec, "(Y + yo)", "a", L(z.OW)) << "      }\n    }\n  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, RB * z.OW * kConvColBlock * K);
+  return GeneratedKernel{name, s.str(), z.N * z.G * CB * RBn, std::max<int64_t>(1, (1 << 20) / per_item)};
+}
+
+}  // namespace hpf::jit::conv
