@@ -61,8 +61,9 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   i8_v8 lo = __builtin_shufflevector(acc, acc, 0, 1, 2, 3, 4, 5, 6, 7);
   i8_v8 hi = __builtin_shufflevector(acc, acc, 8, 9, 10, 11, 12, 13, 14, 15);
   i8_v8 alo = __builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+  i8_v8 ahi = __builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
   lo = (i8_v8)__builtin_ia32_vpdpbusd256(lo, alo, __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7));
-  hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, alo, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
+  hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, ahi, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
   return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 #elif defined(__AVX2__) && !I8_W_HAS_M128
@@ -75,13 +76,13 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 typedef char i8_c32 __attribute__((vector_size(32)));
 typedef short i8_h16 __attribute__((vector_size(32)));
 static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
-  const i8_c32 a8 = (i8_c32)__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
-  const i8_c32 aa = __builtin_elementwise_abs(a8);
+  const i8_c32 al = (i8_c32)__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7);
+  const i8_c32 ah = (i8_c32)__builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15);
   const i8_h16 ones = (i8_h16){} + 1;
-  const i8_c32 bl = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7), a8);
-  const i8_c32 bh = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15), a8);
-  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(aa, bl), ones);
-  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(aa, bh), ones);
+  const i8_c32 bl = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7), al);
+  const i8_c32 bh = __builtin_ia32_psignb256((i8_c32)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15), ah);
+  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(__builtin_elementwise_abs(al), bl), ones);
+  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(__builtin_elementwise_abs(ah), bh), ones);
   return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 #else

@@ -11,7 +11,9 @@
 #include "hpf/graph.hpp"
 #include "hpf/plugin.h"
 #include "hpf/reference.hpp"
+#include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/c_prelude.hpp"
 #include "jit/codegen/conv_packing.hpp"
 #include "jit/codegen/lowering.hpp"
 #include "runtime/session/weight_packing.hpp"
@@ -471,6 +473,68 @@ TEST_CASE("codegen: Conv BF16 with AMX-packed weights on a target without AMX") 
   check_conv(DType::BF16, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 526);
   check_conv(DType::BF16, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 529);
   plugin().source_prefix.clear();
+}
+
+// The INT8 dot product of both INT8 kernels (jit::int8_dot_source) on every path the host can
+// run, forced by switching its features off in the preprocessor: lane j of the result adds the
+// 4 bytes of lane j of a times those of lane j of b, whatever the other lanes hold (matmul_i8
+// broadcasts a, conv_i8 broadcasts b; the 256-bit paths once reused a's low half for both).
+TEST_CASE("codegen: the INT8 dot product, every instruction path, lane by lane") {
+  const std::string kernel = std::string(jit::c_prelude()) + "#ifndef I8_W_HAS_M128\n#define I8_W_HAS_M128 1\n#endif\n" +
+                             jit::int8_dot_source() + R"(
+void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
+  const i32* restrict A = (const i32*)args[0];
+  const i32* restrict B = (const i32*)args[1];
+  i32* restrict Y = (i32*)args[2];
+  for (i64 w = begin; w < end; ++w) {
+    i8_v16 a, b, acc;
+    __builtin_memcpy(&a, A + w * 16, 64);
+    __builtin_memcpy(&b, B + w * 16, 64);
+    __builtin_memcpy(&acc, Y + w * 16, 64);
+    acc = i8_dp(acc, a, b);
+    __builtin_memcpy(Y + w * 16, &acc, 64);
+  }
+  *(i32*)args[3] = I8_ZP;  /* how a's bytes are read: u8 (128) or s8 (0) */
+}
+)";
+  const int64_t n = 64;  // vectors
+  std::mt19937 rng(77);
+  std::vector<int8_t> a(n * 64), b(n * 64);
+  for (auto& v : a) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  for (auto& v : b) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);  // never -128
+  const std::pair<const char*, const char*> paths[] = {
+      {"host", ""},
+      {"no AVX512-VNNI", "#undef __AVX512VNNI__\n"},
+      {"AVX2 vpmaddubsw", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_HAS_M128 0\n"},
+      {"AVX2 widening", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n"},
+      {"plain C", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#undef __AVX2__\n"},
+  };
+  for (const auto& [name, prefix] : paths) {
+    const std::string what = name;
+    CAPTURE(what);
+    if (!plugin().skip.empty()) {
+      MESSAGE("skipped: " << plugin().skip);
+      return;
+    }
+    std::vector<int32_t> y(n * 16);
+    for (int64_t i = 0; i < n * 16; ++i) y[i] = static_cast<int32_t>(i) - 500;
+    int32_t zero_point = -1;
+    plugin().source_prefix = prefix;
+    plugin().run(jit::GeneratedKernel{"hpf_test_i8_dp", kernel, n, 4}, {a.data(), b.data(), y.data(), &zero_point});
+    plugin().source_prefix.clear();
+    REQUIRE((zero_point == 0 || zero_point == 128));
+    const bool a_unsigned = zero_point == 128;
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n * 16; ++i) {
+      int64_t want = i - 500;
+      for (int k = 0; k < 4; ++k) {
+        const int8_t av = a[i * 4 + k];
+        want += (a_unsigned ? static_cast<int64_t>(static_cast<uint8_t>(av)) : av) * b[i * 4 + k];
+      }
+      wrong += y[i] != want;
+    }
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("codegen: MaxPool, AveragePool (pads, ceil_mode, count_include_pad), GlobalAveragePool") {

@@ -150,7 +150,8 @@ const Case kCases[] = {
 TEST_CASE("conv_i8: int8 Convs match the emulation of their calibrated plan") {
   for (const Case& c : kCases)
     for (bool out_quant : {true, false}) {
-      CAPTURE(c.what);
+      const std::string what = c.what;
+      CAPTURE(what);
       CAPTURE(out_quant);
       const Result r = run_case(c, out_quant);
       CHECK(r.stats.fallbacks == 0);
