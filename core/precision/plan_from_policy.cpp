@@ -204,6 +204,7 @@ class PolicyResolver {
         if (!device_.int8_compute) return "the device has no int8 compute";
         if (def && def->op_class != ir::OpClass::matmul && def->op_class != ir::OpClass::conv)
           return "int8 applies to matmul and conv ops only";
+        if (n.op == "ConvTranspose") return "ConvTranspose has no int8 kernel";
         if (n.op == "Conv")
           if (std::string why = int8_conv_unavailable(g_, n); !why.empty()) return why;
         return op_lacks(DType::I8);

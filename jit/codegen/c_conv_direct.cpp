@@ -46,7 +46,9 @@ int64_t window_bytes(const Shape& z, int64_t rows) {
 }  // namespace
 
 bool direct_fits(const Shape& z) {
-  return z.KH * z.KW > 1 && z.CG >= kMinChannels && window_bytes(z, 1) <= kMaxWindowBytes;
+  // A plane row within 4 blocks of positions: the tile (64 floats a position) stays in 256 KiB.
+  return z.KH * z.KW > 1 && z.CG >= kMinChannels && window_bytes(z, 1) <= kMaxWindowBytes &&
+         plane_cols(z) <= 4 * kMaxPositions;
 }
 
 Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,

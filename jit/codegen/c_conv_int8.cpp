@@ -14,9 +14,11 @@
 // Z (I32 [M]), optional bias, the epilogue's operands.
 //
 // Implicit GEMM with output pixels as the vector lanes: a work item is one block of 64 output
-// pixels and up to MT output channels of one (image, group). Per slice of channel quads it
-// quantises the input rows the block reads (all columns, padding included: a window of u32
-// words, one per pixel, each 4 channels) once, then gathers each tap's words into the packed
+// pixels and up to MT output channels of one (image, group); where an output row is wider than
+// a block, blocks stay inside one row. Per slice of channel quads it quantises the input the
+// block reads once (the rows its output rows read, all their columns, or for a block inside
+// one row only the columns it reads; padding included: a window of u32 words, one per input
+// pixel, each 4 channels), then gathers each tap's words into the packed
 // block bp[kg][64] (a 1x1 unpadded Conv quantises straight into bp), and per 12-row
 // weight block runs I8_MR x (I8_NP x 16 pixels) register tiles: per k-group, I8_NP loads of
 // pixels and I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products. 32-bit
@@ -77,20 +79,26 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       numel(in_spec.inputs[3].shape) != z.M)
     return Status::invalid("conv_i8: packed weights " + shape_string(in_spec.inputs[1].shape) + ", S or Z do not fit weight " +
                            shape_string(w_shape));
-  const int64_t PB = (P + kPixels - 1) / kPixels;
-  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows);
   // A 1x1 unpadded Conv reads one input pixel per output pixel: its block's pixels are quantised
   // straight into bp, read in place (unit strides: `flat`) or through a table of their offsets.
   const bool flat = conv::plane_of(z).flat;
   const bool pointwise = flat || (z.KH == 1 && z.KW == 1 && z.PH == 0 && z.PW == 0 && (z.OH - 1) * z.SH < z.H &&
                                   (z.OW - 1) * z.SW < z.W && z.H * z.W < (int64_t{1} << 31));
-  // The window: the input rows a block's output rows read (RW at most), each WP padded columns
-  // (padded column x is input column x - PW).
-  const int64_t spans = std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);
+  // A block of rows wider than a block of pixels: blocks stay inside one output row, and the
+  // window holds only the columns that block reads (else a long 1-D row would be quantised whole
+  // for every block).
+  const bool rowwise = !pointwise && z.OW > kPixels;
+  const int64_t PBr = (z.OW + kPixels - 1) / kPixels;  // blocks per output row (rowwise)
+  const int64_t PB = rowwise ? z.OH * PBr : (P + kPixels - 1) / kPixels;
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows);
+  // The window: the input rows a block's output rows read (RW at most), each WX padded columns
+  // from the block's first, cx0 (padded column x is input column x - PW).
+  const int64_t spans = rowwise ? 1 : std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);
   const int64_t RW = (spans - 1) * z.SH + (z.KH - 1) * z.DH + 1;
   const int64_t WP = std::max((z.OW - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
+  const int64_t WX = rowwise ? std::min(WP, (kPixels - 1) * z.SW + (z.KW - 1) * z.DW + 1) : WP;
   const int64_t CS =
-      std::clamp<int64_t>(pointwise ? kSliceGroups : std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WP)), 1, CQ);
+      std::clamp<int64_t>(pointwise ? kSliceGroups : std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WX)), 1, CQ);
   const int64_t SG = CS * KK;  // k-groups per slice
   const float out_scale = attr_f(in_spec.attrs, "out_scale", 0.0f);
   std::string fq;
@@ -164,7 +172,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << c_storage_type(spec.inputs[4].dtype) << "*)args[4];\n";
   s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << in_spec.inputs.size() << "];\n"
     << "  u32 bp[" << SG * kPixels << "] __attribute__((aligned(64)));\n"
-    << (pointwise ? "" : "  u32 xq[" + std::to_string(CS * RW * WP) + "] __attribute__((aligned(64)));\n")
+    << (pointwise ? "" : "  u32 xq[" + std::to_string(CS * RW * WX) + "] __attribute__((aligned(64)));\n")
     << (pointwise && !flat ? "  i32 off[" + std::to_string(kPixels) + "];\n" : "")
     << "  i32 acc[" << MT * kPixels << "] __attribute__((aligned(64)));\n"
     << "  float a[" << kPixels << "] __attribute__((aligned(64)));\n"
@@ -173,9 +181,15 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "  for (i64 w = begin; w < end; ++w) {\n"
     // Pixel blocks innermost: a range continues the same output rows block after block.
     << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
-    << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
-    << "    const i64 p0 = pb * " << kPixels << ", nc = " << L(P) << " - p0 < " << kPixels << " ? " << L(P) << " - p0 : "
-    << kPixels << ";\n"
+    << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n";
+  if (rowwise)
+    s << "    const i64 bx = (pb % " << L(PBr) << ") * " << kPixels << ", p0 = (pb / " << L(PBr) << ") * " << L(z.OW)
+      << " + bx, nc = " << L(z.OW) << " - bx < " << kPixels << " ? " << L(z.OW) << " - bx : " << kPixels << ";\n"
+      << "    const i64 cx0 = bx * " << L(z.SW) << ";\n";
+  else
+    s << "    const i64 p0 = pb * " << kPixels << ", nc = " << L(P) << " - p0 < " << kPixels << " ? " << L(P)
+      << " - p0 : " << kPixels << ", cx0 = 0;\n    (void)cx0;\n";
+  s
     << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
     << " - ic : " << L(MT) << ";\n"
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << HW << ";\n";
@@ -195,7 +209,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << "    for (i64 j = 0; j < nc;) {\n"
       << "      const i64 p = p0 + j, oh = p / " << L(z.OW) << ", ow = p % " << L(z.OW) << ";\n"
       << "      i64 len = " << L(z.OW) << " - ow < nc - j ? " << L(z.OW) << " - ow : nc - j;\n"
-      << "      sj[ns] = j; sl[ns] = len; sr[ns] = (oh - oha) * " << L(z.SH) << "; sc[ns] = ow * " << L(z.SW) << ";\n"
+      << "      sj[ns] = j; sl[ns] = len; sr[ns] = (oh - oha) * " << L(z.SH) << "; sc[ns] = ow * " << L(z.SW) << " - cx0;\n"
       << "      ++ns; j += len;\n"
       << "    }\n";
   s << "    for (i64 q0 = 0; q0 < " << L(CQ) << "; q0 += " << L(CS) << ") {\n"
@@ -221,28 +235,33 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << "        }\n"
       << "      }\n";
   } else {
-    // The window of the slice's quads: rw rows of WP words, padding where the taps read outside.
-    s << "      for (i64 q = 0; q < cs; ++q)\n"
+    // The window of the slice's quads: rw rows of WX words from padded column cx0, padding where
+    // the taps read outside the input (columns [xlo, xhi) hold input values).
+    s << "      const i64 xlo = " << L(z.PW) << " - cx0 > 0 ? " << L(z.PW) << " - cx0 : 0;\n"
+      << "      const i64 xhi = " << L(z.PW + z.W) << " - cx0 < " << L(WX) << " ? " << L(z.PW + z.W) << " - cx0 : " << L(WX)
+      << ";\n"
+      << "      for (i64 q = 0; q < cs; ++q)\n"
       << "        for (i64 ir = 0; ir < rw; ++ir) {\n"
-      << "          u32* restrict d = xq + (q * " << L(RW) << " + ir) * " << L(WP) << ";\n"
+      << "          u32* restrict d = xq + (q * " << L(RW) << " + ir) * " << L(WX) << ";\n"
       << "          const i64 ih = ih0 + ir;\n"
-      << "          if ((unsigned long long)ih >= (unsigned long long)" << L(z.H) << ") {\n"
-      << "            for (i64 x = 0; x < " << L(WP) << "; ++x) d[x] = I8C_PAD;\n"
+      << "          if ((unsigned long long)ih >= (unsigned long long)" << L(z.H) << " || xhi <= xlo) {\n"
+      << "            for (i64 x = 0; x < " << L(WX) << "; ++x) d[x] = I8C_PAD;\n"
       << "            continue;\n"
       << "          }\n"
-      << "          for (i64 x = 0; x < " << L(z.PW) << "; ++x) d[x] = I8C_PAD;\n"
-      << "          for (i64 x = " << L(z.PW + z.W) << "; x < " << L(WP) << "; ++x) d[x] = I8C_PAD;\n"
-      << "          for (i64 iw = 0; iw < " << L(z.W) << "; iw += 16) {\n"
-      << "            const i64 nv = " << L(z.W) << " - iw < 16 ? " << L(z.W) << " - iw : 16;\n"
+      << "          for (i64 x = 0; x < xlo; ++x) d[x] = I8C_PAD;\n"
+      << "          for (i64 x = xhi; x < " << L(WX) << "; ++x) d[x] = I8C_PAD;\n"
+      << "          for (i64 x = xlo; x < xhi; x += 16) {\n"
+      << "            const i64 nv = xhi - x < 16 ? xhi - x : 16;\n"
       << "            i8_v16 word = (i8_v16){};\n"
       << "            for (int ci = 0; ci < 4; ++ci) {\n"
       << "              const i64 c = (q0 + q) * 4 + ci;\n"
       << "              if (c >= " << L(z.CG) << ") { word |= (i8_v16){} + (I8_ZP << (8 * ci)); continue; }\n"
-      << "              const " << xt << "* restrict src = xg + c * " << HW << " + ih * " << L(z.W) << " + iw;\n"
+      << "              const " << xt << "* restrict src = xg + c * " << HW << " + ih * " << L(z.W) << " + cx0 + x - "
+      << L(z.PW) << ";\n"
       << quant16("src", "nv")
       << "            }\n"
       << "            u32 wv[16]; __builtin_memcpy(wv, &word, 64);\n"
-      << "            for (i64 u = 0; u < nv; ++u) d[" << L(z.PW) << " + iw + u] = wv[u];\n"
+      << "            for (i64 u = 0; u < nv; ++u) d[x + u] = wv[u];\n"
       << "          }\n"
       << "        }\n"
       // Each (quad, tap) k-group's words for the block's pixels.
@@ -250,9 +269,9 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << "        for (i64 r = 0; r < " << L(KK) << "; ++r) {\n"
       << "          u32* restrict d = bp + (q * " << L(KK) << " + r) * " << kPixels << ";\n"
       << "          const u32* restrict src = xq + (q * " << L(RW) << " + (r / " << L(z.KW) << ") * " << L(z.DH) << ") * "
-      << L(WP) << " + (r % " << L(z.KW) << ") * " << L(z.DW) << ";\n"
+      << L(WX) << " + (r % " << L(z.KW) << ") * " << L(z.DW) << ";\n"
       << "          for (i64 e = 0; e < ns; ++e) {\n"
-      << "            const u32* restrict sp = src + sr[e] * " << L(WP) << " + sc[e];\n"
+      << "            const u32* restrict sp = src + sr[e] * " << L(WX) << " + sc[e];\n"
       << "            u32* restrict dp = d + sj[e];\n"
       << "            for (i64 t = 0; t < sl[e]; ++t) dp[t] = sp[t * " << L(z.SW) << "];\n"
       << "          }\n"

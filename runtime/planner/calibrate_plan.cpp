@@ -52,13 +52,14 @@ Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantP
                          " has no calibration");
 }
 
+// `which`: "output" or "input", for the error.
 Expected<QuantParams> activation_params(const NodePlan& p, const std::string& value,
                                         const std::map<std::string, Observer>& observers,
-                                        const PlannerOptions& o) {
+                                        const PlannerOptions& o, const char* which = "output") {
   const auto it = observers.find(value);
   if (it == observers.end())
     return Status::invalid("calibrate_plan: node '" + p.name + "' (" + mode_name(p.mode) +
-                           ") needs an observer of its output '" + value + "'");
+                           ") needs an observer of its " + which + " '" + value + "'");
   const DType t = p.activation_quant->type;
   if (t == DType::F8E4M3 || t == DType::F8E5M2) return fp8_params(it->second.amax(), t);
   CalibrationOptions co;
@@ -98,7 +99,7 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
         return Status::invalid("calibrate_plan: node '" + n.name + "' has input_quant but no float input");
       NodePlan as_input = p;  // the input's parameters, by the activation rules
       as_input.activation_quant = p.input_quant;
-      HPF_ASSIGN_OR_RETURN(QuantParams q, activation_params(as_input, g.value(v).name, observers, options));
+      HPF_ASSIGN_OR_RETURN(QuantParams q, activation_params(as_input, g.value(v).name, observers, options, "input"));
       p.input_quant = std::move(q);
     }
   }

@@ -139,6 +139,8 @@ const Case kCases[] = {
     {"7x7 stride 2 pad 3 on 3 channels", 1, 3, 32, 32, 8, 7, 7, {2, 2}, {3, 3, 3, 3}, {}},
     {"groups 2, dilation 2", 1, 8, 11, 11, 12, 3, 3, {}, {2, 2, 2, 2}, {2, 2}, 2},
     {"1-D, kernel 5", 2, 12, 1, 50, 14, 1, 5, {}, {2, 2}, {}, 1, true, true},
+    {"1-D, 700 long (blocks inside the row, a window each)", 1, 8, 1, 700, 12, 1, 5, {}, {2, 2}, {}, 1, true, true},
+    {"1-D, stride 2, dilation 3", 1, 8, 1, 401, 12, 1, 3, {2}, {4, 1}, {3}, 1, true, true},
     {"300 output channels (two row blocks), 7x7 map", 1, 36, 7, 7, 300, 3, 3, {}, {1, 1, 1, 1}, {}},
     {"a 300-wide row, asymmetric pads", 1, 5, 3, 300, 6, 3, 3, {}, {0, 2, 1, 0}, {}},
     {"BF16 input (a Relu before it)", 1, 12, 8, 8, 20, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, true},
