@@ -60,6 +60,19 @@ Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& 
   return f;
 }
 
+std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, const std::string& epi_ptrs) {
+  const char* xt = c_storage_type(spec.inputs[0].dtype);
+  const char* yt = c_storage_type(spec.outputs[0].dtype);
+  std::ostringstream s;
+  s << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
+    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
+  if (has_b)
+    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
+      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
+  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n";
+  return s.str();
+}
+
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n) {
   const DType t = spec.outputs[0].dtype;
   // An epilogue whose last step rounds to BF16 leaves values BF16 holds exactly: their top halves.
@@ -96,7 +109,7 @@ using ConvShape = conv::Shape;
 Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                     bool has_b, bool packed, const std::string& head, const std::string& epi_ptrs,
                                     const std::string& name) {
-  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
+  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1];
   const int64_t K = z.CG * z.KH * z.KW, P = z.OH * z.OW, KK = z.KH * z.KW;
   const auto [flat, H, W, OW, SH, SW, PH, PW] = conv::plane_of(z);  // flat: segments are whole panels
   const int64_t PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
@@ -248,13 +261,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   s << head << gemm_micro_source() << (pairs ? gemm_micro_bf16_source() : "")
     << (pairs ? "#if defined(HPF_BF16_DOT)\n#define HPF_CONV_PAIRS 1\n#endif\n" : "")
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
-    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
-    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
-  if (has_b)
-    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
-      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
-  const char* yt = c_storage_type(Y.dtype);
-  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << conv::kernel_args(spec, wt, has_b, epi_ptrs)
     << (pairs ? "#if defined(HPF_CONV_PAIRS)\n"
                 "  u16 btmp[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
                 "  u32 bpack2[HPF_KC / 2 * HPF_NC] __attribute__((aligned(64)));\n"
@@ -322,7 +329,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
 Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                          bool has_b, const std::string& head, const std::string& epi_ptrs,
                                          const std::string& name) {
-  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  const TensorDesc& X = spec.inputs[0];
   const int64_t P = z.H * z.W, K = z.CG, CB = (z.MG + kConvColBlock - 1) / kConvColBlock;
   // Pixel blocks: as even as the tiles allow, at least 4 work items in all when there are pixels
   // enough, so that two threads share the work.
@@ -332,17 +339,11 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   const int64_t TPB = (tiles + PBn - 1) / PBn, PX = TPB * kGemmMR;
   PBn = (tiles + TPB - 1) / TPB;
   const char* xt = c_storage_type(X.dtype);
-  const char* yt = c_storage_type(Y.dtype);
   const bool x32 = X.dtype == DType::F32;
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
-    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
-    << "  const float* restrict Wt = (const float*)args[1];\n";
-  if (has_b)
-    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
-      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
-  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << conv::kernel_args(spec, "float", has_b, epi_ptrs)
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[" << PX * kConvColBlock << "] __attribute__((aligned(64)));\n"
     << "  float a[" << PX << "] __attribute__((aligned(64)));\n"
@@ -393,7 +394,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
 Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                          bool has_b, const std::string& head, const std::string& epi_ptrs,
                                          const std::string& name, int64_t WP, int64_t CB, int64_t RB) {
-  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1], &Y = spec.outputs[0];
+  const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1];
   const int64_t KK = z.KH * z.KW, S = z.SW;  // WP is a multiple of S (see the caller)
   const int64_t NB = (z.OH + RB - 1) / RB, RR = depthwise_rows(z, RB);
   const char* xt = c_storage_type(X.dtype);
@@ -401,13 +402,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "j0 + jj"));
   std::ostringstream s;
   s << head << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
-    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
-    << "  const " << wt << "* restrict Wt = (const " << wt << "*)args[1];\n";
-  if (has_b)
-    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
-      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
-  const char* yt = c_storage_type(Y.dtype);
-  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << conv::kernel_args(spec, wt, has_b, epi_ptrs)
     << "  float xp[" << RR * WP << "] __attribute__((aligned(64)));\n"
     << (S > 1 ? "  float xt[" + std::to_string(WP) + "] __attribute__((aligned(64)));\n" : "")
     << "  float wv[" << KK << "];\n"

@@ -54,7 +54,7 @@ bool direct_fits(const Shape& z) {
 Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                  const std::string& head, const std::string& epi_ptrs, const std::string& name) {
   if (!direct_fits(z)) return Status::invalid("conv: the direct kernel takes no depthwise or pointwise Conv, and small windows");
-  const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
+  const TensorDesc& X = spec.inputs[0];
   const int64_t KK = z.KH * z.KW, K = z.CG * KK, CB = (z.MG + kConvColBlock - 1) / kConvColBlock, P = z.OH * z.OW;
   const int64_t WPP = plane_cols(z), PH2 = z.SH * z.SW;  // phase planes per channel
   // Output rows per block: the tile within kMaxPositions positions, the window within its
@@ -67,16 +67,10 @@ Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const s
   // Window rows (padded coordinates) of a block, all phases.
   const int64_t YR = RP * z.SH;
   const char* xt = c_storage_type(X.dtype);
-  const char* yt = c_storage_type(Y.dtype);
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
-    << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
-    << "  const float* restrict Wt = (const float*)args[1];\n";
-  if (has_b)
-    s << "  const " << c_storage_type(spec.inputs[2].dtype) << "* restrict B = (const "
-      << c_storage_type(spec.inputs[2].dtype) << "*)args[2];\n";
-  s << epi_ptrs << "  " << yt << "* restrict Y = (" << yt << "*)args[" << spec.inputs.size() << "];\n"
+    << kernel_args(spec, "float", has_b, epi_ptrs)
     // The window, and past it a few zeros: the last run of a block reads up to 5 positions on.
     << "  float win[" << z.CG * CPLANE + 16 << "] __attribute__((aligned(64)));\n"
     << "  for (i64 x = " << z.CG * CPLANE << "; x < " << z.CG * CPLANE + 16 << "; ++x) win[x] = 0.0f;\n"

@@ -38,6 +38,11 @@ Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& 
                               const std::string& v, const std::string& yoff, const std::string& j,
                               const std::string& after_bias = "");
 
+// The declarations opening a float Conv kernel: X (args[0]) in its format, the weight Wt as C
+// type `wt` (args[1]), the bias B (args[2]) when `has_b`, the epilogue's operands (`epi_ptrs`)
+// and the output Y (the argument after the inputs).
+std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, const std::string& epi_ptrs);
+
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 
