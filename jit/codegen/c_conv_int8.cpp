@@ -14,8 +14,8 @@
 // Z (I32 [M]), optional bias, the epilogue's operands.
 //
 // Implicit GEMM with output pixels as the vector lanes: a work item is one block of 64 output
-// pixels and up to MT output channels of one (image, group); where an output row is wider than
-// a block, blocks stay inside one row. Per slice of channel quads it quantises the input the
+// pixels and up to MT output channels of one (image, group); where input rows are much wider
+// than a block reads, blocks stay inside one output row. Per slice of channel quads it quantises the input the
 // block reads once (the rows its output rows read, all their columns, or for a block inside
 // one row only the columns it reads; padding included: a window of u32 words, one per input
 // pixel, each 4 channels), then gathers each tap's words into the packed
@@ -84,10 +84,11 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   const bool flat = conv::plane_of(z).flat;
   const bool pointwise = flat || (z.KH == 1 && z.KW == 1 && z.PH == 0 && z.PW == 0 && (z.OH - 1) * z.SH < z.H &&
                                   (z.OW - 1) * z.SW < z.W && z.H * z.W < (int64_t{1} << 31));
-  // A block of rows wider than a block of pixels: blocks stay inside one output row, and the
-  // window holds only the columns that block reads (else a long 1-D row would be quantised whole
-  // for every block).
-  const bool rowwise = !pointwise && z.OW > kPixels;
+  // Rows much wider than a block reads (a long 1-D row would be quantised whole for every block):
+  // blocks stay inside one output row, and the window holds only the columns the block reads.
+  const int64_t WP = std::max((z.OW - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
+  const int64_t span = (kPixels - 1) * z.SW + (z.KW - 1) * z.DW + 1;  // the columns a block inside a row reads
+  const bool rowwise = !pointwise && z.OW > kPixels && WP > 2 * span;
   const int64_t PBr = (z.OW + kPixels - 1) / kPixels;  // blocks per output row (rowwise)
   const int64_t PB = rowwise ? z.OH * PBr : (P + kPixels - 1) / kPixels;
   const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows);
@@ -95,8 +96,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   // from the block's first, cx0 (padded column x is input column x - PW).
   const int64_t spans = rowwise ? 1 : std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);
   const int64_t RW = (spans - 1) * z.SH + (z.KH - 1) * z.DH + 1;
-  const int64_t WP = std::max((z.OW - 1) * z.SW + (z.KW - 1) * z.DW + 1, z.PW + z.W);
-  const int64_t WX = rowwise ? std::min(WP, (kPixels - 1) * z.SW + (z.KW - 1) * z.DW + 1) : WP;
+  const int64_t WX = rowwise ? span : WP;
   const int64_t CS =
       std::clamp<int64_t>(pointwise ? kSliceGroups : std::min(kSliceGroups / KK, kWindowBytes / (4 * RW * WX)), 1, CQ);
   const int64_t SG = CS * KK;  // k-groups per slice
