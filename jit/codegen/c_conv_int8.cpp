@@ -91,7 +91,8 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   const bool rowwise = !pointwise && z.OW > kPixels && WP > 2 * span;
   const int64_t PBr = (z.OW + kPixels - 1) / kPixels;  // blocks per output row (rowwise)
   const int64_t PB = rowwise ? z.OH * PBr : (P + kPixels - 1) / kPixels;
-  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows);
+  // At least 8 work items: a few uneven ones leave a thread idle (ResNet-50's 7x7 layers had 9).
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, kMaxRows, kConvI8Rows, 8);
   // The window: the input rows a block's output rows read (RW at most), each WX padded columns
   // from the block's first, cx0 (padded column x is input column x - PW).
   const int64_t spans = rowwise ? 1 : std::min<int64_t>(z.OH, (kPixels - 1) / z.OW + 2);

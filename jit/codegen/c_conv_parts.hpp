@@ -62,13 +62,14 @@ inline Plane plane_of(const Shape& z) {
 }
 
 // Output channels per work item of a group of MG: MT rows (a multiple of `gran`) in MB blocks,
-// as few blocks as `max_rows` allows (each packs the pixels' patches again), but at least 4 work
-// items in all (`items` without the split) so that two threads share the work; rows split evenly.
+// as few blocks as `max_rows` allows (each packs the pixels' patches again), but at least
+// `min_items` work items in all (`items` without the split) so that two threads share the work;
+// rows split evenly.
 struct RowBlocks {
   int64_t MB, MT;
 };
-inline RowBlocks row_blocks(int64_t MG, int64_t items, int64_t max_rows, int64_t gran) {
-  int64_t MB = std::max((MG + max_rows - 1) / max_rows, (4 + items - 1) / items);
+inline RowBlocks row_blocks(int64_t MG, int64_t items, int64_t max_rows, int64_t gran, int64_t min_items = 4) {
+  int64_t MB = std::max((MG + max_rows - 1) / max_rows, (min_items + items - 1) / items);
   MB = std::max<int64_t>(1, std::min(MB, (MG + gran - 1) / gran));
   const int64_t MT = round_up((MG + MB - 1) / MB, gran);
   return {(MG + MT - 1) / MT, MT};
