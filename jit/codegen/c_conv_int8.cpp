@@ -15,14 +15,14 @@
 //
 // Implicit GEMM with output pixels as the vector lanes: a work item is one block of 64 output
 // pixels and up to MT output channels of one (image, group); where input rows are much wider
-// than a block reads, blocks stay inside one output row. Per slice of channel quads it quantises the input the
-// block reads once (the rows its output rows read, all their columns, or for a block inside
-// one row only the columns it reads; padding included: a window of u32 words, one per input
-// pixel, each 4 channels), then gathers each tap's words into the packed
-// block bp[kg][64] (a 1x1 unpadded Conv quantises straight into bp), and per 12-row
-// weight block runs I8_MR x (I8_NP x 16 pixels) register tiles: per k-group, I8_NP loads of
-// pixels and I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products. 32-bit
-// accumulators live in a tile on the stack across slices.
+// than a block reads, blocks stay inside one output row. Per slice of channel quads it
+// quantises the input the block reads once (the rows its output rows read, all their columns,
+// or for a block inside one row only the columns it reads; padding included: a window of u32
+// words, one per input pixel, each 4 channels), then gathers each tap's words into the packed
+// block bp[kg][64] (a 1x1 unpadded Conv quantises straight into bp), and per 12-row weight
+// block runs I8_MR x (I8_NP x 16 pixels) register tiles: per k-group, I8_NP loads of pixels and
+// I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products. 32-bit accumulators live
+// in a tile on the stack across slices.
 #include <algorithm>
 #include <sstream>
 
