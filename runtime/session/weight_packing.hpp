@@ -1,10 +1,10 @@
 // Constant MatMul/Gemm weights packed once at compile time for the "matmul_wq" kernels, FP32
 // Conv weights for the float conv kernels and INT8 Conv weights for "conv_i8"
-// (jit/codegen/c_matmul_wq.cpp and conv_packing.hpp describe the layouts): BF16/F16 in panels of 16 columns (BF16
-// also in AMX tile pairs, "bf16t"), INT8
-// per output channel and INT4 group-wise along K with the plan's scales. The integers are the
-// ones hpf::quantize gives for the same parameters (the reference emulation's), so a quantised
-// plan computes on exactly the weights its emulation measured.
+// (jit/codegen/c_matmul_wq.cpp and conv_packing.hpp describe the layouts): BF16/F16 in panels
+// of 16 columns (BF16 also in AMX tile pairs, "bf16t"), INT8 per output channel and INT4
+// group-wise along K with the plan's scales. The integers are the ones hpf::quantize gives for
+// the same parameters (the reference emulation's), so a quantised plan computes on exactly the
+// weights its emulation measured.
 //
 // Ownership: plain values. Thread-safety: pure functions.
 #pragma once
