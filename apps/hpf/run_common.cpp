@@ -177,16 +177,19 @@ hpf::Expected<std::vector<std::vector<hpf::Tensor>>> calibration_batches(const h
   return hpf::random_calibration_inputs(g, kCalibrationBatches, a.seed + 1000, a.batch);
 }
 
-// A plan made from a policy without `auto`, its activation and input scales (int8, fp8)
-// calibrated on the calibration inputs, as the planner calibrates its own.
-hpf::Status calibrate_policy_plan(const hpf::Graph& g, const ModelSpec& a, hpf::Plan& plan) {
+// The plan of a policy without `auto`, its activation and input scales (int8, fp8) calibrated
+// on the calibration inputs, as the planner calibrates its own.
+hpf::Expected<hpf::Plan> calibrated_policy_plan(const hpf::Graph& g, const ModelSpec& a, const hpf::Policy& policy,
+                                                const hpf::DeviceFormats& formats) {
+  HPF_ASSIGN_OR_RETURN(hpf::Plan plan, hpf::plan_from_policy(g, policy, formats));
   const std::vector<std::string> values = hpf::values_to_observe(g, plan);
   std::map<std::string, hpf::Observer> observers;
   if (!values.empty()) {
     HPF_ASSIGN_OR_RETURN(auto calib, calibration_batches(g, a));
     HPF_RETURN_IF_ERROR(hpf::observe_values(g, calib, values, observers));
   }
-  return hpf::calibrate_plan(g, plan, observers);
+  HPF_RETURN_IF_ERROR(hpf::calibrate_plan(g, plan, observers).with_context("calibrating the plan"));
+  return plan;
 }
 
 hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec& a, const hpf::SessionOptions& so,
@@ -248,10 +251,7 @@ hpf::Expected<ChosenPlan> choose_plan(const hpf::Graph& g, const ModelSpec& spec
       for (const auto& [c, m] : policy->by_class) any_auto = any_auto || m == hpf::Mode::auto_;
       for (const auto& [glob, m] : policy->by_node) any_auto = any_auto || m == hpf::Mode::auto_;
       auto made = any_auto ? plan_automatically(g, spec, so, *policy, formats, quiet, j)
-                           : hpf::plan_from_policy(g, *policy, formats);
-      if (made.ok() && !any_auto) {
-        if (hpf::Status c = calibrate_policy_plan(g, spec, *made); !c.ok()) made = c.with_context("calibrating the plan");
-      }
+                           : calibrated_policy_plan(g, spec, *policy, formats);
       if (!made.ok()) return failed(made.status(), made.status().to_string());
       *plan = std::move(made).value();
     }
@@ -267,10 +267,7 @@ hpf::Expected<ChosenPlan> choose_plan(const hpf::Graph& g, const ModelSpec& spec
       if (usage_error) *usage_error = true;
       return failed(mode.status(), "--plan " + plan_arg + ": neither a plan file nor a mode (" + mode.status().message() + ")");
     }
-    auto made = hpf::plan_from_policy(g, hpf::Policy::uniform(*mode), formats);
-    if (made.ok()) {
-      if (hpf::Status c = calibrate_policy_plan(g, spec, *made); !c.ok()) made = c.with_context("calibrating the plan");
-    }
+    auto made = calibrated_policy_plan(g, spec, hpf::Policy::uniform(*mode), formats);
     if (!made.ok()) return failed(made.status(), made.status().to_string());
     *plan = std::move(made).value();
     label = std::string("plan ") + hpf::mode_name(*mode);

@@ -41,13 +41,12 @@ namespace conv {
 
 std::vector<std::string> gemm_tile_variants() { return {"r240", "r120", "r48"}; }
 
-Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
+Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, int bias,
                               const std::string& v, const std::string& yoff, const std::string& j,
                               const std::string& after_bias) {
   Finish f;
-  if (has_b) {
-    const TensorDesc& b = lifted.inputs[lifted.family == "conv_i8" ? 4 : 2];
-    f.setup = "const float bias = " + c_load(b.dtype, "B[mo]") + ";\n";
+  if (bias >= 0) {
+    f.setup = "const float bias = " + c_load(lifted.inputs[bias].dtype, "B[mo]") + ";\n";
     f.per_value = v + " += bias;\n";
   }
   f.per_value += after_bias;
@@ -130,7 +129,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
   // BF16 input and weights where the BF16 microkernel is preferred (HPF_BF16_DOT, see
   // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
   // vdpbf16ps; the source holds both forms.
@@ -340,7 +339,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   PBn = (tiles + TPB - 1) / TPB;
   const char* xt = c_storage_type(X.dtype);
   const bool x32 = X.dtype == DType::F32;
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, "float", has_b, epi_ptrs)
@@ -399,7 +398,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   const int64_t NB = (z.OH + RB - 1) / RB, RR = depthwise_rows(z, RB);
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b, "a[jj]", "yo", "j0 + jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "j0 + jj"));
   std::ostringstream s;
   s << head << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, wt, has_b, epi_ptrs)

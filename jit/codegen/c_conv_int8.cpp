@@ -69,8 +69,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   plain.outputs = spec.outputs;
   plain.attrs = spec.attrs;
   HPF_ASSIGN_OR_RETURN(ConvGeometry cg, conv_geometry(plain, "C codegen"));
-  conv::Shape z{cg.N, cg.C, cg.H, cg.W, cg.M, cg.CG, cg.M / cg.group, cg.group, cg.KH, cg.KW,
-                cg.OH, cg.OW, cg.SH, cg.SW, cg.DH, cg.DW, cg.PH, cg.PW};
+  const conv::Shape z = conv::shape_of(cg);
   if (z.OH <= 0 || z.OW <= 0) return Status::invalid("conv_i8: empty output");
   const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
   const int64_t KK = z.KH * z.KW, CQ = (z.CG + 3) / 4, KG = conv_i8_groups(z.CG, KK), P = z.OH * z.OW;
@@ -108,7 +107,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
          "  r = r != r ? 0.0f : (__builtin_fabsf(r) < 8388608.0f ? __builtin_rintf(r) : r);\n"
          "  r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);\n"
          "  a[jj] = r * " + c_float(out_scale) + "; }\n";
-  HPF_ASSIGN_OR_RETURN(conv::Finish fin, conv::finish_value(spec, kinds, has_b, "a[jj]", "yo", "jj", fq));
+  HPF_ASSIGN_OR_RETURN(conv::Finish fin, conv::finish_value(spec, kinds, has_b ? 4 : -1, "a[jj]", "yo", "jj", fq));
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
   const char* xt = c_storage_type(X.dtype);
   const char* yt = c_storage_type(Y.dtype);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "hpf/status.hpp"
+#include "jit/codegen/conv_geometry.hpp"
 #include "jit/codegen/kernel_spec.hpp"
 
 namespace hpf::jit::conv {
@@ -31,10 +32,11 @@ struct Finish {
     return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
   }
 };
-// `kinds`: per input, how an epilogue operand broadcasts (epilogue_operand_kind); the bias is
-// `B` in the kernel, epilogue operands `P<k>`. `after_bias`: statements on `v` between the bias
-// and the epilogue (the INT8 kernel's output fake quantisation).
-Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, bool has_b,
+// `kinds`: per input, how an epilogue operand broadcasts (epilogue_operand_kind); `bias`: the
+// input holding the bias (`B` in the kernel; -1: none), epilogue operands `P<k>`. `after_bias`:
+// statements on `v` between the bias and the epilogue (the INT8 kernel's output fake
+// quantisation).
+Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, int bias,
                               const std::string& v, const std::string& yoff, const std::string& j,
                               const std::string& after_bias = "");
 
@@ -47,6 +49,10 @@ std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, cons
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+inline Shape shape_of(const ConvGeometry& g) {
+  return {g.N, g.C, g.H, g.W, g.M, g.CG, g.M / g.group, g.group, g.KH, g.KW, g.OH, g.OW, g.SH, g.SW, g.DH, g.DW, g.PH, g.PW};
+}
 
 // The implicit GEMM's view of the input plane: a 1x1, unit-stride, unpadded convolution reads
 // pixel p of the input for output pixel p, so its plane is taken as one long row (H = 1).

@@ -271,10 +271,9 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "        }\n"
       << "        continue;\n"
       << "#endif\n";
-  s << ""
-    // 16-column panels of the packed weights into the NR-wide panels of bpack (zero past N).
-    // F32 panels need no dequantising: whole NC blocks are read in place (direct).
-    << "        const int direct = " << (f == "f32" ? "jc / 16 + HPF_NC / 16 <= " + L(P) : std::string("0")) << ";\n"
+  // 16-column panels of the packed weights into the NR-wide panels of bpack (zero past N).
+  // F32 panels need no dequantising: whole NC blocks are read in place (direct).
+  s << "        const int direct = " << (f == "f32" ? "jc / 16 + HPF_NC / 16 <= " + L(P) : std::string("0")) << ";\n"
     << "        if (!direct) for (i64 c = 0; c < HPF_NC / 16; ++c) {\n"
     << "          const i64 pp = jc / 16 + c;\n"
     << "          float* restrict d = bpack + ((c * 16) / HPF_NR) * HPF_KC * HPF_NR + (c * 16) % HPF_NR;\n"

@@ -6,7 +6,6 @@
 #include "jit/codegen/c_conv_parts.hpp"
 #include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
-#include "jit/codegen/conv_geometry.hpp"
 
 namespace hpf::jit {
 namespace {
@@ -69,11 +68,7 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   own.inputs.resize(spec.inputs.size() - static_cast<size_t>(std::max(0, spec.epilogue_inputs)));
   own.epilogue.clear();
   own.epilogue_inputs = 0;
-  if (auto geo = conv_geometry(own, "conv packing"); geo.ok()) {
-    const conv::Shape z{geo->N, geo->C, geo->H, geo->W, geo->M, geo->CG, geo->M / geo->group, geo->group, geo->KH,
-                        geo->KW, geo->OH, geo->OW, geo->SH, geo->SW, geo->DH, geo->DW, geo->PH, geo->PW};
-    direct = conv::direct_fits(z);
-  }
+  if (auto geo = conv_geometry(own, "conv packing"); geo.ok()) direct = conv::direct_fits(conv::shape_of(*geo));
   const bool cols = (pointwise || direct) && blocks(d.rows, kConvColBlock) * kConvColBlock * 10 <= d.rows * 11;
   s.attrs["w_layout"] = std::string(cols ? "cols" : "rows");
   const int64_t rows = cols ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;

@@ -52,15 +52,14 @@ Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantP
                          " has no calibration");
 }
 
-// `which`: "output" or "input", for the error.
-Expected<QuantParams> activation_params(const NodePlan& p, const std::string& value,
+// The parameters of type `t` (INT8 or FP8) for `value`, node p's output or input (`which`).
+Expected<QuantParams> activation_params(const NodePlan& p, DType t, const std::string& value, const char* which,
                                         const std::map<std::string, Observer>& observers,
-                                        const PlannerOptions& o, const char* which = "output") {
+                                        const PlannerOptions& o) {
   const auto it = observers.find(value);
   if (it == observers.end())
     return Status::invalid("calibrate_plan: node '" + p.name + "' (" + mode_name(p.mode) +
                            ") needs an observer of its " + which + " '" + value + "'");
-  const DType t = p.activation_quant->type;
   if (t == DType::F8E4M3 || t == DType::F8E5M2) return fp8_params(it->second.amax(), t);
   CalibrationOptions co;
   co.method = o.int8_method;
@@ -88,7 +87,7 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       for (ValueId v : n.outputs) {
         if (v == kNoValue || !is_float(g.value(v).dtype)) continue;
         HPF_ASSIGN_OR_RETURN(QuantParams q,
-                             activation_params(p, g.value(v).name, observers, options));
+                             activation_params(p, p.activation_quant->type, g.value(v).name, "output", observers, options));
         p.activation_quant = std::move(q);
         break;  // one set of parameters per node: its first float output
       }
@@ -97,9 +96,8 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       const ValueId v = n.inputs.empty() ? kNoValue : n.inputs[0];
       if (v == kNoValue || !is_float(g.value(v).dtype))
         return Status::invalid("calibrate_plan: node '" + n.name + "' has input_quant but no float input");
-      NodePlan as_input = p;  // the input's parameters, by the activation rules
-      as_input.activation_quant = p.input_quant;
-      HPF_ASSIGN_OR_RETURN(QuantParams q, activation_params(as_input, g.value(v).name, observers, options, "input"));
+      HPF_ASSIGN_OR_RETURN(QuantParams q,
+                           activation_params(p, p.input_quant->type, g.value(v).name, "input", observers, options));
       p.input_quant = std::move(q);
     }
   }

@@ -184,6 +184,21 @@ Expected<ValueId> add_packed(Graph& g, std::vector<DType>& storage, std::vector<
 
 // Parameters for `w` of node `n` under plan `p`: the plan's when it has scales, else the ones
 // calibrate_plan would choose (weights need no calibration data).
+// An int8 node's output is stored INT8 with one scale: its kernel fake-quantises the output with
+// it (attr out_scale), as the emulation stores it.
+void set_out_scale(const NodePlan* p, jit::KernelSpec& spec) {
+  if (p && p->mode == Mode::int8 && p->activation_quant && p->activation_quant->type == DType::I8 &&
+      p->activation_quant->scales.size() == 1 && p->activation_quant->zero_points.empty())
+    spec.attrs["out_scale"] = p->activation_quant->scales[0];
+}
+
+// The epilogue of a rewritten step reads its operands `shift` inputs further on.
+void shift_epilogue(jit::KernelSpec& spec, int shift) {
+  for (jit::ElementwiseStep& e : spec.epilogue)
+    for (int& o : e.operands)
+      if (o >= 0) o += shift;
+}
+
 Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const Tensor& w, bool trans_b) {
   const QuantParams& q = *p.weight_quant;
   if (!q.scales.empty()) return q;
@@ -315,17 +330,13 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     }
     spec.epilogue = st.spec.epilogue;
     spec.epilogue_inputs = st.spec.epilogue_inputs;
-    for (jit::ElementwiseStep& e : spec.epilogue)
-      for (int& o : e.operands)
-        if (o >= 0) o += shift;
+    shift_epilogue(spec, shift);
     spec.outputs = st.spec.outputs;
     spec.attrs["wformat"] = format;
     spec.attrs["k"] = packed->k;
     spec.attrs["n"] = packed->n;
     spec.attrs["group"] = packed->group;
-    if (p && p->mode == Mode::int8 && p->activation_quant && p->activation_quant->type == DType::I8 &&
-        p->activation_quant->scales.size() == 1 && p->activation_quant->zero_points.empty())
-      spec.attrs["out_scale"] = p->activation_quant->scales[0];
+    set_out_scale(p, spec);
     st.spec = std::move(spec);
     st.inputs = std::move(ins);
     ++stats.kernels;
@@ -394,7 +405,6 @@ Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, 
     HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", packed->data));
     HPF_ASSIGN_OR_RETURN(ValueId sid, add(base + "/scales", packed->scales));
     HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/row_sums", packed->column_sums));
-    const size_t own = st.inputs.size() - static_cast<size_t>(std::max(0, st.spec.epilogue_inputs));
     jit::KernelSpec spec = st.spec;
     spec.family = "conv_i8";
     spec.inputs = {st.spec.inputs[0], {DType::U8, shapes[wid]}, {DType::F32, shapes[sid]}, {DType::I32, shapes[zid]}};
@@ -403,15 +413,11 @@ Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, 
       spec.inputs.push_back(st.spec.inputs[k]);
       ins.push_back(st.inputs[k]);
     }
-    for (jit::ElementwiseStep& e : spec.epilogue)
-      for (int& o : e.operands)
-        if (o >= static_cast<int>(own)) o += 2;
+    shift_epilogue(spec, 2);  // W became W, S, Z
     spec.attrs["w_shape"] = w->shape();
     spec.attrs["a_scale"] = a_scale;
     spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
-    if (p->activation_quant && p->activation_quant->type == DType::I8 && p->activation_quant->scales.size() == 1 &&
-        p->activation_quant->zero_points.empty())
-      spec.attrs["out_scale"] = p->activation_quant->scales[0];
+    set_out_scale(p, spec);
     st.spec = std::move(spec);
     st.inputs = std::move(ins);
     rewritten.push_back(n.name);

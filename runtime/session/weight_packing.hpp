@@ -22,12 +22,14 @@
 namespace hpf {
 
 struct PackedWeights {
-  std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni (matmul_i8)
+  std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni (matmul_i8) | conv_i8
   int64_t k = 0, n = 0, group = 0;
-  Tensor data;    // U8 bytes in the panel layout
-  Tensor scales;  // F32: i8 / i8vnni [P*16], i4 [P][K/group][16], float formats one placeholder 0
-  Tensor column_sums;  // i8vnni: I32 [P*16], 128 * sum over k of column n (the u8 zero point's share)
-  bool has_m128 = false;  // i8vnni: some weight is -128 (the AVX2 vpmaddubsw path needs |q| <= 127)
+  Tensor data;    // U8 bytes in the panel layout (conv_i8: the "i8" layout of conv_packing.hpp)
+  Tensor scales;  // F32: i8 / i8vnni [P*16], i4 [P][K/group][16], float formats one placeholder 0;
+                  // conv_i8 [M], s_a * s_w[m]
+  Tensor column_sums;  // i8vnni: I32 [P*16], 128 * sum over k of column n (the u8 zero point's share);
+                       // conv_i8 [M], 128 * the sum of output channel m's weights
+  bool has_m128 = false;  // i8vnni, conv_i8: some weight is -128 (the AVX2 vpmaddubsw path needs |q| <= 127)
 };
 
 // Packs `b` (F32; [K, N], or [N, K] when trans_b) into `format`. i8/i4 need `q`, symmetric,
