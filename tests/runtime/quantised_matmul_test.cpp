@@ -13,6 +13,7 @@
 #include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
+#include "tests/runtime/quantised_diff.hpp"
 #include "tests/runtime/random_tensor.hpp"
 #include "runtime/session/weight_packing.hpp"
 
@@ -101,19 +102,13 @@ Result run_case(const Case& c, Mode mode) {
   r.stats = exe->compile_stats();
   auto got = exe->run({a});
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-  const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
-  REQUIRE(gv.size() == wv.size());
+  REQUIRE((*got)[0].numel() == (*want)[0].numel());
   const NodePlan& p = *plan->find(c.epilogue ? "relu" : "mm");
   const float step = p.activation_quant ? p.activation_quant->scales[0] : 0.0f;
-  for (size_t i = 0; i < gv.size(); ++i) {
-    const double d = std::abs(double(gv[i]) - wv[i]);
-    if (step > 0 && d > 0 && std::abs(d - step) <= step * 1e-3) {
-      ++r.step_diffs;  // an FP32 sum on the other side of a rounding boundary than FP64's
-      continue;
-    }
-    r.worst = std::max(r.worst, d / (1.0 + std::abs(wv[i])));
-  }
-  r.elements = static_cast<int64_t>(gv.size());
+  const test::QuantisedDiff diff = test::quantised_diff((*got)[0], (*want)[0], step);
+  r.worst = diff.worst;
+  r.step_diffs = diff.step_diffs;
+  r.elements = diff.elements;
   return r;
 }
 
