@@ -1,7 +1,5 @@
-// LSTM in C ("lstm"): ONNX LSTM with layout 0, the default activations (Sigmoid, Tanh, Tanh), no
-// clip and input_forget 0; any direction, optional B, sequence_lens, initial_h, initial_c and P
-// (peepholes), and any subset of the outputs Y, Y_h, Y_c. Other forms are declined (unsupported:
-// the session runs the node on the reference).
+// LSTM in C ("lstm"), of the form lstm_form.hpp describes (other forms are declined: the session
+// runs the node on the reference).
 //
 // One work item per (direction, batch row): the recurrence is sequential in time, so directions
 // and batch rows are the parallelism. Steps go in chunks: first the input projections W . x_t of
@@ -14,16 +12,13 @@
 //   h = o tanh(c)
 // with gates and states in FP32 (hpf_vexp-based sigmoid and tanh, a few ulps). Steps past a
 // batch row's sequence length leave Y zero; Y_h/Y_c hold the state after its last step.
-//
-// Spec: inputs X, W, R, then the present optional inputs in ONNX order (attr lstm_inputs: bit k
-// set when input k, 3 <= k <= 7, is present), outputs the present ones (attr lstm_outputs: bit k
-// for output k).
 #include <algorithm>
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
+#include "jit/codegen/lstm_form.hpp"
 
 namespace hpf::jit {
 
@@ -67,50 +62,15 @@ std::string dot4_fn(const std::string& name, DType t, int64_t n) {
 }  // namespace
 
 Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::string& name) {
-  const int64_t in_mask = attr_i(spec.attrs, "lstm_inputs", 0), out_mask = attr_i(spec.attrs, "lstm_outputs", 1);
-  auto has_in = [&](int k) { return k < 3 || ((in_mask >> k) & 1) != 0; };
-  // Position of ONNX input k among the spec's inputs (-1 when absent).
-  auto pos = [&](int k) {
-    if (!has_in(k)) return -1;
-    int p = 0;
-    for (int j = 0; j < k; ++j) p += has_in(j);
-    return p;
-  };
-  int expected_inputs = 0, expected_outputs = 0;
-  for (int k = 0; k < 8; ++k) expected_inputs += has_in(k);
-  for (int k = 0; k < 3; ++k) expected_outputs += (out_mask >> k) & 1;
-  if (static_cast<int>(spec.inputs.size()) != expected_inputs || static_cast<int>(spec.outputs.size()) != expected_outputs ||
-      expected_outputs == 0)
-    return Status::invalid("lstm: inputs/outputs do not match lstm_inputs/lstm_outputs");
-  const std::string direction = attr_s(spec.attrs, "direction").empty() ? "forward" : attr_s(spec.attrs, "direction");
-  if (attr_i(spec.attrs, "layout", 0) != 0) return Status::unsupported("C codegen: LSTM with layout 1");
-  if (spec.attrs.count("clip")) return Status::unsupported("C codegen: LSTM with clip");
-  if (attr_i(spec.attrs, "input_forget", 0) != 0) return Status::unsupported("C codegen: LSTM with input_forget");
-  if (auto it = spec.attrs.find("activations"); it != spec.attrs.end()) {
-    const auto* acts = std::get_if<std::vector<std::string>>(&it->second);
-    if (!acts) return Status::unsupported("C codegen: LSTM activations attribute of an unexpected type");
-    for (size_t k = 0; k < acts->size(); ++k)
-      if ((*acts)[k] != (k % 3 == 0 ? "Sigmoid" : "Tanh"))
-        return Status::unsupported("C codegen: LSTM activation '" + (*acts)[k] + "' (only the default Sigmoid, Tanh, Tanh)");
-  }
-  if (direction != "forward" && direction != "reverse" && direction != "bidirectional")
-    return Status::invalid("lstm: direction '" + direction + "'");
+  HPF_ASSIGN_OR_RETURN(const LstmForm f, lstm_form(spec, "C codegen"));
   const TensorDesc &X = spec.inputs[0], &W = spec.inputs[1], &R = spec.inputs[2];
-  if (X.shape.size() != 3 || W.shape.size() != 3 || R.shape.size() != 3)
-    return Status::invalid("lstm: X, W and R must have rank 3");
-  const int64_t T = X.shape[0], B = X.shape[1], I = X.shape[2], D = W.shape[0], G = W.shape[1], H = G / 4;
-  if (D != (direction == "bidirectional" ? 2 : 1) || G % 4 != 0 || W.shape[2] != I || R.shape[1] != G || R.shape[2] != H)
-    return Status::invalid("lstm: W " + shape_string(W.shape) + " and R " + shape_string(R.shape) + " do not fit X " +
-                           shape_string(X.shape));
+  const int64_t T = f.T, B = f.B, I = f.I, D = f.D, G = f.G, H = f.H;
+  const std::string& direction = f.direction;
+  const int64_t out_mask = f.out_mask;
+  auto has_in = [&](int k) { return f.has_in(k); };
+  auto pos = [&](int k) { return f.input(k); };
   for (const TensorDesc* t : {&X, &W, &R})
     if (!vector_loadable(t->dtype)) return Status::unsupported("C codegen: LSTM on " + std::string(dtype_name(t->dtype)));
-  for (int k : {3, 5, 6, 7})
-    if (has_in(k) && !is_float(spec.inputs[static_cast<size_t>(pos(k))].dtype))
-      return Status::invalid("lstm: input " + std::to_string(k) + " is not float");
-  if (has_in(4) && spec.inputs[static_cast<size_t>(pos(4))].dtype != DType::I32)
-    return Status::unsupported("C codegen: LSTM sequence_lens of " + std::string(dtype_name(spec.inputs[static_cast<size_t>(pos(4))].dtype)));
-  for (const TensorDesc& y : spec.outputs)
-    if (!is_float(y.dtype)) return Status::invalid("lstm: output is not float");
   if (H > 4096 || I > 16384) return Status::unsupported("C codegen: LSTM wider than its stack buffers (H <= 4096, I <= 16384)");
 
   std::ostringstream s;
@@ -152,11 +112,7 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
       ++o;
     }
   }
-  auto out_dtype = [&](int k) {
-    size_t o = 0;
-    for (int j = 0; j < k; ++j) o += (out_mask >> j) & 1;
-    return spec.outputs[o].dtype;
-  };
+  auto out_dtype = [&](int k) { return spec.outputs[static_cast<size_t>(f.output(k))].dtype; };
   const std::string G_ = L(G), H_ = L(H), I_ = L(I);
   // Steps per chunk: its projections (TC x 4H) and inputs (TC x I) in at most 128 + 64 KiB.
   const int64_t TC = std::max<int64_t>(1, std::min({T, 32768 / G, 16384 / I}));

@@ -174,6 +174,7 @@ Expected<GeneratedKernel> generate_gpu(const KernelSpec& spec, GpuDialect d) {
   if (f == "slice") return generate_gpu_slice(spec, name, d);
   if (f == "pad") return generate_gpu_pad(spec, name, d);
   if (f == "expand") return generate_gpu_expand(spec, name, d);
+  if (f == "lstm") return generate_gpu_lstm(spec, name, d);
   // GEMM-like families: tensor-core generators for CUDA (cuda_matmul.cpp, cuda_conv.cpp), the
   // tiled FMA schedule for HIP.
   if (d == GpuDialect::hip && f == "matmul") return generate_gpu_matmul(spec, name, d);

@@ -27,6 +27,9 @@ Expected<GeneratedKernel> generate_gpu_concat(const KernelSpec& spec, const std:
 Expected<GeneratedKernel> generate_gpu_slice(const KernelSpec& spec, const std::string& name, GpuDialect d);
 Expected<GeneratedKernel> generate_gpu_pad(const KernelSpec& spec, const std::string& name, GpuDialect d);
 Expected<GeneratedKernel> generate_gpu_expand(const KernelSpec& spec, const std::string& name, GpuDialect d);
+// LSTM (lstm_form.hpp): a block per (direction, batch row), a warp per gate row, state in shared
+// memory.
+Expected<GeneratedKernel> generate_gpu_lstm(const KernelSpec& spec, const std::string& name, GpuDialect d);
 
 // The shared-memory tiled GEMM schedule (gpu_tiled_matmul.cpp): C[bt][i][j] = sum over p of
 // A(bt, i, p) * B(bt, p, j) for bt < batches, i < M, j < N, p < K, FP32 accumulation.

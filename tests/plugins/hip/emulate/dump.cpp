@@ -64,6 +64,11 @@ int main() {
     KernelSpec ge; ge.family = "matmul"; ge.inputs = {T(f, {33, 70}), T(f, {65, 33}), T(f, {65})}; ge.outputs = {T(f, {70, 65})}; ge.attrs["gemm"] = int64_t{1}; ge.attrs["transA"] = int64_t{1}; ge.attrs["transB"] = int64_t{1}; ge.attrs["alpha"] = 0.5f; ge.attrs["beta"] = 2.0f; dump(ge, "gemm_tt" + F);
     KernelSpec cv; cv.family = "conv"; cv.inputs = {T(f, {2, 4, 9, 8}), T(f, {6, 2, 3, 3}), T(f, {6})}; cv.outputs = {T(f, {2, 6, 5, 4})}; cv.attrs["group"] = int64_t{2}; cv.attrs["strides"] = std::vector<int64_t>{2, 2}; cv.attrs["pads"] = std::vector<int64_t>{1, 1, 1, 0}; dump(cv, "conv_group" + F);
     KernelSpec ln; ln.family = "layernorm"; ln.inputs = {T(f, {3, 300}), T(f, {300}), T(f, {300})}; ln.outputs = {T(f, {3, 300})}; dump(ln, "layernorm300" + F);
+    // LSTM: every optional input, both directions, Y; then a forward Y_h and a reverse Y_c with
+    // more hidden units than a warp has lanes.
+    KernelSpec ls; ls.family = "lstm"; ls.inputs = {T(f, {5, 2, 7}), T(f, {2, 20, 7}), T(f, {2, 20, 5}), T(f, {2, 40}), T(DType::I32, {2}), T(f, {2, 2, 5}), T(f, {2, 2, 5}), T(f, {2, 15})}; ls.outputs = {T(f, {5, 2, 2, 5})}; ls.attrs["direction"] = std::string("bidirectional"); ls.attrs["lstm_inputs"] = int64_t{0xf8}; ls.attrs["lstm_outputs"] = int64_t{1}; dump(ls, "lstm_bidir_all" + F);
+    KernelSpec l2; l2.family = "lstm"; l2.inputs = {T(f, {4, 3, 40}), T(f, {1, 132, 40}), T(f, {1, 132, 33})}; l2.outputs = {T(f, {1, 3, 33})}; l2.attrs["lstm_outputs"] = int64_t{2}; dump(l2, "lstm_fwd_yh" + F);
+    l2.attrs["direction"] = std::string("reverse"); l2.attrs["lstm_outputs"] = int64_t{4}; dump(l2, "lstm_rev_yc" + F);
     KernelSpec tr; tr.family = "transpose"; tr.inputs = {T(f, {2, 3, 4, 5})}; tr.outputs = {T(f, {4, 2, 5, 3})}; tr.attrs["perm"] = std::vector<int64_t>{2, 0, 3, 1}; dump(tr, "transpose" + F);
   }
   std::cerr << n << " kernels\n";
