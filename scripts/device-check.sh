@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# The GPU check in one prepared script: the CUDA device suite (tests/device) and the GEMM
-# benchmark against cuBLAS (bench/gpu_gemm_bench.cpp), results under $OUT. Two steps, because
+# The GPU check in one prepared script: the CUDA device suite (tests/device: kernels and whole
+# models through the Session), the GEMM benchmark against cuBLAS (bench/gpu_gemm_bench.cpp) and
+# BERT-base's latency per plan (`hpf bench --device cuda`), results under $OUT. Two steps, because
 # a build directory is far over what can be carried to a GPU machine (64 MiB):
 #
 #   here (build machine):  scripts/device-check.sh pack build build/device-kit
-#       copies the two binaries, the CUDA plugin, libhpf (debug info stripped) and the shared
+#       copies the three binaries, the CUDA plugin, libhpf (debug info stripped) and the shared
 #       libraries they need that are not glibc into build/device-kit/ (~13 MiB; build/ is
 #       ignored by git, so the device tool carries it) and prints its size;
 #   there (GPU machine):   scripts/device-check.sh run build/device-kit   (the device tool's
 #                          run with carry=["build/device-kit"]; $OUT is where results go)
 #       writes to $OUT (default ./device-check-out): env.txt (GPU, driver, NVRTC, what ran),
 #       device-tests.txt and device-tests.junit.xml, gemm-bench.txt and gemm-bench.jsonl,
-#       summary.txt. Stays inside ~8 minutes on an H200: the suite has a 330 s limit, the
-#       benchmark 150 s; each prints its command first. Exit status: the device suite's.
+#       model-bench.json, summary.txt. Stays inside ~10 minutes on an H200: the suite has a
+#       330 s limit, the GEMM benchmark 120 s, the model benchmark 150 s; each prints its command
+#       first. Exit status: the device suite's.
 #
 # `run` also accepts a build directory (on a GPU machine that built libhpf itself).
 # Environment: CUDA_HOME (default /usr/local/cuda) must hold include/cuda_fp16.h for NVRTC;
@@ -24,11 +26,11 @@ usage() { echo "usage: $0 pack BUILD_DIR KIT_DIR | run KIT_OR_BUILD_DIR" >&2; ex
 
 pack() {
   local build=$1 kit=$2
-  for f in tests/device/test_device_cuda bench/hpf-gpu-gemm-bench hpf/plugins/libhpf-plugin-cuda.so; do
-    [ -e "$build/$f" ] || { echo "device-check: $build/$f is missing; build it: cmake --build $build -j2 --target test_device_cuda hpf-gpu-gemm-bench hpf-plugin-cuda" >&2; exit 2; }
+  for f in tests/device/test_device_cuda bench/hpf-gpu-gemm-bench apps/hpf/hpf hpf/plugins/libhpf-plugin-cuda.so; do
+    [ -e "$build/$f" ] || { echo "device-check: $build/$f is missing; build it: cmake --build $build -j2 --target test_device_cuda hpf-gpu-gemm-bench hpf_cli hpf-plugin-cuda" >&2; exit 2; }
   done
   rm -rf "$kit" && mkdir -p "$kit/bin" "$kit/lib" "$kit/plugins"
-  cp "$build/tests/device/test_device_cuda" "$build/bench/hpf-gpu-gemm-bench" "$kit/bin/"
+  cp "$build/tests/device/test_device_cuda" "$build/bench/hpf-gpu-gemm-bench" "$build/apps/hpf/hpf" "$kit/bin/"
   cp "$build/hpf/plugins/libhpf-plugin-cuda.so" "$kit/plugins/"
   # Shared libraries outside glibc (libhpf, spdlog, fmt, sqlite, protobuf, onnx, libstdc++ ...).
   for bin in "$kit/bin/"* "$kit/plugins/"*; do
@@ -46,14 +48,15 @@ pack() {
 run() {
   local kit=$1 out=${OUT:-$PWD/device-check-out}
   mkdir -p "$out"
-  local tests bench plugins libs
+  local tests bench hpf plugins libs
   if [ -d "$kit/bin" ]; then
-    tests=$kit/bin/test_device_cuda bench=$kit/bin/hpf-gpu-gemm-bench plugins=$kit/plugins libs=$kit/lib
+    tests=$kit/bin/test_device_cuda bench=$kit/bin/hpf-gpu-gemm-bench hpf=$kit/bin/hpf plugins=$kit/plugins libs=$kit/lib
   else
-    tests=$kit/tests/device/test_device_cuda bench=$kit/bench/hpf-gpu-gemm-bench plugins=$kit/hpf/plugins libs=$kit
+    tests=$kit/tests/device/test_device_cuda bench=$kit/bench/hpf-gpu-gemm-bench hpf=$kit/apps/hpf/hpf plugins=$kit/hpf/plugins libs=$kit
   fi
   export LD_LIBRARY_PATH="$(cd "$libs" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export HPF_DEVICE_PLUGIN_DIR="$(cd "$plugins" && pwd)" HPF_CACHE=0
+  export HPF_DEVICE_PLUGIN_DIR="$(cd "$plugins" && pwd)" HPF_CACHE_DIR="$out/kernel-cache"
+  export HPF_PLUGIN_PATH="$HPF_DEVICE_PLUGIN_DIR"
   export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
   unset HPF_CUDA_TARGETS
   local sizes=${DEVICE_CHECK_SIZES:-4096,2048} reps=${DEVICE_CHECK_REPS:-20}
@@ -74,16 +77,25 @@ run() {
     >"$out/device-tests.junit.xml" 2>/dev/null
 
   local bcmd=("$bench" --size "$sizes" --reps "$reps" --plugins "$HPF_DEVICE_PLUGIN_DIR" --json "$out/gemm-bench.jsonl")
-  echo "+ timeout 150 ${bcmd[*]}" | tee -a "$out/env.txt"
-  timeout -k 5 150 "${bcmd[@]}" >"$out/gemm-bench.txt" 2>&1
+  echo "+ timeout 120 ${bcmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 5 120 "${bcmd[@]}" >"$out/gemm-bench.txt" 2>&1
   local brc=$?
   cat "$out/gemm-bench.txt"
+
+  local mcmd=("$hpf" bench builtin:bert-base --device cuda --plans fp32,tf32,bf16,fp16,auto --runs 20
+              --skip cold-start,consistency --json)
+  echo "+ timeout 150 ${mcmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 5 150 "${mcmd[@]}" >"$out/model-bench.json" 2>"$out/model-bench.log"
+  local mrc=$?
+  tail -3 "$out/model-bench.log"
 
   {
     echo "device suite: exit $rc$([ $rc = 124 ] && echo ' (timed out)')"
     grep -E "test cases:|assertions:|skipped: " "$out/device-tests.txt" | head -5
     grep -E "ERROR|max error .* > " "$out/device-tests.txt" | head -20
     echo "gemm bench: exit $brc$([ $brc = 124 ] && echo ' (timed out)')"
+    echo "model bench: exit $mrc$([ $mrc = 124 ] && echo ' (timed out)')"
+    grep -E "device cuda session|fp32 on|auto on the GPU" "$out/device-tests.txt" | head -12
   } | tee "$out/summary.txt"
   return $rc
 }

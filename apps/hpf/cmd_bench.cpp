@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -16,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include <dlfcn.h>
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
@@ -30,6 +33,7 @@
 #include "hpf/live.hpp"
 #include "hpf/plugin_host.hpp"
 #include "hpf/session.hpp"
+#include "plugins/cuda/cuda_power.h"
 
 namespace hpf::cli {
 namespace {
@@ -58,7 +62,7 @@ std::vector<std::string> split_commas(const std::string& s) {
 Expected<BenchArgs> parse_bench(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("bench", argv, {"--json", "--autotune"},
                                           {"--plans", "--threads", "--runs", "--warmup", "--report", "--skip", "--batch",
-                                           "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--kl-margin", "--calib"}));
+                                           "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--kl-margin", "--calib", "--device"}));
   BenchArgs r;
   if (a.positional.empty()) return Status::invalid("bench needs a MODEL (an ONNX file or builtin:NAME)");
   if (a.positional.size() > 1) return Status::invalid("unexpected argument '" + a.positional[1] + "'");
@@ -150,6 +154,16 @@ struct PowerSource {
   std::string note;             // how it was matched, or why there is no figure
 };
 
+// The device a Session with SessionOptions::plugin = `name` takes: that plugin's best-scoring one.
+Expected<DeviceChoice> device_of_plugin(const std::string& name) {
+  Plugin* p = PluginHost::shared().plugin(name);
+  if (!p || p->devices().empty()) return Status::not_found("--device: no plugin '" + name + "' is loaded (hpf info lists them)");
+  DeviceChoice d{p, 0};
+  for (const DeviceRecord& r : p->devices())
+    if (r.score > d.info().score) d.device = r.index;
+  return d;
+}
+
 PowerSource power_source(const DeviceChoice& device) {
   PowerSource p;
   auto db = hwdb::Database::open();
@@ -169,16 +183,34 @@ PowerSource power_source(const DeviceChoice& device) {
   return p;
 }
 
-// Measured power of the device, in watts, while the bench runs. Hook: the plugin ABI's device
-// info (hpf_device_info, DeviceRecord) has no power field yet; when a plugin reports one (the
-// CUDA plugin through NVML), read it here and TOPS/W becomes a measurement instead of an estimate.
-std::optional<double> device_power_w(const DeviceRecord&) { return std::nullopt; }
+// The device's energy counter in millijoules, where its plugin has one: the CUDA plugin's NVML
+// extension (plugins/cuda/cuda_power.h), found on the plugin file the host loaded. Empty: none
+// (other plugins, no NVML, a compile-only target), and TOPS/W stays an estimate.
+std::function<std::optional<uint64_t>()> energy_counter(const DeviceChoice& d) {
+  if (d.plugin->name() != "cuda") return {};
+  void* so = dlopen(d.plugin->path().c_str(), RTLD_NOW | RTLD_NOLOAD);
+  auto get = so ? reinterpret_cast<hpf_cuda_power_api_fn>(dlsym(so, HPF_CUDA_POWER_ENTRY_POINT)) : nullptr;
+  const hpf_cuda_power_api* api = get ? get() : nullptr;
+  if (!api || api->struct_size < offsetof(hpf_cuda_power_api, energy_mj) + sizeof(api->energy_mj)) return {};
+  Plugin* plugin = d.plugin;
+  const int32_t device = d.device;
+  auto read = [api, plugin, device]() -> std::optional<uint64_t> {
+    uint64_t mj = 0;
+    if (hpf_error* e = api->energy_mj(plugin->handle(), device, &mj)) {
+      plugin->api().error_destroy(e);
+      return std::nullopt;
+    }
+    return mj;
+  };
+  if (!read()) return {};
+  return read;
+}
 
 json energy_json(double flops, double median_ms, const PowerSource& p, std::optional<double> measured_w) {
   const double seconds = median_ms / 1000;
   if (measured_w && *measured_w > 0 && seconds > 0)
     return {{"tops_per_w", flops / seconds / 1e12 / *measured_w}, {"joules_per_inference", *measured_w * seconds},
-            {"watts", *measured_w}, {"source", "measured: the device's power sensor"}};
+            {"watts", *measured_w}, {"source", "measured: the device's energy counter over the timed runs"}};
   if (!p.tdp_w || seconds <= 0)
     return {{"tops_per_w", nullptr}, {"joules_per_inference", nullptr},
             {"source", p.note.empty() ? "no TDP in hwdb" : p.note}};
@@ -198,16 +230,27 @@ std::map<std::string, int> modes_of(const Plan& plan) {
 struct Timed {
   std::vector<double> ms;
   std::vector<Tensor> outputs;
+  std::optional<double> watts;  // measured over the timed runs, where the device has a counter
 };
 
-// `warmup` untimed runs, then `runs` timed ones.
-Expected<Timed> time_runs(LiveExecutable& live, const std::vector<Tensor>& inputs, int64_t warmup, int64_t runs) {
+// `warmup` untimed runs, then `runs` timed ones; with an energy counter, the mean power over the
+// timed runs.
+Expected<Timed> time_runs(LiveExecutable& live, const std::vector<Tensor>& inputs, int64_t warmup, int64_t runs,
+                          const std::function<std::optional<uint64_t>()>& energy_mj) {
   Timed t;
   for (int64_t r = 0; r < warmup; ++r) HPF_RETURN_IF_ERROR(live.run(inputs).status());
+  const std::optional<uint64_t> first = energy_mj ? energy_mj() : std::nullopt;
+  const uint64_t e0 = first.value_or(0);
+  const auto start = std::chrono::steady_clock::now();
   for (int64_t r = 0; r < runs; ++r) {
     const auto t0 = std::chrono::steady_clock::now();
     HPF_ASSIGN_OR_RETURN(t.outputs, live.run(inputs));
     t.ms.push_back(ms_since(t0));
+  }
+  const double seconds = ms_since(start) / 1000;
+  if (first) {
+    const std::optional<uint64_t> e1 = energy_mj();
+    if (e1 && *e1 > e0 && seconds > 0) t.watts = double(*e1 - e0) / 1000 / seconds;
   }
   return t;
 }
@@ -242,7 +285,7 @@ struct Context {
   size_t watched;
   double flops;
   const PowerSource& power;
-  std::optional<double> measured_w;
+  std::function<std::optional<uint64_t>()> energy_mj;  // the device's counter (empty: none)
   std::map<std::string, std::vector<Tensor>>& fp32_by_plugin;  // for the consistency table
 };
 
@@ -250,6 +293,7 @@ struct Context {
 Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
   json j = {{"plan", plan_arg}};
   SessionOptions so;
+  so.plugin = c.args.device;
   HPF_ASSIGN_OR_RETURN(Session session, Session::create(so));
   json planner;
   bool usage_error = false;
@@ -298,7 +342,7 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
     for (const auto& t : c.inputs) shapes.push_back(t.shape());
     HPF_RETURN_IF_ERROR(live.emplace(std::move(l)).prepare(shapes));
   }
-  auto timed = time_runs(*live, c.inputs, c.args.warmup, c.args.runs);
+  auto timed = time_runs(*live, c.inputs, c.args.warmup, c.args.runs, c.energy_mj);
   if (!timed.ok()) return timed.status();
 
   const Executable* exe = live->current();
@@ -312,7 +356,7 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
   j["inferences_per_s"] = med > 0 ? 1000.0 * double(c.args.batch) / med : 0.0;
   j["gflops"] = med > 0 ? c.flops / (med / 1000) / 1e9 : 0.0;
   j["memory"] = {{"peak_bytes", exe->peak_memory_bytes()}, {"weight_bytes", st.weight_bytes}};
-  j["energy"] = energy_json(c.flops, med, c.power, c.measured_w);
+  j["energy"] = energy_json(c.flops, med, c.power, timed->watts);
   j["compile"] = {{"kernels", st.kernels}, {"fallbacks", st.fallbacks}, {"fallback_nodes", st.fallback_nodes},
                   {"standalone_casts", st.standalone_casts}, {"tuned_kernels", st.tuned_kernels}};
   json events = json::array();
@@ -441,7 +485,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   if (!inputs.ok()) return fail(inputs.status().message());
   const FlopCount flops = count_flops(g);
 
-  auto device = PluginHost::shared().best_device();
+  auto device = args->device.empty() ? PluginHost::shared().best_device() : device_of_plugin(args->device);
   if (!device.ok()) return fail(device.status().message());
   const PowerSource power = power_source(*device);
 
@@ -458,8 +502,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
     if (g.value(g.outputs()[k]).name == "logits" && metrics[k]) watched = k;
 
   std::map<std::string, std::vector<Tensor>> fp32_by_plugin;
-  Context c{*args, g, *inputs, *ref, metrics, watched, flops.total, power, device_power_w(device->info()),
-            fp32_by_plugin};
+  Context c{*args, g, *inputs, *ref, metrics, watched, flops.total, power, energy_counter(*device), fp32_by_plugin};
 
   json j;
   j["model"] = args->model;
@@ -482,7 +525,7 @@ int cmd_bench(const std::vector<std::string>& argv) {
   j["kl_budget"] = args->kl_budget;
   j["hwdb"] = {{"product", power.product}, {"tdp_w", power.tdp_w ? json(*power.tdp_w) : json(nullptr)},
                {"note", power.note}};
-  j["energy_source"] = c.measured_w ? "measured: the device's power sensor"
+  j["energy_source"] = c.energy_mj ? "measured: the device's energy counter over the timed runs"
                        : power.tdp_w ? "estimate from the hwdb TDP of " + power.product
                                      : (power.note.empty() ? std::string("no TDP in hwdb") : power.note);
   j["plans"] = json::array();

@@ -87,7 +87,7 @@ hpf::Expected<RunArgs> parse_run(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("run", argv, {"--profile", "--json", "--reference-only", "--autotune"},
                                           {"--batch", "--seed", "--random-inputs", "--repeat", "--threads", "--formats",
                                            "--precision", "--input", "--dim", "--output-dir", "--plan", "--save-plan",
-                                           "--kl-budget", "--kl-margin", "--calib"}));
+                                           "--kl-budget", "--kl-margin", "--calib", "--device"}));
   RunArgs r;
   if (a.positional.size() > 1) return hpf::Status::invalid("unexpected argument '" + a.positional[1] + "'");
   if (!a.positional.empty()) r.model = a.positional[0];
@@ -204,6 +204,7 @@ int cmd_run(const std::vector<std::string>& argv) {
   if (!args->reference_only) {
     hpf::SessionOptions so;
     so.precision = args->precision;
+    so.plugin = args->device;
     const bool progress = !quiet && isatty(fileno(stderr));
     if (progress)
       so.progress = [](size_t done, size_t total) {

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "hpf/onnx.hpp"
+#include "hpf/plugin_host.hpp"
 
 namespace hpf::cli {
 namespace {
@@ -80,6 +81,7 @@ hpf::Status parse_model_spec(const Args& a, ModelSpec& r) {
     r.dims[name] = n;
   }
   r.calib = a.option("--calib");
+  r.device = a.option("--device");
   if (a.options.count("--kl-budget")) {
     char* end = nullptr;
     r.kl_budget = std::strtod(a.option("--kl-budget").c_str(), &end);
@@ -203,6 +205,13 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
   po.margin = a.kl_margin;
   po.device = formats;
   po.policy = policy;
+  // The roofline of the device the plans run on: the host CPU's by default, a GPU's from the hwdb.
+  if (hpf::Plugin* p = so.plugin.empty() || so.plugin == "cpu" ? nullptr : hpf::PluginHost::shared().plugin(so.plugin)) {
+    const hpf::DeviceRecord* best = nullptr;
+    for (const hpf::DeviceRecord& d : p->devices())
+      if (!best || d.score > best->score) best = &d;
+    if (best) po.device_model = hpf::DeviceModel::product(best->name);
+  }
   hpf::PlannerReport report;
   HPF_ASSIGN_OR_RETURN(hpf::Plan plan, hpf::plan_auto(g, po, ev.evaluators(), &calib, &report));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

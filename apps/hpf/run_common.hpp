@@ -43,13 +43,14 @@ struct ModelSpec {
   double kl_budget = 1e-3;  // --kl-budget, for --plan auto
   double kl_margin = 0.5;   // --kl-margin: the planner searches within margin * budget
   std::string calib;        // --calib DIR, for --plan auto
+  std::string device;       // --device PLUGIN: run there ("": the best device the plugins offer)
 };
 
 // An integer option at least `min` (`def` when absent); "option --x: bad value 'v'" otherwise.
 Expected<int64_t> int_option(const Args& a, const char* option, int64_t min, int64_t def);
 
 // Reads --batch, --seed, --random-inputs (a synonym of --seed that wins), --input NAME=FILE,
-// --dim NAME=VALUE, --kl-budget and --calib into `spec`; the caller's parse_args must accept them.
+// --dim NAME=VALUE, --kl-budget, --calib and --device into `spec`; the caller's parse_args must accept them.
 Status parse_model_spec(const Args& a, ModelSpec& spec);
 
 // builtin:NAME, or an ONNX file.

@@ -61,6 +61,9 @@ struct DeviceModel {
   // The host CPU as the hwdb matches it (Database::open(), match_cpu(detect_cpu())); when the
   // database cannot be opened, the defaults, with a note saying why.
   static DeviceModel host();
+  // The hwdb product of that name (a GPU as its plugin names it: "NVIDIA H200"); when there is
+  // none, the defaults, with a note saying why.
+  static DeviceModel product(const std::string& name);
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 // non-blocking stream per GPU, events for the timer. Both libraries are dlopen'ed.
 //
 // Devices. One per GPU the driver reports (architecture sm_XY from its compute capability,
-// score 50: usable, but below the CPU plugin's 100 while libhpf's Session generates C kernels
-// only, so a Session does not pick a GPU it cannot drive), then one compile-only device per
+// score 50: usable, but below the CPU plugin's 100 until the Session's GPU path has passed the
+// device suite (tests/device) on a GPU; SessionOptions::plugin "cuda" picks it), then one compile-only device per
 // target of HPF_CUDA_TARGETS (comma-separated sm_NN, read at plugin_init; score 0 "compile-only
 // target"). No driver or no GPU and no targets: one device "cuda (no target)" with score 0 and
 // the reason, whose compiles fail asking for HPF_CUDA_TARGETS.

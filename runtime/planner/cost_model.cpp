@@ -142,6 +142,18 @@ DeviceModel DeviceModel::host() {
   return from_product(*p);
 }
 
+DeviceModel DeviceModel::product(const std::string& name) {
+  auto db = hwdb::Database::open();
+  auto p = db.ok() ? db->product(name) : Expected<hwdb::Product>(db.status());
+  if (p.ok()) return from_product(*p);
+  DeviceModel d;
+  d.name = name + " (defaults)";
+  d.notes.push_back("no hwdb figures for " + name + " (" + p.status().message() + "): " +
+                    std::to_string(kDefaultPeakTflops) + " TFLOPS and " + std::to_string(kDefaultBandwidthGbs) +
+                    " GB/s assumed");
+  return d;
+}
+
 CostModel::CostModel(const Graph& g, DeviceModel device) : g_(g), device_(std::move(device)) {}
 
 NodeCost CostModel::cost(int32_t node, const NodePlan& p) const {

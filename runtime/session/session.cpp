@@ -19,6 +19,7 @@
 #include "hpf/log.hpp"
 #include "hpf/plugin_host.hpp"
 #include "hpf/reference.hpp"
+#include "jit/codegen/gpu_codegen.hpp"
 #include "jit/codegen/lowering.hpp"
 #include "runtime/planner/plan_util.hpp"
 #include "runtime/session/autotune.hpp"
@@ -309,6 +310,7 @@ struct Session::Impl {
   SessionOptions options;
   Plugin* plugin = nullptr;
   int32_t device = 0;
+  std::optional<jit::GpuDialect> gpu;  // the device's GPU dialect; none: the C dialect
   std::string device_label;
   std::string fingerprint;  // digest of the device's fingerprint and toolchain
   std::shared_ptr<KernelCache> cache;  // shared with the Executables, for their kernel timings
@@ -455,9 +457,11 @@ Expected<Session> Session::create(SessionOptions options) {
     impl->device = best->device;
   }
   const DeviceRecord& d = impl->plugin->devices()[impl->device];
-  if (d.dialect != "c")
+  if (d.dialect == "cuda" || d.dialect == "hip")
+    impl->gpu = d.dialect == "cuda" ? jit::GpuDialect::cuda : jit::GpuDialect::hip;
+  else if (d.dialect != "c")
     return Status::unsupported("session: device '" + d.name + "' speaks dialect '" + d.dialect +
-                               "'; this libhpf generates C kernels only so far");
+                               "'; this libhpf generates c, cuda and hip kernels");
   impl->device_label = impl->plugin->name() + ": " + d.name + " (" + d.architecture + ")";
   Fingerprint fp;
   fp.merge(d.fingerprint, "device.");
@@ -479,7 +483,15 @@ Expected<Session> Session::create(SessionOptions options) {
   return Session(std::move(impl));
 }
 
-DeviceFormats Session::device_formats() const { return formats_of(impl_->plugin->devices()[impl_->device]); }
+DeviceFormats Session::device_formats() const {
+  DeviceFormats f = formats_of(impl_->plugin->devices()[impl_->device]);
+  if (impl_->gpu) {  // the GPU lowering stores floats only and has no INT8/FP8 compute path yet
+    std::erase_if(f.storage, [&](DType t) { return !jit::gpu_storage_type(*impl_->gpu, t) || !is_float(t); });
+    f.int8_compute = f.fp8_compute = false;
+    f.int8_classes.clear();
+  }
+  return f;
+}
 
 Expected<Executable> Session::compile(const Graph& graph, const std::vector<std::vector<int64_t>>& input_shapes) {
   const auto t0 = Clock::now();
@@ -514,7 +526,17 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   }
   // The plan's format for weights and intermediates; graph inputs and outputs keep theirs.
   const DeviceRecord& dev = impl_->plugin->devices()[impl_->device];
-  assign_storage(*g, impl_->options, formats_of(dev), impl->storage);
+  const std::optional<jit::GpuDialect> gpu = impl_->gpu;
+  if (const Plan* plan = impl_->options.plan.get(); gpu && plan) {
+    std::string integer;  // nodes the plan computes in INT8/FP8/INT4: no GPU lowering takes them yet
+    for (const NodePlan& p : plan->nodes)
+      if (p.mode == Mode::int8 || p.mode == Mode::fp8 || p.mode == Mode::int4_weights)
+        integer += (integer.empty() ? "'" : ", '") + p.name + "'";
+    if (!integer.empty())
+      log(LogLevel::warn, "session: on " + impl_->device_label + " the plan's INT8/FP8/INT4 nodes (" + integer +
+                              ") compute in their storage formats: the GPU lowering has no integer or FP8 path yet");
+  }
+  assign_storage(*g, impl_->options, device_formats(), impl->storage);
   fuse_casts(*g, node_in_region, impl->storage);
 
   // A view shares its input's bytes, so it shares its storage format too.
@@ -523,8 +545,9 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     const Node& n = g->node(id);
     if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
   }
-  HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region));
-  {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
+  HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region,
+                                                gpu ? jit::kNoEpilogues : jit::LowerOptions{}));
+  if (!gpu) {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
     // The CPU plugin compiles for the host's features, AMX among them only where Linux granted
     // this process the tile state (plugins/cpu/clang_compiler.cpp).
     const bool amx_bf16 = dev.compile_flags.find("+amx-bf16") != std::string::npos &&
@@ -543,14 +566,16 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
                                                               lowered, impl_->options.weight_cache.get()));
     impl->stats.packed_weight_nodes.insert(impl->stats.packed_weight_nodes.end(), tables.begin(), tables.end());
     impl->stats.int8_compute_nodes = std::move(packed.int8_nodes);
-    impl->dynamic.value_in_region.resize(g->values().size(), false);
   }
+  impl->dynamic.value_in_region.resize(g->values().size(), false);
   // Every kernel's source, then the binaries: from the cache, or compiled (misses side by side,
   // one per core: a plugin compiles different programs concurrently).
   std::vector<std::optional<Expected<jit::GeneratedKernel>>> sources(lowered.size());
   for (size_t i = 0; i < lowered.size(); ++i)
-    if (lowered[i].kind == jit::LoweredStep::Kind::kernel) sources[i] = jit::generate_c(lowered[i].spec);
-  if (impl_->options.autotune) {
+    if (lowered[i].kind == jit::LoweredStep::Kind::kernel)
+      sources[i] = gpu ? jit::generate_gpu(lowered[i].spec, *gpu) : jit::generate_c(lowered[i].spec);
+  if (impl_->options.autotune && gpu) log(LogLevel::info, "autotune: the GPU kernels have no tile choices yet");
+  if (impl_->options.autotune && !gpu) {
     const CacheKey base{impl_->fingerprint, dev.compiler, dev.compile_flags, ""};
     auto compile_all = [&](const std::vector<jit::LoweredStep>& steps,
                            const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& srcs)

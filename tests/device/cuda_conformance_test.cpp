@@ -5,8 +5,7 @@
 //   - every elementwise, softmax, matmul and conv kernel of the built-in models bert-tiny and
 //     cnn-small, in f32, f16 and bf16 storage, each fed the reference's values of its inputs
 //     and compared with the reference's value of its output.
-// The Session drives only dialect "c" devices so far (runtime/session), so whole-model runs on
-// the GPU in FP32 and `auto` are not here yet: the per-kernel walk of the models stands in.
+// Whole models through the Session on the GPU: cuda_session_test.cpp.
 // Without a GPU every case prints "skipped: <reason>" (ctest counts it as skipped).
 #include <cmath>
 #include <cstdio>
