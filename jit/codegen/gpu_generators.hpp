@@ -41,6 +41,11 @@ struct TiledGemm {
   GpuDialect dialect = GpuDialect::cuda;
   int64_t batches = 1, M = 0, N = 0, K = 0;
   bool packed_f16 = false;  // both operands f16: HIP stages half2 pairs and uses v_dot2_f32_f16
+  // Both operands 8-bit integers (HIP): a_value/b_value are int expressions of the stored
+  // values, staged as 4-byte words along K, multiplied by v_dot4 (sdot4 for s8 x s8, udot4 for
+  // u8 x u8, where the target has them; exact integer multiply-adds otherwise) into INT32
+  // accumulators; the epilogue's `v` is then that int.
+  bool int8 = false, a_unsigned = false, b_unsigned = false;
   std::string a_setup, a_value, b_setup, b_value, epilogue;
 };
 // Device helpers the body needs, to go between the prelude and the kernel ("" if none).

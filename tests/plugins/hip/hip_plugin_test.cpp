@@ -189,3 +189,44 @@ TEST_CASE("hip plugin: a broken source is a compile error carrying hipRTC's log"
   CHECK(log.find("undeclared_thing") != std::string::npos);
   CHECK(log.find("error") != std::string::npos);
 }
+
+TEST_CASE("hip dialect: INT8 MatMul multiplies with v_dot4 where the target has it, and compiles with and without") {
+  auto spec = [](DType a, DType b, DType y) {
+    jit::KernelSpec s;
+    s.family = "matmul";
+    s.inputs = {{a, {37, 70}}, {b, {70, 53}}};
+    s.outputs = {{y, {37, 53}}};
+    return s;
+  };
+  struct Form {
+    DType a, b, y;
+    const char* dot;  // the builtin the kernel uses where the target has it; nullptr: mixed signs
+  };
+  const Form forms[] = {{DType::I8, DType::I8, DType::I32, "__builtin_amdgcn_sdot4"},
+                        {DType::U8, DType::U8, DType::F32, "__builtin_amdgcn_udot4"},
+                        {DType::U8, DType::I8, DType::F32, nullptr}};
+  std::vector<std::string> sources;
+  for (const Form& f : forms) {
+    auto k = jit::generate_gpu(spec(f.a, f.b, f.y), jit::GpuDialect::hip);
+    REQUIRE_MESSAGE(k.ok(), k.status().message());
+    CHECK(k->source.find("__shared__ int As[4][68]") != std::string::npos);  // 4-byte words of k
+    if (f.dot) CHECK(k->source.find(f.dot) != std::string::npos);
+    else CHECK(k->source.find("__builtin_amdgcn_") == std::string::npos);
+    sources.push_back(k->source);
+  }
+  // Without a float output the result is the exact INT32 sum; an f16 output or an int8 output is not taken.
+  CHECK(jit::generate_gpu(spec(DType::I8, DType::I8, DType::I8), jit::GpuDialect::hip).status().code() ==
+        StatusCode::unsupported);
+  CHECK(jit::generate_gpu(spec(DType::I8, DType::F32, DType::F32), jit::GpuDialect::hip).status().code() ==
+        StatusCode::unsupported);
+  auto host = host_for("gfx906,gfx90a,gfx1030,gfx900");
+  Plugin* p = host->plugin("hip");
+  REQUIRE(p != nullptr);
+  if (skip_without_hiprtc(p)) return;
+  for (int32_t device = 0; device < 4; ++device)
+    for (const std::string& src : sources) {
+      auto bin = p->compile(device, src);
+      REQUIRE_MESSAGE(bin.ok(), p->devices()[device].architecture << ": " << bin.status().message());
+      CHECK(std::memcmp(bin->data(), "\x7f" "ELF", 4) == 0);
+    }
+}

@@ -1,14 +1,16 @@
 // GPU-dialect kernels checked against the C dialect on the CPU, without a GPU (opt-in, not in
 // ctest: about 10 s per kernel on two cores). Writes, for every kernel of bert-tiny, cnn-small
 // and mlp in f32/f16/bf16 plus hand-made specs of the other families, kN.c (the C kernel, renamed
-// NAME_c), kN.hip (the HIP-dialect kernel) and kN.txt (label, name, launch, operand formats and
-// sizes) into the current directory; run.py then builds each pair with clang-19, runs the C one
+// NAME_c; for INT8 MatMul, which the C dialect has no kernel for, a C oracle), kN.hip (the
+// HIP-dialect kernel) and kN.txt (label, name, launch, operand formats and sizes) into the
+// current directory; run.py then builds each pair with clang-19, runs the C one
 // and the HIP one (shim.hpp: one std::thread per GPU thread, a barrier for __syncthreads,
 // wave64 shuffles through shared memory, a 6-block grid so grid-stride loops are exercised) on
 // the same random inputs, and compares the outputs within a tolerance per format.
 //   clang++-19 -std=c++20 -I. -Ibuild/include ... dump.cpp -Lbuild -lhpf -o dump  (see run.py)
 //   cd OUT && ./dump && python3 run.py [LABEL_REGEX [SKIP_REGEX]]
 #include <fstream>
+#include <tuple>
 #include <iostream>
 #include "hpf/models.hpp"
 #include "jit/codegen/gpu_codegen.hpp"
@@ -24,8 +26,12 @@ std::vector<DType> storage_of(const Graph& g, DType format) {
   auto order = g.topological_order(); for (int32_t id : *order) { const Node& nd = g.node(id); if (is_view_op(nd.op)) s[nd.outputs[0]] = s[nd.inputs[0]]; }
   return s;
 }
-void dump(const KernelSpec& s, const std::string& label) {
-  auto c = generate_c(s); auto h = generate_gpu(s, GpuDialect::hip);
+// `c_oracle`: C source of `void NAME_c(void* const* args, long long b, long long e)` standing in
+// for the C dialect's kernel where it has none (INT8 MatMul); its work range is [0, 1).
+void dump(const KernelSpec& s, const std::string& label, const std::string& c_oracle = "") {
+  auto c = c_oracle.empty() ? generate_c(s) : Expected<GeneratedKernel>(GeneratedKernel{"", "", 1, 1});
+  auto h = generate_gpu(s, GpuDialect::hip);
+  if (!c_oracle.empty() && h.ok()) { c->name = h->name; c->source = "void " + h->name + "(" + c_oracle; }
   if (!c.ok() || !h.ok()) { std::cerr << label << ": " << (c.ok() ? "" : c.status().message()) << " | " << (h.ok() ? "" : h.status().message()) << "\n"; return; }
   std::string cs = c->source; size_t at = cs.find("void " + c->name + "(");
   cs.replace(at + 5, c->name.size(), c->name + "_c");
@@ -70,6 +76,21 @@ int main() {
     KernelSpec l2; l2.family = "lstm"; l2.inputs = {T(f, {4, 3, 40}), T(f, {1, 132, 40}), T(f, {1, 132, 33})}; l2.outputs = {T(f, {1, 3, 33})}; l2.attrs["lstm_outputs"] = int64_t{2}; dump(l2, "lstm_fwd_yh" + F);
     l2.attrs["direction"] = std::string("reverse"); l2.attrs["lstm_outputs"] = int64_t{4}; dump(l2, "lstm_rev_yc" + F);
     KernelSpec tr; tr.family = "transpose"; tr.inputs = {T(f, {2, 3, 4, 5})}; tr.outputs = {T(f, {4, 2, 5, 3})}; tr.attrs["perm"] = std::vector<int64_t>{2, 0, 3, 1}; dump(tr, "transpose" + F);
+  }
+  // INT8 MatMul (v_dot4 words): signed, unsigned and mixed operands, odd K, batch broadcast.
+  for (auto [a, b, y] : {std::tuple{DType::I8, DType::I8, DType::I32}, std::tuple{DType::U8, DType::U8, DType::F32},
+                         std::tuple{DType::U8, DType::I8, DType::F32}}) {
+    const std::string F = "/" + std::string(dtype_name(a)) + std::string(dtype_name(b));
+    const char* at = a == DType::U8 ? "unsigned char" : "signed char";
+    const char* bt = b == DType::U8 ? "unsigned char" : "signed char";
+    const char* yt = y == DType::I32 ? "int" : "float";
+    const std::string oracle = std::string("void* const* args, long long b0, long long e0) {\n") +
+        "  const " + at + "* A = args[0]; const " + bt + "* B = args[1]; " + yt + "* Y = args[2];\n"
+        "  for (int x = 0; x < 2; ++x) for (int z = 0; z < 3; ++z) for (int i = 0; i < 70; ++i) for (int j = 0; j < 65; ++j) {\n"
+        "    long long acc = 0;\n"
+        "    for (int k = 0; k < 37; ++k) acc += (long long)A[(x * 70 + i) * 37 + k] * B[(z * 37 + k) * 65 + j];\n"
+        "    Y[((x * 3 + z) * 70 + i) * 65 + j] = (" + yt + ")acc;\n  }\n}\n";
+    KernelSpec mi; mi.family = "matmul"; mi.inputs = {T(a, {2, 1, 70, 37}), T(b, {3, 37, 65})}; mi.outputs = {T(y, {2, 3, 70, 65})}; dump(mi, "matmul_int8" + F, oracle);
   }
   std::cerr << n << " kernels\n";
 }

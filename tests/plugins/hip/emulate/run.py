@@ -46,7 +46,9 @@ int main() {
   for (int k = 0; k < nin; ++k) {
     in[k].resize(ni[k] * SZ(ti[k]) + 16);
     bool isint = !strcmp(ti[k], "i64") || !strcmp(ti[k], "i32");
-    for (long long i = 0; i < ni[k]; ++i) enc(ti[k], in[k].data(), i, isint ? (float)(rng() % 3) : U(rng));
+    bool isbyte = !strcmp(ti[k], "i8") || !strcmp(ti[k], "u8");
+    for (long long i = 0; i < ni[k]; ++i)
+      enc(ti[k], in[k].data(), i, isint ? (float)(rng() % 3) : isbyte ? (float)((int)(rng() % 256) - (ti[k][0] == 'i' ? 128 : 0)) : U(rng));
   }
   std::vector<unsigned char> yc(no * SZ(to) + 16), yg(no * SZ(to) + 16, 0xAB);
   std::vector<void*> args;
