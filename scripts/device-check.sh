@@ -12,9 +12,11 @@
 #                          run with carry=["build/device-kit"]; $OUT is where results go)
 #       writes to $OUT (default ./device-check-out): env.txt (GPU, driver, NVRTC, what ran),
 #       device-tests.txt and device-tests.junit.xml, gemm-bench.txt and gemm-bench.jsonl,
-#       model-bench.json, summary.txt. Stays inside ~10 minutes on an H200: the suite has a
-#       330 s limit, the GEMM benchmark 120 s, the model benchmark 150 s; each prints its command
-#       first. Exit status: the device suite's.
+#       wgmma-tests.txt and wgmma-bench.txt (the GEMM cases and the f16/bf16 benchmark again
+#       with HPF_CUDA_WGMMA=1: sm_90a kernels, warpgroup MMA, on CC 9.0 GPUs), model-bench.json,
+#       summary.txt. Stays inside ~10 minutes on an H200: the suite has a 300 s limit, the GEMM
+#       benchmark 90 s, the wgmma pass 90 s, the model benchmark 120 s; each prints its command
+#       first. Exit status: the device suite's (the wgmma pass is reported, opt-in as it is).
 #
 # `run` also accepts a build directory (on a GPU machine that built libhpf itself).
 # Environment: CUDA_HOME (default /usr/local/cuda) must hold include/cuda_fp16.h for NVRTC;
@@ -55,7 +57,7 @@ run() {
     tests=$kit/tests/device/test_device_cuda bench=$kit/bench/hpf-gpu-gemm-bench hpf=$kit/apps/hpf/hpf plugins=$kit/hpf/plugins libs=$kit
   fi
   export LD_LIBRARY_PATH="$(cd "$libs" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export HPF_DEVICE_PLUGIN_DIR="$(cd "$plugins" && pwd)" HPF_CACHE_DIR="$out/kernel-cache"
+  export HPF_DEVICE_PLUGIN_DIR="$(cd "$plugins" && pwd)" HPF_CACHE_DIR="$(mktemp -d)/hpf-cache"
   export HPF_PLUGIN_PATH="$HPF_DEVICE_PLUGIN_DIR"
   export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
   unset HPF_CUDA_TARGETS
@@ -69,23 +71,32 @@ run() {
   } 2>&1 | tee "$out/env.txt"
 
   local cmd=("$tests" --reporters=console --duration=true)
-  echo "+ timeout 330 ${cmd[*]}" | tee -a "$out/env.txt"
-  timeout -k 10 330 "${cmd[@]}" >"$out/device-tests.txt" 2>&1
+  echo "+ timeout 300 ${cmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 10 300 "${cmd[@]}" >"$out/device-tests.txt" 2>&1
   local rc=$?
   tail -5 "$out/device-tests.txt"
   timeout -k 5 60 "$tests" --reporters=junit --test-case="device cuda: plugin memory*" \
     >"$out/device-tests.junit.xml" 2>/dev/null
 
   local bcmd=("$bench" --size "$sizes" --reps "$reps" --plugins "$HPF_DEVICE_PLUGIN_DIR" --json "$out/gemm-bench.jsonl")
-  echo "+ timeout 120 ${bcmd[*]}" | tee -a "$out/env.txt"
-  timeout -k 5 120 "${bcmd[@]}" >"$out/gemm-bench.txt" 2>&1
+  echo "+ timeout 90 ${bcmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 5 90 "${bcmd[@]}" >"$out/gemm-bench.txt" 2>&1
   local brc=$?
   cat "$out/gemm-bench.txt"
 
+  local wcmd=("$tests" --test-case="device cuda: MatMul/Gemm in every format*")
+  echo "+ HPF_CUDA_WGMMA=1 timeout 60 ${wcmd[*]}" | tee -a "$out/env.txt"
+  HPF_CUDA_WGMMA=1 timeout -k 5 60 "${wcmd[@]}" >"$out/wgmma-tests.txt" 2>&1
+  local wrc=$?
+  local wbcmd=("$bench" --size "$sizes" --reps "$reps" --formats f16,bf16 --plugins "$HPF_DEVICE_PLUGIN_DIR")
+  echo "+ HPF_CUDA_WGMMA=1 timeout 30 ${wbcmd[*]}" | tee -a "$out/env.txt"
+  HPF_CUDA_WGMMA=1 timeout -k 5 30 "${wbcmd[@]}" >"$out/wgmma-bench.txt" 2>&1
+  cat "$out/wgmma-bench.txt"
+
   local mcmd=("$hpf" bench builtin:bert-base --device cuda --plans fp32,tf32,bf16,fp16,auto --runs 20
               --skip cold-start,consistency --json)
-  echo "+ timeout 150 ${mcmd[*]}" | tee -a "$out/env.txt"
-  timeout -k 5 150 "${mcmd[@]}" >"$out/model-bench.json" 2>"$out/model-bench.log"
+  echo "+ timeout 120 ${mcmd[*]}" | tee -a "$out/env.txt"
+  timeout -k 5 120 "${mcmd[@]}" >"$out/model-bench.json" 2>"$out/model-bench.log"
   local mrc=$?
   tail -3 "$out/model-bench.log"
 
@@ -94,8 +105,9 @@ run() {
     grep -E "test cases:|assertions:|skipped: " "$out/device-tests.txt" | head -5
     grep -E "ERROR|max error .* > " "$out/device-tests.txt" | head -20
     echo "gemm bench: exit $brc$([ $brc = 124 ] && echo ' (timed out)')"
+    echo "wgmma GEMM cases (HPF_CUDA_WGMMA=1): exit $wrc; $(grep -E 'test cases:' "$out/wgmma-tests.txt" | head -1)"
     echo "model bench: exit $mrc$([ $mrc = 124 ] && echo ' (timed out)')"
-    grep -E "device cuda session|fp32 on|auto on the GPU" "$out/device-tests.txt" | head -12
+    grep -E " fp32 on | auto on the GPU: " "$out/device-tests.txt" | head -12
   } | tee "$out/summary.txt"
   return $rc
 }

@@ -362,8 +362,12 @@ Expected<GeneratedKernel> generate_cuda_gemm(const GemmProblem& p, const std::st
     s << "#if __CUDA_ARCH__ >= 890\n"
       << kernel(p, name, variant(m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K))) << "#else\n"
       << kernel(p, name, variant(Mma::f16, false, false)) << "#endif\n";
+  } else if (const bool aa = async_ok(p.a, m, p.K), ab = async_ok(p.b, m, p.K); cuda_wgmma_fits(p, aa, ab)) {
+    // Warpgroup MMA where the target is sm_90a; mma.sync elsewhere.
+    s << "#if defined(__CUDA_ARCH_FEAT_SM90_ALL)\n" << cuda_wgmma_kernel(p, name) << "#else\n"
+      << kernel(p, name, variant(m, aa, ab)) << "#endif\n";
   } else {
-    s << kernel(p, name, variant(m, async_ok(p.a, m, p.K), async_ok(p.b, m, p.K)));
+    s << kernel(p, name, variant(m, aa, ab));
   }
   const int64_t tiles = p.batches * ((p.M + kTile - 1) / kTile) * ((p.N + kTile - 1) / kTile);
   // The GPU launch rule (gpu_codegen.hpp): one block of 256 threads per output tile.

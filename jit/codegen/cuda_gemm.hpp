@@ -78,4 +78,11 @@ std::string cuda_gemm_store(DType t, const std::string& v);
 // Device functions those expressions use (FP8 decoding); after cuda_prelude().
 const char* cuda_format_helpers();
 
+// The sm_90a form (cuda_wgmma.cpp): warpgroup MMA from shared-memory descriptors, for f16 x f16
+// and bf16 x bf16 with both operands by cp.async. generate_cuda_gemm puts it under
+// __CUDA_ARCH_FEAT_SM90_ALL (targets compiled as sm_90a) beside the mma.sync kernel.
+bool cuda_wgmma_fits(const GemmProblem& p, bool async_a, bool async_b);
+// The kernel (after cuda_prelude, the format helpers and cp.async helpers).
+std::string cuda_wgmma_kernel(const GemmProblem& p, const std::string& name);
+
 }  // namespace hpf::jit

@@ -135,11 +135,16 @@ hpf_error* cuda_plugin_init(hpf_plugin** out) {
     if (p->ptx) p->flags += " --ptx";
     if (!p->include_dir.empty()) p->flags += " --include-path=" + p->include_dir;
     const std::string no_nvrtc = p->nvrtc.ok() ? "" : "; " + p->nvrtc.reason;
+    // HPF_CUDA_WGMMA=1: compile for sm_90a on CC 9.0 GPUs (H100, H200), so the GEMM kernels take
+    // their wgmma form (cuda_wgmma.cpp); opt-in until the device suite has passed with it on a GPU.
+    const char* wgmma = std::getenv("HPF_CUDA_WGMMA");
+    const bool arch_specific = wgmma && *wgmma && std::strcmp(wgmma, "0") != 0;
     for (size_t g = 0; g < p->driver.gpus.size(); ++g) {
       Device d;
       d.gpu = static_cast<int>(g);
       d.name = p->driver.gpus[g].name;
       d.architecture = p->driver.gpus[g].architecture;
+      if (arch_specific && d.architecture == "sm_90") d.architecture = "sm_90a";
       d.reason = p->nvrtc.ok() ? "" : "no kernel compiler" + no_nvrtc;
       p->devices.push_back(std::move(d));
     }

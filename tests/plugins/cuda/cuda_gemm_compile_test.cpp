@@ -1,6 +1,7 @@
 // The CUDA GEMM and Conv generators, compile-verified with NVRTC (no GPU needed): every case of
 // cuda_cases.hpp for sm_80 and sm_90, the FP8 cases also for sm_89 (where the FP8 instruction
-// is used) — plus the instruction each format gets, read from the generated source.
+// is used), the wgmma ones also for sm_90a — plus the instruction each format gets, read from the
+// generated source.
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,7 @@ using namespace hpf;
 namespace {
 
 std::unique_ptr<PluginHost> compile_host() {
-  setenv("HPF_CUDA_TARGETS", "sm_80,sm_89,sm_90", 1);
+  setenv("HPF_CUDA_TARGETS", "sm_80,sm_89,sm_90,sm_90a", 1);
   PluginHostOptions o;
   o.dirs = {HPF_TEST_PLUGIN_OUTPUT_DIR};
   o.use_env_path = false;
@@ -44,6 +45,7 @@ int compile_all(Plugin& p, const std::vector<cuda_cases::Case>& cases) {
     CHECK(k->work_items >= 256);
     std::vector<std::string> archs{"sm_80", "sm_90"};
     if (c.fp8) archs.push_back("sm_89");
+    if (k->source.find("__CUDA_ARCH_FEAT_SM90_ALL") != std::string::npos) archs.push_back("sm_90a");  // wgmma
     for (const std::string& arch : archs) {
       auto bin = p.compile(target(p, arch), k->source);
       CHECK_MESSAGE(bin.ok(), c.label << " " << arch << ": " << bin.status().message());
@@ -109,6 +111,48 @@ TEST_CASE("cuda gemm: sources carry the format's mma.sync, cp.async where rows a
   auto bad = jit::generate_cuda(matmul({DType::F16, DType::F16, DType::F16}, {4, 5}, {6, 7}, {4, 7}).spec);
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().message().find("inner dimensions differ ([4,5] x [6,7])") != std::string::npos);
+}
+
+TEST_CASE("cuda gemm: f16 and bf16 GEMMs with both operands by cp.async take wgmma on sm_90a, mma.sync elsewhere") {
+  using cuda_cases::matmul;
+  auto src = [](const cuda_cases::Case& c) {
+    auto k = jit::generate_cuda(c.spec);
+    REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
+    return k->source;
+  };
+  for (DType t : {DType::F16, DType::BF16}) {
+    const std::string aligned = src(matmul({t, t, DType::F32}, {130, 256}, {136, 256}, {130, 136}, true, false, true, {136}));
+    CHECK(aligned.find("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)") != std::string::npos);
+    CHECK(aligned.find(std::string("wgmma.mma_async.sync.aligned.m64n128k16.f32.") +
+                       (t == DType::F16 ? "f16.f16" : "bf16.bf16")) != std::string::npos);
+    CHECK(aligned.find("fence.proxy.async.shared::cta") != std::string::npos);
+    CHECK(aligned.find("mma.sync.aligned.m16n8k16") != std::string::npos);  // the other targets' kernel
+    // B as [K, N] (not K-contiguous), odd K, or an integer/float mix: mma.sync only.
+    CHECK(src(matmul({t, t, DType::F32}, {128, 256}, {256, 128}, {128, 128})).find("wgmma") == std::string::npos);
+    CHECK(src(matmul({t, t, t}, {37, 29}, {29, 53}, {37, 53})).find("wgmma") == std::string::npos);
+  }
+  CHECK(src(matmul({DType::I8, DType::I8, DType::I32}, {130, 256}, {136, 256}, {130, 136}, true, false, true))
+            .find("wgmma") == std::string::npos);
+
+  // PTX for sm_90a has the warpgroup instructions; for sm_90 the same source has none.
+  setenv("HPF_CUDA_PTX", "1", 1);
+  auto host = compile_host();
+  unsetenv("HPF_CUDA_PTX");
+  Plugin* p = host->plugin("cuda");
+  REQUIRE(p != nullptr);
+  if (nvrtc_missing(p)) return;
+  const std::string f16 =
+      src(matmul({DType::F16, DType::F16, DType::F16}, {130, 256}, {136, 256}, {130, 136}, true, false, true, {136}));
+  auto ptx_of = [&](const char* arch) {
+    auto ptx = p->compile(target(*p, arch), f16);
+    REQUIRE_MESSAGE(ptx.ok(), arch << ": " << ptx.status().message());
+    return std::string(reinterpret_cast<const char*>(ptx->data()), ptx->size());
+  };
+  const std::string a = ptx_of("sm_90a"), b = ptx_of("sm_90");
+  CHECK(a.find("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") != std::string::npos);
+  CHECK(a.find("wgmma.wait_group.sync.aligned 0") != std::string::npos);
+  CHECK(b.find("wgmma") == std::string::npos);
+  CHECK(b.find("mma.sync.aligned.m16n8k16") != std::string::npos);
 }
 
 TEST_CASE("cuda gemm: NVRTC compiles MatMul/Gemm in every format on odd and aligned shapes for sm_80 sm_90 (sm_89 FP8)") {
