@@ -13,10 +13,10 @@
 #       writes to $OUT (default ./device-check-out): env.txt (GPU, driver, NVRTC, what ran),
 #       device-tests.txt and device-tests.junit.xml, gemm-bench.txt and gemm-bench.jsonl,
 #       wgmma-tests.txt and wgmma-bench.txt (the GEMM cases and the f16/bf16 benchmark again
-#       with HPF_CUDA_WGMMA=1: sm_90a kernels, warpgroup MMA, on CC 9.0 GPUs), model-bench.json,
-#       summary.txt. Stays inside ~10 minutes on an H200: the suite has a 300 s limit, the GEMM
-#       benchmark 90 s, the wgmma pass 90 s, the model benchmark 120 s; each prints its command
-#       first. Exit status: the device suite's (the wgmma pass is reported, opt-in as it is).
+#       with HPF_CUDA_WGMMA=1: sm_90a kernels, warpgroup MMA, on CC 9.0 GPUs),
+#       model-bench-MODEL.json per built-in model, summary.txt. Stays inside ~11 minutes on an
+#       H200: the suite has a 300 s limit, the GEMM benchmark 90 s, the wgmma pass 90 s, the model
+#       benchmarks 220 s; each prints its command first. Exit status: the device suite's (the wgmma pass is reported, opt-in as it is).
 #
 # `run` also accepts a build directory (on a GPU machine that built libhpf itself).
 # Environment: CUDA_HOME (default /usr/local/cuda) must hold include/cuda_fp16.h for NVRTC;
@@ -93,11 +93,16 @@ run() {
   HPF_CUDA_WGMMA=1 timeout -k 5 30 "${wbcmd[@]}" >"$out/wgmma-bench.txt" 2>&1
   cat "$out/wgmma-bench.txt"
 
-  local mcmd=("$hpf" bench builtin:bert-base --device cuda --plans fp32,tf32,bf16,fp16,auto --runs 20
-              --skip cold-start,consistency --json)
-  echo "+ timeout 120 ${mcmd[*]}" | tee -a "$out/env.txt"
-  timeout -k 5 120 "${mcmd[@]}" >"$out/model-bench.json" 2>"$out/model-bench.log"
-  local mrc=$?
+  # The built-in models' latency per plan on the GPU: BERT-base in every float plan, the others
+  # in fp32, bf16 and auto; one JSON per model.
+  local mrc=0 model plans limit
+  for model in bert-base bert-tiny cnn-small lstm-lm mlp; do
+    plans=fp32,bf16,auto limit=25
+    [ "$model" = bert-base ] && plans=fp32,tf32,bf16,fp16,auto limit=120
+    local mcmd=("$hpf" bench "builtin:$model" --device cuda --plans "$plans" --runs 20 --skip cold-start,consistency --json)
+    echo "+ timeout $limit ${mcmd[*]}" | tee -a "$out/env.txt"
+    timeout -k 5 "$limit" "${mcmd[@]}" >"$out/model-bench-$model.json" 2>>"$out/model-bench.log" || mrc=$?
+  done
   tail -3 "$out/model-bench.log"
 
   {

@@ -73,7 +73,7 @@ const char* kUsage =
     "  plan show PLAN.json [--json]\n"
     "                a saved precision plan: per node class, mode, formats, predicted and measured\n"
     "                time, bytes and sensitivity, with totals (--json: the plan file's JSON)\n"
-    "  compile-check MODEL --target sm_80,sm_90[,gfx90a] [--plan fp32|bf16|fp16] [--json]\n"
+    "  compile-check MODEL --target sm_80,sm_90[,gfx90a] [--plan fp32|tf32|bf16|fp16] [--json]\n"
     "                generate each kernel of MODEL in the GPU dialect and compile it for each\n"
     "                target without a GPU (sm_NN: NVRTC, gfxNNN: hipRTC): compiled, failed with\n"
     "                logs, unsupported families\n"

@@ -39,7 +39,10 @@
 //     than `slow_factor` times slower in `slow_windows` windows in a row is re-planned: `replan` decides for each of its nodes
 //     (default: promote one format, as above), the variant is recompiled and the windows start
 //     again. A promoted node's measured_ms and predicted_ms are set to -1 (both were for the old
-//     format), so it is not re-planned again on a stale figure.
+//     format), so it is not re-planned again on a stale figure. On a device that queues launches
+//     (a GPU) steps are timed (Executable::set_step_timing) only through those first
+//     `slow_windows` windows after warm-up, each timed step waiting for the device; later runs
+//     are not slowed, and not checked.
 // Nodes are promoted in the plan, which all variants share: every other variant is recompiled
 // (without an event) when next used. Each event is logged (hpf/log.hpp, info) and kept in
 // events().

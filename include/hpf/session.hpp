@@ -138,6 +138,11 @@ class Executable {
   Status save_timings();
   // Per-step times accumulated over every run() so far, in launch order.
   std::vector<StepProfile> profile() const;
+  // Per-step timing on a device that queues launches (the GPU dialects): on, each kernel step
+  // waits for the device, so its time is the device's (and runs are slower by that wait); off
+  // (the default there), kernel steps are not timed: their calls and times stay 0. Devices that
+  // run launches synchronously (the CPU plugin) time every step either way.
+  void set_step_timing(bool on);
   // Forgets the times and calls accumulated so far (e.g. after warm-up runs), for profile() and
   // save_timings().
   void clear_profile();

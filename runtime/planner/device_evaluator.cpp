@@ -158,6 +158,7 @@ Expected<std::map<std::string, double>> DeviceEvaluator::measure_ms(const Plan& 
     return out;
   }
   samples.clear();
+  exe.set_step_timing(true);  // a GPU's steps then wait for the device: device times
   HPF_RETURN_IF_ERROR(exe.run(s_->batches[0]).status());  // warm-up: first touches, not kept
   exe.clear_profile();
   std::vector<StepProfile> last;

@@ -515,6 +515,11 @@ Expected<std::vector<Tensor>> LiveExecutable::run(const std::vector<Tensor>& inp
       feed.push_back(m.batch_axes[k] >= 0 ? pad_batch(inputs[k], m.batch_axes[k], v->shapes[k][m.batch_axes[k]])
                                           : inputs[k]);
   Expected<std::vector<Tensor>> out = Status::internal("not run");
+  {  // steps are timed through the slow-kernel windows (on a GPU each timed step waits for the device)
+    const LiveOptions& o = m.options;
+    const int64_t end = o.warmup_runs + int64_t{std::max(o.slow_window, 1)} * std::max(o.slow_windows, 1);
+    v->exe->set_step_timing(o.check_slow_kernels && m.plan && v->runs >= o.warmup_runs && v->runs < end);
+  }
   for (int attempt = 0;; ++attempt) {
     out = v->exe->run(batch > 0 ? feed : inputs);
     if (!out.ok() || v->exe->overflow_hits().empty()) break;

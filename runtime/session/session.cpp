@@ -406,6 +406,8 @@ struct Executable::Impl {
   std::vector<std::string> output_names;
   DynamicRegion dynamic;
   bool overflow_watch = false;
+  bool queued = false;       // the device queues launches (GPU dialects): steps time only on request
+  bool step_timing = false;  // set_step_timing
   std::vector<OverflowHit> hits;  // of the last run
 
   size_t value_bytes(ValueId v) const { return storage_bytes(storage[v], numel(shapes[v])); }
@@ -512,6 +514,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   impl->plugin = impl_->plugin;
   impl->cache = impl_->cache;
   impl->device = impl_->device;
+  impl->queued = impl_->gpu.has_value();
   impl->stats.device = impl_->device_label;
   const size_t nv = g->values().size();
   impl->shapes.resize(nv);
@@ -730,6 +733,7 @@ const CompileStats& Executable::compile_stats() const { return impl_->stats; }
 size_t Executable::peak_memory_bytes() const { return impl_->plan.total_bytes; }
 const std::vector<std::string>& Executable::output_names() const { return impl_->output_names; }
 void Executable::set_overflow_watch(bool on) { impl_->overflow_watch = on; }
+void Executable::set_step_timing(bool on) { impl_->step_timing = on; }
 const std::vector<OverflowHit>& Executable::overflow_hits() const { return impl_->hits; }
 
 Status Executable::Impl::check_overflow(Step& s) {
@@ -854,6 +858,11 @@ Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
       l.grain = s.grain;
       Status st = s.kernel.launch(l);
       if (!st.ok()) return st.with_context("step '" + s.label + "'");
+      if (m.queued && !m.step_timing) {  // untimed: the launch returned before the work was done
+        if (m.overflow_watch) HPF_RETURN_IF_ERROR(m.check_overflow(s).with_context("overflow watch, step '" + s.label + "'"));
+        continue;
+      }
+      if (m.queued) HPF_RETURN_IF_ERROR(m.plugin->synchronize(m.device).with_context("step '" + s.label + "'"));
     } else {
       std::vector<Tensor> ins;
       for (ValueId v : s.inputs) {

@@ -75,6 +75,13 @@ TEST_CASE("gpu session: every kernel of the built-in models is a GPU kernel, lau
       CHECK(exe->compile_stats().kernels > 0);
       size_t n = 0;
       launches(&n, /*reset=*/1);
+      REQUIRE(exe->run(*inputs).ok());  // untimed: a GPU's steps are not timed by default
+      for (const StepProfile& p : exe->profile())
+        if (p.kind == "kernel") CHECK(p.calls == 0);
+      launches(&n, 0);
+      const size_t untimed = n;
+      launches(&n, 1);
+      exe->set_step_timing(true);
       REQUIRE(exe->run(*inputs).ok());
       const GmLaunch* l = launches(&n, 0);
       int64_t kernel_steps = 0;
@@ -82,6 +89,7 @@ TEST_CASE("gpu session: every kernel of the built-in models is a GPU kernel, lau
         if (p.kind == "kernel") kernel_steps += p.calls;
       CHECK(kernel_steps > 0);
       CHECK(static_cast<int64_t>(n) == kernel_steps);
+      CHECK(untimed == n);
       for (size_t k = 0; k < n; ++k) {
         CAPTURE(l[k].name);
         CHECK(std::string(l[k].name).rfind("hpf_", 0) == 0);
