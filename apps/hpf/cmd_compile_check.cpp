@@ -85,7 +85,7 @@ struct Generated {
 };
 
 Expected<Generated> generate_kernels(const Graph& g, const std::vector<DType>& storage, jit::GpuDialect dialect) {
-  HPF_ASSIGN_OR_RETURN(auto steps, jit::lower(g, storage, {}, jit::kNoEpilogues));
+  HPF_ASSIGN_OR_RETURN(auto steps, jit::lower(g, storage, {}, jit::kGpuLowering));
   Generated out;
   std::map<std::string, bool> seen;
   for (const auto& s : steps) {

@@ -2,17 +2,7 @@
 // (family "attention"; lowering makes it from MatMul -> [scale, mask] -> Softmax -> MatMul, see
 // jit/codegen/attention_fusion.cpp). The scores and probabilities never leave the stack.
 //
-// Spec: inputs Q [.., Sq, D], K [.., D, Sk] (the scores MatMul's second operand), V [.., Sk, Dv],
-// then the epilogue's inputs; output O [.., Sq, Dv]; one batch shape for all four. Attributes:
-//   q_perm, k_perm, v_perm  the input given is the source of a Transpose with this perm, the
-//                           operand its transpose (read through strides; no copy is made);
-//   o_perm                  the output is O transposed by this perm (written through strides);
-//   score_format, prob_format  the formats the graph stores the scores (after the epilogue) and
-//                           the probabilities in: each value is rounded to them as the unfused
-//                           kernels would store it, so fusion changes no value beyond the order
-//                           of FP32 sums.
-// Epilogue: KernelSpec::epilogue on each score, its operands broadcast to the scores by numpy's
-// rules (a scale, a mask [B, 1, 1, Sk] or [B, 1, Sq, Sk], a bias of the scores' shape).
+// The spec's form (inputs, perms, formats, epilogue): attention_form.hpp.
 //
 // Schedule: work item = a block of RB query rows of one batch matrix (RB a multiple of the
 // microkernel's 6 rows, as many as keep the block's scores within 64 KiB). Per item: the Q rows
@@ -20,9 +10,9 @@
 // epilogue, the rounding and the softmax per row (as the softmax kernel computes it); then per
 // 64 keys a V chunk in FP32 and the microkernel over the probabilities into O's accumulators.
 // Every buffer is on the stack (attention_fits bounds them).
-#include <numeric>
 #include <sstream>
 
+#include "jit/codegen/attention_form.hpp"
 #include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
@@ -46,54 +36,6 @@ int64_t stack_floats(int64_t d, int64_t sk, int64_t dv) {
   return rb * d + d * kPanel + rb * round_up(std::max<int64_t>(sk, 1), kPanel) + kPanel * dvp + rb * dvp;
 }
 
-// An operand as the kernel reads it: its logical shape and the element strides of each axis in
-// the buffer it is given.
-struct Strided {
-  std::vector<int64_t> shape, stride;
-};
-
-Expected<Strided> strided(const TensorDesc& t, const std::vector<int64_t>& perm, const char* what) {
-  const size_t r = t.shape.size();
-  std::vector<int64_t> st(r, 1);
-  for (size_t d = r; d-- > 1;) st[d - 1] = st[d] * t.shape[d];
-  if (perm.empty()) return Strided{t.shape, st};
-  std::vector<int64_t> seen(r, 0);
-  Strided s;
-  for (int64_t p : perm) {
-    if (perm.size() != r || p < 0 || p >= static_cast<int64_t>(r) || seen[p]++)
-      return Status::invalid(std::string("attention: ") + what + " perm is not a permutation of " + shape_string(t.shape));
-    s.shape.push_back(t.shape[p]);
-    s.stride.push_back(st[p]);
-  }
-  return s;
-}
-
-// The output written through o_perm: O's axis d is the output's axis i where perm[i] = d, so O
-// is the output read through the inverse permutation (strided checks it is one).
-Expected<Strided> strided_output(const TensorDesc& y, const std::vector<int64_t>& perm) {
-  std::vector<int64_t> inverse(perm.size(), -1);
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] >= 0 && perm[i] < static_cast<int64_t>(perm.size())) inverse[perm[i]] = static_cast<int64_t>(i);
-  return strided(y, inverse, "o");
-}
-
-// Offset expression of batch matrix `t` (row-major over the batch axes) in operand `x`.
-std::string batch_offset(const Strided& x) {
-  std::string e = "0";
-  int64_t div = 1;
-  for (size_t d = x.shape.size() - 2; d-- > 0;) {
-    if (x.shape[d] != 1) e += " + ((t / " + L(div) + ") % " + L(x.shape[d]) + ") * " + L(x.stride[d]);
-    div *= x.shape[d];
-  }
-  return e;
-}
-
-Expected<DType> format_attr(const KernelSpec& spec, const char* name) {
-  const std::string v = attr_s(spec.attrs, name);
-  if (v.empty()) return Status::invalid(std::string("attention: no ") + name);
-  return parse_dtype(v);
-}
-
 }  // namespace
 
 bool attention_fits(int64_t d, int64_t sk, int64_t dv) {
@@ -101,69 +43,27 @@ bool attention_fits(int64_t d, int64_t sk, int64_t dv) {
 }
 
 Expected<GeneratedKernel> generate_c_attention(const KernelSpec& spec, const std::string& name) {
-  if (spec.inputs.size() < 3 || spec.outputs.size() != 1 || spec.epilogue_inputs < 0 ||
-      static_cast<size_t>(spec.epilogue_inputs) > spec.inputs.size() - 3)
-    return Status::invalid("attention: needs Q, K, V, the epilogue's inputs and one output");
-  for (const TensorDesc& t : {spec.inputs[0], spec.inputs[1], spec.inputs[2], spec.outputs[0]})
-    if (!is_float(t.dtype)) return Status::unsupported("C codegen: attention on " + std::string(dtype_name(t.dtype)));
-  HPF_ASSIGN_OR_RETURN(Strided q, strided(spec.inputs[0], attr_ints(spec.attrs, "q_perm"), "q"));
-  HPF_ASSIGN_OR_RETURN(Strided k, strided(spec.inputs[1], attr_ints(spec.attrs, "k_perm"), "k"));
-  HPF_ASSIGN_OR_RETURN(Strided v, strided(spec.inputs[2], attr_ints(spec.attrs, "v_perm"), "v"));
-  HPF_ASSIGN_OR_RETURN(Strided o, strided_output(spec.outputs[0], attr_ints(spec.attrs, "o_perm")));
-  HPF_ASSIGN_OR_RETURN(DType score_format, format_attr(spec, "score_format"));
-  HPF_ASSIGN_OR_RETURN(DType prob_format, format_attr(spec, "prob_format"));
-  const size_t r = q.shape.size();
-  if (r < 2 || k.shape.size() != r || v.shape.size() != r || o.shape.size() != r)
-    return Status::invalid("attention: Q, K, V and O need one rank of at least 2");
-  const std::vector<int64_t> batch(q.shape.begin(), q.shape.end() - 2);
-  for (const Strided* x : {&k, &v, &o})
-    if (!std::equal(batch.begin(), batch.end(), x->shape.begin()))
-      return Status::invalid("attention: Q, K, V and O have different batch axes");
-  const int64_t SQ = q.shape[r - 2], D = q.shape[r - 1], SK = k.shape[r - 1], DV = v.shape[r - 1];
-  if (k.shape[r - 2] != D || v.shape[r - 2] != SK || o.shape[r - 2] != SQ || o.shape[r - 1] != DV)
-    return Status::invalid("attention: Q" + shape_string(q.shape) + " K" + shape_string(k.shape) + " V" +
-                           shape_string(v.shape) + " O" + shape_string(o.shape) + " do not chain");
+  HPF_ASSIGN_OR_RETURN(const AttentionForm f, attention_form(spec, "C codegen"));
+  const AttentionForm::Strided &q = f.q, &k = f.k, &v = f.v, &o = f.o;
+  const DType prob_format = f.prob_format, score_format = f.score_format;
+  const int64_t SQ = f.SQ, D = f.D, SK = f.SK, DV = f.DV;
   if (!attention_fits(D, SK, DV))
     return Status::unsupported("C codegen: attention with D=" + std::to_string(D) + ", Sk=" + std::to_string(SK) +
                                ", Dv=" + std::to_string(DV) + " exceeds the kernel's stack buffers");
-  const int64_t batches = std::accumulate(batch.begin(), batch.end(), int64_t{1}, std::multiplies<>());
+  const int64_t batches = f.batches;
   const int64_t RB = rows_per_item(SK), NB = (SQ + RB - 1) / RB, SKP = round_up(SK, kPanel), DVP = round_up(DV, kPanel);
 
   // The epilogue reads its operands at score (qi, j) of batch matrix t.
   KernelSpec scores = spec;
-  std::vector<int64_t> sshape = batch;
-  sshape.push_back(SQ);
-  sshape.push_back(SK);
-  scores.outputs = {TensorDesc{score_format, sshape}};
-  // Operands broadcast to the scores by numpy's rules (a mask [B, 1, 1, Sk], a scale, a bias of
-  // the scores' shape): the offset of score (t, qi, j) in each, over its non-broadcast axes.
+  scores.outputs = {f.scores()};
   std::string epi_ptrs;
-  std::vector<std::string> epi_index(spec.inputs.size());
   for (size_t in = 3; in < spec.inputs.size(); ++in) {
-    const TensorDesc& e = spec.inputs[in];
-    if (!is_float(e.dtype) || e.shape.size() > r)
-      return Status::invalid("attention: epilogue input " + std::to_string(in) + shape_string(e.shape) +
-                             " does not broadcast to the scores " + shape_string(sshape));
-    std::string idx = "0";
-    int64_t stride = 1, div = 1;
-    for (size_t d = r; d-- > 0;) {
-      const int64_t at = static_cast<int64_t>(d) - static_cast<int64_t>(r - e.shape.size());
-      const int64_t size = at >= 0 ? e.shape[at] : 1;
-      if (size != 1 && size != sshape[d])
-        return Status::invalid("attention: epilogue input " + std::to_string(in) + shape_string(e.shape) +
-                               " does not broadcast to the scores " + shape_string(sshape));
-      const std::string pos = d == r - 1 ? "j" : d == r - 2 ? "qi" : "((t / " + L(div) + ") % " + L(sshape[d]) + ")";
-      if (size != 1) idx += " + " + pos + " * " + L(stride);
-      stride *= size;
-      if (d < r - 2) div *= sshape[d];
-    }
-    epi_index[in] = idx;
-    const char* ct = c_storage_type(e.dtype);
+    const char* ct = c_storage_type(spec.inputs[in].dtype);
     epi_ptrs += std::string("  const ") + ct + "* restrict P" + std::to_string(in) + " = (const " + ct + "*)args[" +
                 std::to_string(in) + "];\n";
   }
   HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(scores, "v", [&](int in) {
-    return c_load(spec.inputs[in].dtype, "P" + std::to_string(in) + "[" + epi_index[in] + "]");
+    return c_load(spec.inputs[in].dtype, "P" + std::to_string(in) + "[" + f.epilogue_index[in] + "]");
   }));
   for (const ElementwiseStep& st : spec.epilogue)
     if (!epilogue_takes(st.op) || st.op == "BatchNormalization")
@@ -175,8 +75,8 @@ Expected<GeneratedKernel> generate_c_attention(const KernelSpec& spec, const std
     const char* ct = c_storage_type(t.dtype);
     return std::string("  const ") + ct + "* restrict " + n + " = (const " + ct + "*)args[" + std::to_string(at) + "];\n";
   };
-  const int64_t qrs = q.stride[r - 2], qcs = q.stride[r - 1], krs = k.stride[r - 2], kcs = k.stride[r - 1];
-  const int64_t vrs = v.stride[r - 2], vcs = v.stride[r - 1], ors = o.stride[r - 2], ocs = o.stride[r - 1];
+  const int64_t qrs = q.row_stride(), qcs = q.col_stride(), krs = k.row_stride(), kcs = k.col_stride();
+  const int64_t vrs = v.row_stride(), vcs = v.col_stride(), ors = o.row_stride(), ocs = o.col_stride();
   std::ostringstream s;
   s << c_prelude() << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << ptr("Q", QT, 0) << ptr("K", KT, 1) << ptr("V", VT, 2) << epi_ptrs << "  " << c_storage_type(OT.dtype)
@@ -190,8 +90,8 @@ Expected<GeneratedKernel> generate_c_attention(const KernelSpec& spec, const std
     << "    const i64 t = w / " << L(NB) << ", r0 = (w % " << L(NB) << ") * " << L(RB) << ";\n"
     << "    const i64 rows = " << L(SQ) << " - r0 < " << L(RB) << " ? " << L(SQ) << " - r0 : " << L(RB) << ";\n"
     << "    const i64 mrows = (rows + HPF_MR - 1) / HPF_MR * HPF_MR;\n"
-    << "    const i64 qo = " << batch_offset(q) << ", ko = " << batch_offset(k) << ", vo = " << batch_offset(v)
-    << ", oo = " << batch_offset(o) << ";\n"
+    << "    const i64 qo = " << attention_batch_offset(q) << ", ko = " << attention_batch_offset(k)
+    << ", vo = " << attention_batch_offset(v) << ", oo = " << attention_batch_offset(o) << ";\n"
     // Q rows in FP32, zero rows up to a whole microkernel tile.
     << "    for (i64 i = 0; i < mrows; ++i)\n"
     << "      for (i64 d = 0; d < " << L(D) << "; ++d) qb[i * " << L(D) << " + d] = i < rows ? "

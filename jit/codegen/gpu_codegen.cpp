@@ -160,8 +160,9 @@ Expected<GeneratedKernel> generate_gpu(const KernelSpec& spec, GpuDialect d) {
   char name[64];
   std::snprintf(name, sizeof name, "hpf_%s_%016llx", spec.family.c_str(), static_cast<unsigned long long>(h));
   const std::string& f = spec.family;
-  if (!spec.epilogue.empty())  // lower with kNoEpilogues for the GPU dialects
+  if (!spec.epilogue.empty() && f != "attention")  // lower with kGpuLowering for the GPU dialects
     return Status::unsupported(f + " with a fused epilogue is unsupported in the " + gpu_dialect_name(d) + " dialect");
+  if (f == "attention") return generate_gpu_attention(spec, name, d);
   if (f == "elementwise") return generate_gpu_elementwise(spec, name, d);
   if (f == "softmax") return generate_gpu_softmax(spec, name, d);
   if (f == "layernorm") return generate_gpu_layernorm(spec, name, d);

@@ -27,6 +27,9 @@ Expected<GeneratedKernel> generate_gpu_concat(const KernelSpec& spec, const std:
 Expected<GeneratedKernel> generate_gpu_slice(const KernelSpec& spec, const std::string& name, GpuDialect d);
 Expected<GeneratedKernel> generate_gpu_pad(const KernelSpec& spec, const std::string& name, GpuDialect d);
 Expected<GeneratedKernel> generate_gpu_expand(const KernelSpec& spec, const std::string& name, GpuDialect d);
+// Attention (attention_form.hpp): a block per query row, scores and probabilities in shared
+// memory, the scores' epilogue (scale, mask) applied in the kernel.
+Expected<GeneratedKernel> generate_gpu_attention(const KernelSpec& spec, const std::string& name, GpuDialect d);
 // LSTM (lstm_form.hpp): a block per (direction, batch row), a warp per gate row, state in shared
 // memory.
 Expected<GeneratedKernel> generate_gpu_lstm(const KernelSpec& spec, const std::string& name, GpuDialect d);

@@ -549,7 +549,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     if (jit::is_view_op(n.op)) impl->storage[n.outputs[0]] = impl->storage[n.inputs[0]];
   }
   HPF_ASSIGN_OR_RETURN(auto lowered, jit::lower(*g, impl->storage, node_in_region,
-                                                gpu ? jit::kNoEpilogues : jit::LowerOptions{}));
+                                                gpu ? jit::kGpuLowering : jit::LowerOptions{}));
   if (!gpu) {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
     // The CPU plugin compiles for the host's features, AMX among them only where Linux granted
     // this process the tile state (plugins/cpu/clang_compiler.cpp).
@@ -858,11 +858,7 @@ Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
       l.grain = s.grain;
       Status st = s.kernel.launch(l);
       if (!st.ok()) return st.with_context("step '" + s.label + "'");
-      if (m.queued && !m.step_timing) {  // untimed: the launch returned before the work was done
-        if (m.overflow_watch) HPF_RETURN_IF_ERROR(m.check_overflow(s).with_context("overflow watch, step '" + s.label + "'"));
-        continue;
-      }
-      if (m.queued) HPF_RETURN_IF_ERROR(m.plugin->synchronize(m.device).with_context("step '" + s.label + "'"));
+      if (m.queued && m.step_timing) HPF_RETURN_IF_ERROR(m.plugin->synchronize(m.device).with_context("step '" + s.label + "'"));
     } else {
       std::vector<Tensor> ins;
       for (ValueId v : s.inputs) {
@@ -875,8 +871,11 @@ Expected<std::vector<Tensor>> Executable::run(const std::vector<Tensor>& inputs)
       for (size_t k = 0; k < s.outputs.size(); ++k)
         if (s.outputs[k] != kNoValue) HPF_RETURN_IF_ERROR(m.upload(s.outputs[k], (*outs)[k]));
     }
-    s.total_ms += ms_since(t0);
-    ++s.calls;
+    // (A queued launch, untimed, returned before its work was done.)
+    if (!m.queued || m.step_timing || s.kind != jit::LoweredStep::Kind::kernel) {
+      s.total_ms += ms_since(t0);
+      ++s.calls;
+    }
     if (m.overflow_watch) HPF_RETURN_IF_ERROR(m.check_overflow(s).with_context("overflow watch, step '" + s.label + "'"));
   }
   std::vector<Tensor> dynamic_out;

@@ -188,7 +188,7 @@ TEST_CASE("device cuda: every CUDA kernel of bert-tiny and cnn-small in f32 f16 
       std::vector<DType> storage(g->values().size());
       for (size_t v = 0; v < storage.size(); ++v)
         storage[v] = g->values()[v].dtype == DType::F32 ? format : g->values()[v].dtype;
-      auto steps = jit::lower(*g, storage, {}, jit::kNoEpilogues);
+      auto steps = jit::lower(*g, storage, {}, jit::kGpuLowering);
       REQUIRE_MESSAGE(steps.ok(), steps.status().message());
       int ran = 0;
       for (const auto& s : *steps) {

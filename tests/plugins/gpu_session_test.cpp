@@ -42,6 +42,12 @@ LaunchesFn launches_of(const std::string& plugin) {
   return fn;
 }
 
+std::vector<std::vector<int64_t>> shapes_of(const std::vector<Tensor>& t) {
+  std::vector<std::vector<int64_t>> s;
+  for (const Tensor& x : t) s.push_back(x.shape());
+  return s;
+}
+
 Session mock_session(const std::string& plugin, std::shared_ptr<const Plan> plan = nullptr) {
   REQUIRE(kPathSet);
   SessionOptions so;
@@ -67,9 +73,7 @@ TEST_CASE("gpu session: every kernel of the built-in models is a GPU kernel, lau
       REQUIRE(g.ok());
       auto inputs = models::example_inputs(*g, 7, 2);
       REQUIRE(inputs.ok());
-      std::vector<std::vector<int64_t>> shapes;
-      for (const Tensor& t : *inputs) shapes.push_back(t.shape());
-      auto exe = s.compile(*g, shapes);
+      auto exe = s.compile(*g, shapes_of(*inputs));
       REQUIRE_MESSAGE(exe.ok(), exe.status().message());
       CHECK(exe->compile_stats().fallbacks == 0);
       CHECK(exe->compile_stats().kernels > 0);
@@ -157,9 +161,7 @@ TEST_CASE("gpu session: a plan's INT8 nodes still compile on a GPU device, compu
   Session s = mock_session("gpu_mock", plan);
   auto inputs = models::example_inputs(*g, 7, 1);
   REQUIRE(inputs.ok());
-  std::vector<std::vector<int64_t>> shapes;
-  for (const Tensor& t : *inputs) shapes.push_back(t.shape());
-  auto exe = s.compile(*g, shapes);
+  auto exe = s.compile(*g, shapes_of(*inputs));
   REQUIRE_MESSAGE(exe.ok(), exe.status().message());
   CHECK(exe->compile_stats().int8_compute_nodes.empty());
   CHECK(exe->compile_stats().fallbacks == 0);

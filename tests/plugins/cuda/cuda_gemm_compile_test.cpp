@@ -58,6 +58,13 @@ int compile_all(Plugin& p, const std::vector<cuda_cases::Case>& cases) {
   return compiled;
 }
 
+// The CUDA source generated for a case (which must generate).
+std::string src(const cuda_cases::Case& c) {
+  auto k = jit::generate_cuda(c.spec);
+  REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
+  return k->source;
+}
+
 bool nvrtc_missing(Plugin* p) {
   if (p->devices()[0].compiler != "none") return false;
   WARN_MESSAGE(false, "skipped: NVRTC is not available here (" << p->devices()[0].score_reason << ")");
@@ -82,11 +89,6 @@ TEST_CASE("cuda gemm: the matrix instruction follows the operand formats") {
 
 TEST_CASE("cuda gemm: sources carry the format's mma.sync, cp.async where rows are aligned, the sm_89 guard for FP8") {
   using cuda_cases::matmul;
-  auto src = [](const cuda_cases::Case& c) {
-    auto k = jit::generate_cuda(c.spec);
-    REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
-    return k->source;
-  };
   const std::string f16 = src(matmul({DType::F16, DType::F16, DType::F16}, {130, 256}, {136, 256}, {130, 136}, true,
                                      false, true, {136}));
   CHECK(f16.find("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") != std::string::npos);
@@ -115,11 +117,6 @@ TEST_CASE("cuda gemm: sources carry the format's mma.sync, cp.async where rows a
 
 TEST_CASE("cuda gemm: f16 and bf16 GEMMs with both operands by cp.async take wgmma on sm_90a, mma.sync elsewhere") {
   using cuda_cases::matmul;
-  auto src = [](const cuda_cases::Case& c) {
-    auto k = jit::generate_cuda(c.spec);
-    REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
-    return k->source;
-  };
   for (DType t : {DType::F16, DType::BF16}) {
     const std::string aligned = src(matmul({t, t, DType::F32}, {130, 256}, {136, 256}, {130, 136}, true, false, true, {136}));
     CHECK(aligned.find("#if defined(__CUDA_ARCH_FEAT_SM90_ALL)") != std::string::npos);
@@ -197,7 +194,7 @@ TEST_CASE("cuda dialect: every kernel of bert-tiny and cnn-small generates and c
         const DType t = g->value(static_cast<ValueId>(v)).dtype;
         storage[v] = t == DType::F32 ? format : t;
       }
-      auto steps = jit::lower(*g, storage, {}, jit::kNoEpilogues);
+      auto steps = jit::lower(*g, storage, {}, jit::kGpuLowering);
       REQUIRE_MESSAGE(steps.ok(), steps.status().message());
       for (const auto& s : *steps) {
         if (s.kind != jit::LoweredStep::Kind::kernel) continue;

@@ -52,7 +52,8 @@ std::vector<DType> storage_of(const Graph& g, DType format) {
   return s;
 }
 
-// bert-tiny's elementwise and softmax kernels, generated in the cuda dialect.
+// bert-tiny's elementwise kernels and its softmax (inside the fused attention kernels),
+// generated in the cuda dialect.
 std::vector<jit::GeneratedKernel> elementwise_kernels(DType format) {
   auto g = models::builtin("bert-tiny");
   REQUIRE(g.ok());
@@ -60,11 +61,13 @@ std::vector<jit::GeneratedKernel> elementwise_kernels(DType format) {
     for (Dim& d : g->value(id).shape)
       if (!d.known()) d = Dim(1);
   REQUIRE(g->infer_shapes().ok());
-  auto steps = jit::lower(*g, storage_of(*g, format), {}, jit::kNoEpilogues);
+  auto steps = jit::lower(*g, storage_of(*g, format), {}, jit::kGpuLowering);
   REQUIRE_MESSAGE(steps.ok(), steps.status().message());
   std::vector<jit::GeneratedKernel> out;
   for (const auto& s : *steps) {
-    if (s.kind != jit::LoweredStep::Kind::kernel || (s.spec.family != "elementwise" && s.spec.family != "softmax")) continue;
+    if (s.kind != jit::LoweredStep::Kind::kernel || (s.spec.family != "elementwise" && s.spec.family != "softmax" &&
+                                                       s.spec.family != "attention"))
+      continue;
     auto k = jit::generate_cuda(s.spec);
     REQUIRE_MESSAGE(k.ok(), s.label << ": " << k.status().message());
     out.push_back(std::move(k).value());

@@ -59,7 +59,7 @@ std::vector<jit::GeneratedKernel> hip_kernels(const std::string& model, DType fo
     for (Dim& d : g->value(id).shape)
       if (!d.known()) d = Dim(1);
   REQUIRE(g->infer_shapes().ok());
-  auto steps = jit::lower(*g, storage_of(*g, format), {}, jit::kNoEpilogues);
+  auto steps = jit::lower(*g, storage_of(*g, format), {}, jit::kGpuLowering);
   REQUIRE_MESSAGE(steps.ok(), steps.status().message());
   std::vector<jit::GeneratedKernel> out;
   for (const auto& s : *steps) {

@@ -50,7 +50,7 @@ int main() {
       auto g = models::builtin(model);
       for (ValueId id : g->inputs()) for (Dim& d : g->value(id).shape) if (!d.known()) d = Dim(1);
       (void)g->infer_shapes();
-      auto steps = lower(*g, storage_of(*g, f), {}, kNoEpilogues);
+      auto steps = lower(*g, storage_of(*g, f), {}, kGpuLowering);
       for (auto& s : *steps) if (s.kind == LoweredStep::Kind::kernel) dump(s.spec, std::string(model) + "/" + std::string(dtype_name(f)) + "/" + s.spec.family + "/" + s.label);
     }
   for (DType f : {DType::F32, DType::BF16}) {
@@ -76,6 +76,18 @@ int main() {
     KernelSpec l2; l2.family = "lstm"; l2.inputs = {T(f, {4, 3, 40}), T(f, {1, 132, 40}), T(f, {1, 132, 33})}; l2.outputs = {T(f, {1, 3, 33})}; l2.attrs["lstm_outputs"] = int64_t{2}; dump(l2, "lstm_fwd_yh" + F);
     l2.attrs["direction"] = std::string("reverse"); l2.attrs["lstm_outputs"] = int64_t{4}; dump(l2, "lstm_rev_yc" + F);
     KernelSpec tr; tr.family = "transpose"; tr.inputs = {T(f, {2, 3, 4, 5})}; tr.outputs = {T(f, {4, 2, 5, 3})}; tr.attrs["perm"] = std::vector<int64_t>{2, 0, 3, 1}; dump(tr, "transpose" + F);
+  }
+  // Attention with a scale and a per-key mask as its epilogue, BF16 probabilities, O written
+  // through a transpose ([B, Sq, H, Dv]).
+  {
+    KernelSpec at; at.family = "attention";
+    at.inputs = {T(DType::F32, {2, 3, 5, 8}), T(DType::F32, {2, 3, 8, 7}), T(DType::F32, {2, 3, 7, 6}), T(DType::F32, {1}), T(DType::F32, {2, 1, 1, 7})};
+    at.outputs = {T(DType::F32, {2, 5, 3, 6})};
+    at.attrs["o_perm"] = std::vector<int64_t>{0, 2, 1, 3};
+    at.attrs["score_format"] = std::string("f32"); at.attrs["prob_format"] = std::string("bf16");
+    at.epilogue = {ElementwiseStep{"Mul", {kProducerResult, 3}, {}, DType::F32}, ElementwiseStep{"Add", {-1, 4}, {}, DType::F32}};
+    at.epilogue_inputs = 2;
+    dump(at, "attention_mask_operm");
   }
   // INT8 MatMul (v_dot4 words): signed, unsigned and mixed operands, odd K, batch broadcast.
   for (auto [a, b, y] : {std::tuple{DType::I8, DType::I8, DType::I32}, std::tuple{DType::U8, DType::U8, DType::F32},
