@@ -251,6 +251,9 @@ int main(int argc, char** argv) {
       {"mbv2 dw 14x14x576", 576, 14, 14, 576, 3, 1, 1, 576},
       {"mbv2 dw 7x7x960", 960, 7, 7, 960, 3, 1, 1, 960},
       {"mbv2 pw 56x56 144->24 1x1", 144, 56, 56, 24, 1, 1, 0, 1},
+      {"mbv2 pw 56x56 24->144 1x1", 24, 56, 56, 144, 1, 1, 0, 1},
+      {"mbv2 pw 112x112 16->96 1x1", 16, 112, 112, 96, 1, 1, 0, 1},
+      {"mbv2 stem 224 3->32 3x3 s2", 3, 224, 224, 32, 3, 2, 1, 1},
       {"cnn-small 32x32 16->16 3x3", 16, 32, 32, 16, 3, 1, 1, 1},
   };
   std::erase_if(layers, [&](const Layer& l) { return std::string(l.tag).find(only) == std::string::npos; });
