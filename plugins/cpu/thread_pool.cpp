@@ -38,7 +38,7 @@ ThreadPool::~ThreadPool() {
 }
 
 int64_t ThreadPool::range_size(int64_t items, int64_t grain, int threads) {
-  const int64_t parts = int64_t{4} * std::max(1, threads);
+  const int64_t parts = int64_t{16} * std::max(1, threads);
   const int64_t even = std::max<int64_t>(1, (items + parts - 1) / parts);
   return std::max(even, grain);
 }

@@ -29,8 +29,12 @@ class ThreadPool {
 
   int size() const { return threads_; }
 
-  // Calls fn(context, begin, end) over [0, items) cut into ranges. `grain` is the smallest range
-  // worth a thread; 0 lets the pool choose (about 4 ranges per thread, at least 1 item each).
+  // Calls fn(context, begin, end) over [0, items) cut into ranges, handed out one at a time to
+  // whichever thread is free. `grain` is the smallest range worth a thread (0: 1 item); ranges
+  // are about 16 per thread, or grain items, whichever is longer: fine enough that unequal items
+  // (a ragged last block) even out (ResNet-50's auto plan with two threads, 4 alternating runs
+  // each: 10.85 -> 10.21 ms mean of medians against 4 ranges per thread; MobileNetV2 FP32 the
+  // same within noise), coarse enough that handing them out costs nothing measurable.
   // `fn` must not throw.
   void parallel_for(int64_t items, int64_t grain, RangeFn fn, void* context);
 
