@@ -124,6 +124,35 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
       << "          word |= ((i8c_q(x) & 0xff) << (8 * ci));\n";
     return q.str();
   };
+  auto tile_fn = [&](const std::string& fname, const std::string& np) {
+    std::ostringstream t;
+    t << "static inline __attribute__((always_inline, min_vector_width(512))) void " << fname << "(\n"
+      << "    const u32* restrict bp, const u8* restrict wb, i32* restrict acc, i64 ng, int first) {\n"
+      << "  i8_v16 a[I8_MR][" << np << "];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "  for (int r = 0; r < I8_MR; ++r)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < " << np << "; ++c) a[r][c] = first ? (i8_v16){} : *(const i8_v16*)(acc + r * " << kPixels
+      << " + c * 16);\n"
+      << "  for (i64 kg = 0; kg < ng; ++kg) {\n"
+      << "    i8_v16 b[" << np << "];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < " << np << "; ++c) b[c] = *(const i8_v16*)(bp + kg * " << kPixels << " + c * 16);\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int r = 0; r < I8_MR; ++r) {\n"
+      << "      i32 w4; __builtin_memcpy(&w4, wb + kg * " << kConvI8Rows * 4 << " + r * 4, 4);\n"
+      << "      const i8_v16 w = (i8_v16){} + w4;\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int c = 0; c < " << np << "; ++c) a[r][c] = i8_dp(a[r][c], b[c], w);\n"
+      << "    }\n"
+      << "  }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "  for (int r = 0; r < I8_MR; ++r)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < " << np << "; ++c) __builtin_memcpy(acc + r * " << kPixels << " + c * 16, &a[r][c], 64);\n"
+      << "}\n";
+    return t.str();
+  };
   std::ostringstream s;
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(in_spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
     << int8_dot_source()
@@ -135,33 +164,11 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "  x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);\n"
     << "  return __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;\n"
     << "}\n"
-    // One register tile: I8_MR rows of a weight block (48 bytes per k-group) by I8_NP vectors
-    // of 16 pixels, over ng k-groups; the accumulators start at zero (first slice) or from acc.
-    << "static inline __attribute__((always_inline, min_vector_width(512))) void i8c_tile(\n"
-    << "    const u32* restrict bp, const u8* restrict wb, i32* restrict acc, i64 ng, int first) {\n"
-    << "  i8_v16 a[I8_MR][I8_NP];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "  for (int r = 0; r < I8_MR; ++r)\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < I8_NP; ++c) a[r][c] = first ? (i8_v16){} : *(const i8_v16*)(acc + r * " << kPixels
-    << " + c * 16);\n"
-    << "  for (i64 kg = 0; kg < ng; ++kg) {\n"
-    << "    i8_v16 b[I8_NP];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < I8_NP; ++c) b[c] = *(const i8_v16*)(bp + kg * " << kPixels << " + c * 16);\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int r = 0; r < I8_MR; ++r) {\n"
-    << "      i32 w4; __builtin_memcpy(&w4, wb + kg * " << kConvI8Rows * 4 << " + r * 4, 4);\n"
-    << "      const i8_v16 w = (i8_v16){} + w4;\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "      for (int c = 0; c < I8_NP; ++c) a[r][c] = i8_dp(a[r][c], b[c], w);\n"
-    << "    }\n"
-    << "  }\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "  for (int r = 0; r < I8_MR; ++r)\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < I8_NP; ++c) __builtin_memcpy(acc + r * " << kPixels << " + c * 16, &a[r][c], 64);\n"
-    << "}\n"
+    // One register tile: I8_MR rows of a weight block (48 bytes per k-group) by NP vectors of
+    // 16 pixels, over ng k-groups; the accumulators start at zero (first slice) or from acc.
+    // i8c_tile has I8_NP vectors; i8c_tile1..3 serve a ragged last block (a 14x14 map's 196
+    // pixels end in a block of 4: one vector, not four).
+    << tile_fn("i8c_tile", "I8_NP") << tile_fn("i8c_tile1", "1") << tile_fn("i8c_tile2", "2") << tile_fn("i8c_tile3", "3")
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
     << "  const u8* restrict Wq = (const u8*)args[1];\n"
@@ -284,9 +291,16 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "        const u8* restrict wb = Wq + ((g * " << L(RB) << " + ic / " << kConvI8Rows << " + tb) * " << L(KG)
     << " + kg0) * " << kConvI8Rows * 4 << ";\n"
     << "        for (int i0 = 0; i0 < " << kConvI8Rows << " && tb * " << kConvI8Rows << " + i0 < mc; i0 += I8_MR)\n"
-    << "          for (int pv = 0; pv * 16 < nc; pv += I8_NP)\n"
-    << "            i8c_tile(bp + pv * 16, wb + i0 * 4, acc + (tb * " << kConvI8Rows << " + i0) * " << kPixels
-    << " + pv * 16, ng, q0 == 0);\n"
+    << "          for (int pv = 0; pv * 16 < nc; pv += I8_NP) {\n"
+    << "            const u32* restrict bv = bp + pv * 16;\n"
+    << "            const u8* restrict wv = wb + i0 * 4;\n"
+    << "            i32* restrict av = acc + (tb * " << kConvI8Rows << " + i0) * " << kPixels << " + pv * 16;\n"
+    << "            const i64 nv = (nc - pv * 16 + 15) / 16;  // vectors of pixels left in the block\n"
+    << "            if (nv >= I8_NP) i8c_tile(bv, wv, av, ng, q0 == 0);\n"
+    << "            else if (nv == 1) i8c_tile1(bv, wv, av, ng, q0 == 0);\n"
+    << "            else if (nv == 2) i8c_tile2(bv, wv, av, ng, q0 == 0);\n"
+    << "            else i8c_tile3(bv, wv, av, ng, q0 == 0);\n"
+    << "          }\n"
     << "      }\n"
     << "    }\n"
     << "    for (i64 ii = 0; ii < mc; ++ii) {\n"
