@@ -95,8 +95,11 @@ hpf_error* hip_plugin_init(hpf_plugin** out) {
     p->version = p->hip.ok() ? p->hip.version() : "none";
     p->compiler = p->hip.ok() ? "hiprtc " + p->version : "none";
     p->flags = kFlags;
+    // MatMul also multiplies 8-bit integers (v_dot4 where the target has it, exact integer
+    // multiply-adds elsewhere: jit/codegen/gpu_tiled_matmul.cpp).
     for (const char* cls : {"elementwise", "normalization", "reduction", "data_movement", "matmul", "conv"})
-      p->precisions.push_back({sizeof(hpf_precision_support), cls, "f32,f16,bf16"});
+      p->precisions.push_back(
+          {sizeof(hpf_precision_support), cls, std::string(cls) == "matmul" ? "f32,f16,bf16,i8,u8" : "f32,f16,bf16"});
     std::vector<std::string> targets = hpf_plugin_common::targets_from_env("HPF_HIP_TARGETS");
     if (targets.empty()) targets.push_back("");
     p->devices.reserve(targets.size());

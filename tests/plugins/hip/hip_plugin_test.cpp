@@ -1,5 +1,6 @@
 // The HIP plugin (compile-only) and the HIP dialect. Cases that need hipRTC say so and return
 // where it is absent (MESSAGE "skipped: ..."), never passing silently.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -94,6 +95,8 @@ TEST_CASE("hip plugin: loads without a GPU with one compile-only device per targ
       CHECK(d.score_reason.rfind("hipRTC not found", 0) == 0);
     else  // no machine here has an AMD GPU
       CHECK(d.score_reason.rfind("no AMD GPU (hipGetDeviceCount: ", 0) == 0);
+    for (const PrecisionSupport& ps : d.precisions)  // MatMul multiplies 8-bit integers too (v_dot4)
+      CHECK((std::find(ps.formats.begin(), ps.formats.end(), "i8") != ps.formats.end()) == (ps.op_class == "matmul"));
   }
   CHECK_FALSE(p->usable());
   auto b = p->alloc(0, 64);  // anything needing the GPU is refused with the reason
