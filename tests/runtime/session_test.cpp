@@ -2,6 +2,7 @@
 // the reference interpreter; cache hits on a second compile; input errors.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 
@@ -12,6 +13,7 @@
 #include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
+#include "runtime/session/strided_pointwise.hpp"
 #include "tests/runtime/random_tensor.hpp"
 
 using namespace hpf;
@@ -472,5 +474,54 @@ TEST_CASE("session: autotuning measures tile choices once, keeps them in the ker
     REQUIRE(got2.ok());
     CHECK(got->front().to_f32() == got2->front().to_f32());
     std::filesystem::remove_all(o.cache_dir);
+  }
+}
+
+TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Conv, with the same values") {
+  GraphBuilder b("strided_pointwise");
+  auto x = b.input("x", DType::F32, make_shape(std::vector<int64_t>{1, 12, 9, 7}));
+  auto s22 = b.op1("Conv", {x, b.constant(test::random_tensor({8, 12, 1, 1}, 71)), b.constant(test::random_tensor({8}, 72))},
+                   {{"strides", std::vector<int64_t>{2, 2}}}, "s22");
+  b.output(b.op1("Relu", {s22}), "y22");
+  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({5, 12, 1, 1}, 73))}, {{"strides", std::vector<int64_t>{3, 2}}},
+                 "s32"),
+           "y32");
+  b.output(b.op1("Relu", {x}), "x_relu");  // x has other readers: it stays as it is
+  auto g = b.build();
+  REQUIRE(g.ok());
+  const std::vector<Tensor> in = {test::random_tensor({1, 12, 9, 7}, 74)};
+  auto want = ref::run(*g, in);
+  REQUIRE(want.ok());
+
+  Graph rewritten = *g;
+  auto n = subsample_strided_pointwise_convs(rewritten, nullptr);
+  REQUIRE(n.ok());
+  CHECK(*n == 2);
+  for (const Node& node : rewritten.nodes())
+    if (node.op == "Conv") CHECK(std::get<std::vector<int64_t>>(node.attrs.at("strides")) == std::vector<int64_t>{1, 1});
+  auto same = ref::run(rewritten, in);
+  REQUIRE(same.ok());
+  for (size_t k = 0; k < want->size(); ++k) CHECK((*same)[k].to_f32() == (*want)[k].to_f32());  // an exact rewrite
+
+  // A plan that quantises or narrows the Conv keeps its strided kernel.
+  Plan plan;
+  plan.graph = g->name();
+  for (const Node& node : g->nodes()) plan.nodes.push_back(NodePlan{node.name, node.op});
+  plan.nodes[0].mode = Mode::bf16;
+  Graph kept = *g;
+  auto m = subsample_strided_pointwise_convs(kept, &plan);
+  REQUIRE(m.ok());
+  CHECK(*m == 1);  // s32 only
+
+  auto s = Session::create({});
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().message());
+  auto got = exe->run(in);
+  REQUIRE(got.ok());
+  for (size_t k = 0; k < want->size(); ++k) {
+    const std::vector<float> a = (*got)[k].to_f32(), r = (*want)[k].to_f32();
+    REQUIRE(a.size() == r.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - r[i]) <= 1e-5f * (1.0f + std::fabs(r[i])));
   }
 }
