@@ -395,6 +395,8 @@ TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep 
     check_conv(t, {2, 8, 15, 11}, {13, 8, 5, 5}, false, {{"pads", Ints{2, 0, 0, 2}}, {"strides", Ints{2, 2}}}, 303);
     // 1x1 as plain GEMM: 7x9 = 63 pixels, 140 input channels (two slices); and 1x1 with stride 2 (not plain).
     check_conv(t, {2, 140, 7, 9}, {20, 140, 1, 1}, true, {}, 306);
+    // 100 output channels: a full block of 64 and one of 36 (three of its four column vectors).
+    check_conv(t, {1, 24, 9, 11}, {100, 24, 1, 1}, true, {}, 330);
     check_conv(t, {1, 12, 7, 9}, {8, 12, 1, 1}, true, {{"strides", Ints{2, 2}}}, 309);
     // Grouped, groups of 3 channels in and 7 out.
     check_conv(t, {1, 9, 8, 8}, {21, 3, 3, 3}, true, {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}}, 312);
