@@ -158,10 +158,7 @@ struct PowerSource {
 Expected<DeviceChoice> device_of_plugin(const std::string& name) {
   Plugin* p = PluginHost::shared().plugin(name);
   if (!p || p->devices().empty()) return Status::not_found("--device: no plugin '" + name + "' is loaded (hpf info lists them)");
-  DeviceChoice d{p, 0};
-  for (const DeviceRecord& r : p->devices())
-    if (r.score > d.info().score) d.device = r.index;
-  return d;
+  return DeviceChoice{p, p->best_device().index};
 }
 
 PowerSource power_source(const DeviceChoice& device) {

@@ -225,6 +225,8 @@ class Plugin {
   // Snapshot of the devices taken at load (index == position).
   const std::vector<DeviceRecord>& devices() const { return devices_; }
   bool usable() const;  // some device scores above 0
+  // The highest-scoring device (ties: the lower index); devices() must not be empty.
+  const DeviceRecord& best_device() const;
 
   // device_synchronize: waits until all work queued on `device` is done.
   Status synchronize(int32_t device);

@@ -66,9 +66,7 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
   const TensorDesc &X = spec.inputs[0], &W = spec.inputs[1], &R = spec.inputs[2];
   const int64_t T = f.T, B = f.B, I = f.I, D = f.D, G = f.G, H = f.H;
   const std::string& direction = f.direction;
-  const int64_t out_mask = f.out_mask;
-  auto has_in = [&](int k) { return f.has_in(k); };
-  auto pos = [&](int k) { return f.input(k); };
+  auto in = [&](int k) { return spec.inputs[static_cast<size_t>(f.input(k))].dtype; };  // ONNX input k's format
   for (const TensorDesc* t : {&X, &W, &R})
     if (!vector_loadable(t->dtype)) return Status::unsupported("C codegen: LSTM on " + std::string(dtype_name(t->dtype)));
   if (H > 4096 || I > 16384) return Status::unsupported("C codegen: LSTM wider than its stack buffers (H <= 4096, I <= 16384)");
@@ -89,30 +87,26 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
     << "}\n"
     << dot4_fn("lstm_dot_w", W.dtype, I) << dot4_fn("lstm_dot_r", R.dtype, H);
   auto arg = [&](int k) {  // "args[p]" of ONNX input k
-    return "args[" + std::to_string(pos(k)) + "]";
+    return "args[" + std::to_string(f.input(k)) + "]";
   };
   auto ptr = [&](int k, const char* var) {
-    const char* ct = c_storage_type(spec.inputs[static_cast<size_t>(pos(k))].dtype);
+    const char* ct = c_storage_type(in(k));
     return std::string("  const ") + ct + "* restrict " + var + " = (const " + ct + "*)" + arg(k) + ";\n";
   };
   s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << ptr(0, "X") << ptr(1, "W") << ptr(2, "R");
-  if (has_in(3)) s << ptr(3, "Bias");
-  if (has_in(4)) s << "  const i32* restrict SL = (const i32*)" << arg(4) << ";\n";
-  if (has_in(5)) s << ptr(5, "H0");
-  if (has_in(6)) s << ptr(6, "C0");
-  if (has_in(7)) s << ptr(7, "P");
-  const char* ynames[3] = {"Y", "YH", "YC"};
-  {
-    size_t o = 0;
-    for (int k = 0; k < 3; ++k) {
-      if (!((out_mask >> k) & 1)) continue;
-      const char* ct = c_storage_type(spec.outputs[o].dtype);
-      s << "  " << ct << "* restrict " << ynames[k] << " = (" << ct << "*)args[" << spec.inputs.size() + o << "];\n";
-      ++o;
-    }
-  }
+  if (f.has_in(3)) s << ptr(3, "Bias");
+  if (f.has_in(4)) s << "  const i32* restrict SL = (const i32*)" << arg(4) << ";\n";
+  if (f.has_in(5)) s << ptr(5, "H0");
+  if (f.has_in(6)) s << ptr(6, "C0");
+  if (f.has_in(7)) s << ptr(7, "P");
   auto out_dtype = [&](int k) { return spec.outputs[static_cast<size_t>(f.output(k))].dtype; };
+  const char* ynames[3] = {"Y", "YH", "YC"};
+  for (int k = 0; k < 3; ++k) {
+    if (!f.has_out(k)) continue;
+    const char* ct = c_storage_type(out_dtype(k));
+    s << "  " << ct << "* restrict " << ynames[k] << " = (" << ct << "*)args[" << spec.inputs.size() + f.output(k) << "];\n";
+  }
   const std::string G_ = L(G), H_ = L(H), I_ = L(I);
   // Steps per chunk: its projections (TC x 4H) and inputs (TC x I) in at most 128 + 64 KiB.
   const int64_t TC = std::max<int64_t>(1, std::min({T, 32768 / G, 16384 / I}));
@@ -124,14 +118,14 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
     << "    const " << c_storage_type(W.dtype) << "* restrict Wd = W + d * " << L(G * I) << ";\n"
     << "    const " << c_storage_type(R.dtype) << "* restrict Rd = R + d * " << L(G * H) << ";\n"
     << "    for (i64 j = 0; j < " << H_ << "; ++j) {\n"
-    << "      h[j] = " << (has_in(5) ? c_load(spec.inputs[static_cast<size_t>(pos(5))].dtype, "H0[(d * " + L(B) + " + b) * " + H_ + " + j]") : "0.0f") << ";\n"
-    << "      c[j] = " << (has_in(6) ? c_load(spec.inputs[static_cast<size_t>(pos(6))].dtype, "C0[(d * " + L(B) + " + b) * " + H_ + " + j]") : "0.0f") << ";\n"
+    << "      h[j] = " << (f.has_in(5) ? c_load(in(5), "H0[(d * " + L(B) + " + b) * " + H_ + " + j]") : "0.0f") << ";\n"
+    << "      c[j] = " << (f.has_in(6) ? c_load(in(6), "C0[(d * " + L(B) + " + b) * " + H_ + " + j]") : "0.0f") << ";\n"
     << "    }\n";
-  if (has_in(4))
+  if (f.has_in(4))
     s << "    i64 len = SL[b];\n    len = len < 0 ? 0 : (len > " << L(T) << " ? " << L(T) << " : len);\n";
   else
     s << "    const i64 len = " << L(T) << ";\n";
-  if ((out_mask & 1) != 0)  // Y past the sequence: zero
+  if (f.has_out(0))  // Y past the sequence: zero
     s << "    for (i64 t = len; t < " << L(T) << "; ++t)\n"
       << "      for (i64 j = 0; j < " << H_ << "; ++j) Y[((t * " << L(D) << " + d) * " << L(B) << " + b) * " << H_
       << " + j] = " << c_store(out_dtype(0), "0.0f") << ";\n";
@@ -151,15 +145,15 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
     << "      for (i64 j = 0; j < " << G_ << "; j += 4) lstm_dot_r(Rd + j * " << H_ << ", h, g + j);\n"
     << "      for (i64 j = 0; j < " << G_ << "; ++j)\n"
     << "        g[j] += gx[q * " << G_ << " + j]";
-  if (has_in(3)) {
-    const DType bt = spec.inputs[static_cast<size_t>(pos(3))].dtype;
+  if (f.has_in(3)) {
+    const DType bt = in(3);
     s << " + " << c_load(bt, "Bias[d * " + L(2 * G) + " + j]") << " + " << c_load(bt, "Bias[d * " + L(2 * G) + " + " + G_ + " + j]");
   }
   s << ";\n"
     << "      for (i64 j = 0; j < " << H_ << "; ++j) {\n";
   std::string pi = "0.0f", po = "0.0f", pf = "0.0f";
-  if (has_in(7)) {
-    const DType pt = spec.inputs[static_cast<size_t>(pos(7))].dtype;
+  if (f.has_in(7)) {
+    const DType pt = in(7);
     pi = c_load(pt, "P[d * " + L(3 * H) + " + j]");
     po = c_load(pt, "P[d * " + L(3 * H) + " + " + H_ + " + j]");
     pf = c_load(pt, "P[d * " + L(3 * H) + " + " + L(2 * H) + " + j]");
@@ -171,13 +165,13 @@ Expected<GeneratedKernel> generate_c_lstm(const KernelSpec& spec, const std::str
     << "        const float og = lstm_sigmoid(g[" << H_ << " + j] + " << po << " * c[j]);\n"
     << "        h[j] = og * lstm_tanh(c[j]);\n"
     << "      }\n";
-  if ((out_mask & 1) != 0)
+  if (f.has_out(0))
     s << "      for (i64 j = 0; j < " << H_ << "; ++j) Y[((t * " << L(D) << " + d) * " << L(B) << " + b) * " << H_
       << " + j] = " << c_store(out_dtype(0), "h[j]") << ";\n";
   s << "      }\n    }\n";
-  if ((out_mask & 2) != 0)
+  if (f.has_out(1))
     s << "    for (i64 j = 0; j < " << H_ << "; ++j) YH[(d * " << L(B) << " + b) * " << H_ << " + j] = " << c_store(out_dtype(1), "h[j]") << ";\n";
-  if ((out_mask & 4) != 0)
+  if (f.has_out(2))
     s << "    for (i64 j = 0; j < " << H_ << "; ++j) YC[(d * " << L(B) << " + b) * " << H_ << " + j] = " << c_store(out_dtype(2), "c[j]") << ";\n";
   s << "  }\n}\n";
   return GeneratedKernel{name, s.str(), D * B, 1};

@@ -102,6 +102,15 @@ std::string gpu_tiled_gemm_body(const TiledGemm& g) {
   return s.str();
 }
 
+namespace {
+// The preprocessor test for AMD targets with the dot instructions (v_dot2_f32_f16, v_dot4_i32_i8,
+// v_dot4_u32_u8).
+constexpr const char* kHipDotTargets =
+    "#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx1011__) || \\\n"
+    "    defined(__gfx1012__) || defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) || \\\n"
+    "    defined(__gfx1033__) || defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__)\n";
+}  // namespace
+
 std::string gpu_tiled_gemm_helpers(const TiledGemm& g) {
   if (g.int8 && g.dialect == GpuDialect::hip) {
     // Operand words: four k of one row, k ascending from the low byte (as v_dot4 pairs them).
@@ -118,18 +127,12 @@ std::string gpu_tiled_gemm_helpers(const TiledGemm& g) {
     if (g.a_unsigned != g.b_unsigned) return h + exact;  // no mixed-sign v_dot4 before gfx11
     const char* builtin = g.a_unsigned ? "(int)__builtin_amdgcn_udot4((unsigned)(a), (unsigned)(b), (unsigned)(c), false)"
                                        : "__builtin_amdgcn_sdot4(a, b, c, false)";
-    return h +
-           "#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx1011__) || \\\n"
-           "    defined(__gfx1012__) || defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) || \\\n"
-           "    defined(__gfx1033__) || defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__)\n"
-           "#define hpf_dot4(a, b, c) " + builtin + "\n#else\n" + exact + "#endif\n";
+    return h + kHipDotTargets + "#define hpf_dot4(a, b, c) " + builtin + "\n#else\n" + exact + "#endif\n";
   }
   if (!(g.packed_f16 && g.dialect == GpuDialect::hip)) return "";
-  return "static __device__ __forceinline__ hpf_half2 hpf_pack2(float x, float y) {\n"
-         "  hpf_half2 h;\n  h.x = (_Float16)x;\n  h.y = (_Float16)y;\n  return h;\n}\n"
-         "#if defined(__gfx906__) || defined(__gfx908__) || defined(__gfx90a__) || defined(__gfx1011__) || \\\n"
-         "    defined(__gfx1012__) || defined(__gfx1030__) || defined(__gfx1031__) || defined(__gfx1032__) || \\\n"
-         "    defined(__gfx1033__) || defined(__gfx1034__) || defined(__gfx1035__) || defined(__gfx1036__)\n"
+  return std::string("static __device__ __forceinline__ hpf_half2 hpf_pack2(float x, float y) {\n"
+                     "  hpf_half2 h;\n  h.x = (_Float16)x;\n  h.y = (_Float16)y;\n  return h;\n}\n") +
+         kHipDotTargets +
          "#define hpf_dot2(a, b, c) __builtin_amdgcn_fdot2(a, b, c, false)\n"
          "#else\n"
          "static __device__ __forceinline__ float hpf_dot2(hpf_half2 a, hpf_half2 b, float c) {\n"

@@ -90,6 +90,12 @@ struct hpf_timer {
 
 namespace {
 
+// An environment switch: set, not empty and not "0".
+bool env_flag(const char* var) {
+  const char* v = std::getenv(var);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
 bool valid_target(const std::string& t) {
   if (t.size() < 5 || t.compare(0, 3, "sm_") != 0) return false;
   for (size_t k = 3; k < t.size(); ++k)
@@ -129,16 +135,14 @@ hpf_error* cuda_plugin_init(hpf_plugin** out) {
                                                 std::to_string(p->driver.version % 1000 / 10)
                                           : "none";
     p->compiler = p->nvrtc.ok() ? "nvrtc " + p->nvrtc_version : "none";
-    const char* ptx = std::getenv("HPF_CUDA_PTX");
-    p->ptx = ptx && *ptx && std::strcmp(ptx, "0") != 0;
+    p->ptx = env_flag("HPF_CUDA_PTX");
     p->flags = "-default-device --std=c++17";
     if (p->ptx) p->flags += " --ptx";
     if (!p->include_dir.empty()) p->flags += " --include-path=" + p->include_dir;
     const std::string no_nvrtc = p->nvrtc.ok() ? "" : "; " + p->nvrtc.reason;
     // HPF_CUDA_WGMMA=1: compile for sm_90a on CC 9.0 GPUs (H100, H200), so the GEMM kernels take
     // their wgmma form (cuda_wgmma.cpp); opt-in until the device suite has passed with it on a GPU.
-    const char* wgmma = std::getenv("HPF_CUDA_WGMMA");
-    const bool arch_specific = wgmma && *wgmma && std::strcmp(wgmma, "0") != 0;
+    const bool arch_specific = env_flag("HPF_CUDA_WGMMA");
     for (size_t g = 0; g < p->driver.gpus.size(); ++g) {
       Device d;
       d.gpu = static_cast<int>(g);

@@ -200,6 +200,11 @@ bool Plugin::usable() const {
   return std::any_of(devices_.begin(), devices_.end(), [](const DeviceRecord& d) { return d.score > 0; });
 }
 
+const DeviceRecord& Plugin::best_device() const {
+  return *std::max_element(devices_.begin(), devices_.end(),
+                           [](const DeviceRecord& a, const DeviceRecord& b) { return a.score < b.score; });
+}
+
 Status Plugin::consume_error(hpf_error* error, std::string_view function) const {
   if (!error) return {};
   const hpf_error_code code = api_.error_code(error);

@@ -450,9 +450,7 @@ Expected<Session> Session::create(SessionOptions options) {
       return Status::not_found("session: " + why);
     }
     impl->plugin = p;
-    impl->device = 0;
-    for (const auto& d : p->devices())
-      if (d.score > p->devices()[impl->device].score) impl->device = d.index;
+    impl->device = p->best_device().index;
   } else {
     auto best = host.best_device();
     if (!best.ok()) return best.status();

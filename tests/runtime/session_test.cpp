@@ -506,7 +506,12 @@ TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Con
   // A plan that quantises or narrows the Conv keeps its strided kernel.
   Plan plan;
   plan.graph = g->name();
-  for (const Node& node : g->nodes()) plan.nodes.push_back(NodePlan{node.name, node.op});
+  for (const Node& node : g->nodes()) {
+    NodePlan np;
+    np.name = node.name;
+    np.op = node.op;
+    plan.nodes.push_back(np);
+  }
   plan.nodes[0].mode = Mode::bf16;
   Graph kept = *g;
   auto m = subsample_strided_pointwise_convs(kept, &plan);
