@@ -137,8 +137,10 @@ struct Launch {
   std::span<void* const> args;  // device pointers (Buffer::device_pointer) and scalars
   int64_t work_items = 0;       // dialect "c": the range [0, work_items) cut into parallel ranges
   int64_t grain = 0;            // smallest range worth a thread; 0 = the plugin's choice
-  std::array<uint32_t, 3> grid{1, 1, 1};   // GPU dialects
-  std::array<uint32_t, 3> block{1, 1, 1};
+  // GPU dialects: the caller's grid and block, or, left at zero, the GPU launch rule (grain
+  // threads a block over ceil(work_items / grain) blocks), which generated kernels expect.
+  std::array<uint32_t, 3> grid{0, 0, 0};
+  std::array<uint32_t, 3> block{0, 0, 0};
   uint32_t shared_bytes = 0;
 };
 

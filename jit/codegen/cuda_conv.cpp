@@ -71,6 +71,7 @@ Expected<GeneratedKernel> generate_cuda_conv(const KernelSpec& in_spec, const st
               ", kw = t_ - kh * " + L(KW) + "; " + taps;
   p.b.valid = inside;
   p.b.index = "((n_ * " + L(C) + " + bz * " + L(CG) + " + c) * " + L(H) + " + ih) * " + L(W) + " + iw";
+  p.b_first = true;  // the op's inputs: X, then the weights
   p.extra_params = bias_param + yt + "* __restrict__ Y";
   p.epilogue = "const i64 m = bz * " + L(MG) + " + i, n_ = j / " + L(OHW) + ";\n        Y[(n_ * " + L(M) + " + m) * " +
                L(OHW) + " + (j - n_ * " + L(OHW) + ")] = " + cuda_gemm_store(Y.dtype, "v" + bias) + ";";

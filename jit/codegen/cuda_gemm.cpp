@@ -221,9 +221,7 @@ std::string kernel(const GemmProblem& p, const std::string& name, const Variant&
   std::ostringstream s;
   if (tc) s << mma_function(m, p.a.dtype, p.b.dtype);
   s << elem_function("hpf_elem_a", p.a, m) << elem_function("hpf_elem_b", p.b, m);
-  s << "\nextern \"C\" __global__ void __launch_bounds__(256) " << name << "(const " << cuda_gemm_storage_type(p.a.dtype)
-    << "* __restrict__ pA, const " << cuda_gemm_storage_type(p.b.dtype) << "* __restrict__ pB"
-    << (p.extra_params.empty() ? "" : ", ") << p.extra_params << ") {\n"
+  s << "\nextern \"C\" __global__ void __launch_bounds__(256) " << name << "(" << cuda_gemm_params(p) << ") {\n"
     << "  __shared__ __align__(16) unsigned As[" << v.stages << "][" << stage << "];\n"
     << "  __shared__ __align__(16) unsigned Bs[" << v.stages << "][" << stage << "];\n"
     << "  const int tid = threadIdx.x;\n";
@@ -335,6 +333,12 @@ std::string cuda_gemm_store(DType t, const std::string& v) {
   if (t == DType::F8E5M2) return "(unsigned char)__nv_cvt_float_to_fp8(" + v + ", __NV_SATFINITE, __NV_E5M2)";
   if (t == DType::I32) return "(int)(" + v + ")";  // INT32 accumulators, exact
   return gpu_store(GpuDialect::cuda, t, v);
+}
+
+std::string cuda_gemm_params(const GemmProblem& p) {
+  const std::string a = "const " + std::string(cuda_gemm_storage_type(p.a.dtype)) + "* __restrict__ pA",
+                    b = "const " + std::string(cuda_gemm_storage_type(p.b.dtype)) + "* __restrict__ pB";
+  return (p.b_first ? b + ", " + a : a + ", " + b) + (p.extra_params.empty() ? "" : ", " + p.extra_params);
 }
 
 std::string cuda_gemm_instruction(DType a, DType b, DType accumulation) {

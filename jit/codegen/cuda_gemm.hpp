@@ -59,13 +59,19 @@ struct GemmProblem {
   // output (bz, i, j), i < M and j < N already checked.
   std::string epilogue;
   bool int_result = false;
+  // The kernel takes B's pointer first (Conv: the op's inputs are X, then the weights).
+  bool b_first = false;
 };
+
+// The kernel's parameter list: "const TA* __restrict__ pA, const TB* __restrict__ pB[, extra]",
+// A and B swapped when b_first.
+std::string cuda_gemm_params(const GemmProblem& p);
 
 // The matrix instruction generate_cuda_gemm picks for these operand formats ("fma" when none):
 // "mma.f16", "mma.bf16", "mma.tf32", "mma.int8", "mma.fp8".
 std::string cuda_gemm_instruction(DType a, DType b, DType accumulation = DType::F32);
 
-// The kernel `name(const TA* A, const TB* B, <extra_params>)`, with its launch geometry.
+// The kernel `name(<cuda_gemm_params(p)>)`, with its launch geometry.
 // Errors: a storage format the CUDA kernels do not read.
 Expected<GeneratedKernel> generate_cuda_gemm(const GemmProblem& p, const std::string& name);
 

@@ -78,9 +78,7 @@ std::string cuda_wgmma_kernel(const GemmProblem& p, const std::string& name) {
   const int64_t tm = (p.M + 127) / 128, tn = (p.N + 127) / 128, tiles = p.batches * tm * tn;
   std::ostringstream s;
   s << wgmma_function(bf16)
-    << "\nextern \"C\" __global__ void __launch_bounds__(256) " << name << "(const " << cuda_gemm_storage_type(p.a.dtype)
-    << "* __restrict__ pA, const " << cuda_gemm_storage_type(p.b.dtype) << "* __restrict__ pB"
-    << (p.extra_params.empty() ? "" : ", ") << p.extra_params << ") {\n"
+    << "\nextern \"C\" __global__ void __launch_bounds__(256) " << name << "(" << cuda_gemm_params(p) << ") {\n"
     << "  __shared__ __align__(128) unsigned char As[" << kStages * kStageBytes << "];\n"
     << "  __shared__ __align__(128) unsigned char Bs[" << kStages * kStageBytes << "];\n"
     << "  const int tid = threadIdx.x, lane = tid & 31, wg = tid >> 7, q = (tid >> 5) & 3, g = lane >> 2, tg = lane & 3;\n"

@@ -78,8 +78,6 @@ class LoadedKernel {
     l.args = args_;
     l.work_items = gen_.work_items;
     l.grain = gen_.grain;
-    l.grid = {0, 0, 0};
-    l.block = {0, 0, 0};
     return kernel_.launch(l);
   }
 

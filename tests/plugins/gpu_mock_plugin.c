@@ -40,6 +40,7 @@ struct hpf_timer {
 typedef struct gm_launch {
   char name[64];
   int64_t work_items, grain;
+  uint32_t grid0, block0; /* the caller's geometry (0: the GPU launch rule) */
   size_t arg_count;
   int args_in_buffers; /* every argument points into a live buffer */
 } gm_launch;
@@ -215,6 +216,8 @@ static hpf_error* gm_kernel_launch(hpf_plugin* p, hpf_kernel* k, const hpf_launc
     strcpy(r->name, k->name);
     r->work_items = l->work_items;
     r->grain = l->grain;
+    r->grid0 = l->grid[0];
+    r->block0 = l->block[0];
     r->arg_count = l->arg_count;
     r->args_in_buffers = 1;
     for (size_t a = 0; a < l->arg_count; ++a) r->args_in_buffers &= in_a_buffer(l->args[a]);

@@ -25,6 +25,7 @@ namespace {
 struct GmLaunch {  // gm_launch in gpu_mock_plugin.c
   char name[64];
   int64_t work_items, grain;
+  uint32_t grid0, block0;
   size_t arg_count;
   int args_in_buffers;
 };
@@ -99,7 +100,10 @@ TEST_CASE("gpu session: every kernel of the built-in models is a GPU kernel, lau
         CHECK(std::string(l[k].name).rfind("hpf_", 0) == 0);
         CHECK(l[k].args_in_buffers == 1);
         CHECK(l[k].arg_count >= 2);
-        CHECK(l[k].grain >= 32);  // threads per block (GPU launch rule)
+        // No grid or block of its own: the GPU launch rule, grain threads per block.
+        CHECK(l[k].grid0 == 0);
+        CHECK(l[k].block0 == 0);
+        CHECK(l[k].grain >= 32);
         CHECK(l[k].grain <= 1024);
         CHECK(l[k].work_items > 0);
       }

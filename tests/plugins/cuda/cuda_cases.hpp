@@ -61,7 +61,8 @@ inline Case matmul(const Formats& f, std::vector<int64_t> a, std::vector<int64_t
     k.spec.attrs["gemm"] = int64_t{1};
     k.spec.attrs["transA"] = int64_t{ta};
     k.spec.attrs["transB"] = int64_t{tb};
-    k.spec.attrs["alpha"] = 0.5f;
+    // An INT32 result is exact (MatMulInteger's): no alpha scaling, which would need a rounding.
+    k.spec.attrs["alpha"] = f.y == DType::I32 ? 1.0f : 0.5f;
     k.spec.attrs["beta"] = 2.0f;
   }
   k.label = k.op + " " + name(f.a) + "x" + name(f.b) + "->" + name(f.y) +
@@ -120,7 +121,7 @@ inline std::vector<Case> conv_cases(DType x, DType w, DType y) {
 inline std::vector<Formats> conv_formats() {
   return {{DType::F32, DType::F32, DType::F32},     {DType::F16, DType::F16, DType::F16},
           {DType::BF16, DType::BF16, DType::BF16},  {DType::TF32, DType::TF32, DType::F32},
-          {DType::F8E4M3, DType::F8E4M3, DType::F16}};
+          {DType::F8E4M3, DType::F8E4M3, DType::F16}, {DType::F16, DType::F32, DType::F32}};  // mixed: FMA
 }
 
 // A built-in model with batch 1 and every shape known (what lowering needs).

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "cuda_cases.hpp"
 #include "doctest/doctest.h"
@@ -63,6 +65,25 @@ std::string src(const cuda_cases::Case& c) {
   auto k = jit::generate_cuda(c.spec);
   REQUIRE_MESSAGE(k.ok(), c.label << ": " << k.status().message());
   return k->source;
+}
+
+// The storage types of a generated kernel's pointer parameters, in order ("__half", "float", ...).
+std::vector<std::string> param_types(const jit::GeneratedKernel& k) {
+  const size_t open = k.source.find(k.name + "(");
+  REQUIRE(open != std::string::npos);
+  const size_t begin = open + k.name.size() + 1, end = k.source.find(')', begin);
+  std::vector<std::string> types;
+  std::string params = k.source.substr(begin, end - begin) + ",";
+  for (size_t at = 0, comma; (comma = params.find(',', at)) != std::string::npos; at = comma + 1) {
+    std::string p = params.substr(at, comma - at);
+    p = p.substr(0, p.find('*'));
+    for (const char* word : {"const ", "__restrict__"})
+      for (size_t w; (w = p.find(word)) != std::string::npos;) p.erase(w, std::strlen(word));
+    p.erase(0, p.find_first_not_of(' '));
+    p.erase(p.find_last_not_of(' ') + 1);
+    types.push_back(p);
+  }
+  return types;
 }
 
 bool nvrtc_missing(Plugin* p) {
@@ -150,6 +171,28 @@ TEST_CASE("cuda gemm: f16 and bf16 GEMMs with both operands by cp.async take wgm
   CHECK(a.find("wgmma.wait_group.sync.aligned 0") != std::string::npos);
   CHECK(b.find("wgmma") == std::string::npos);
   CHECK(b.find("mma.sync.aligned.m16n8k16") != std::string::npos);
+}
+
+TEST_CASE("cuda gemm and conv: a kernel's parameters are the spec's inputs, then its outputs, in their storage types") {
+  // The plugin passes the step's buffers in that order; a kernel taking its GEMM operands in
+  // another order (Conv: X is the B operand) would read the weights as the image.
+  std::vector<cuda_cases::Case> cases;
+  for (const auto& f : cuda_cases::matmul_formats())
+    for (auto& c : cuda_cases::matmul_cases(f, true)) cases.push_back(std::move(c));
+  for (const auto& f : cuda_cases::conv_formats())
+    for (auto& c : cuda_cases::conv_cases(f.a, f.b, f.y)) cases.push_back(std::move(c));
+  int mixed = 0;
+  for (const auto& c : cases) {
+    CAPTURE(c.label);
+    auto k = jit::generate_cuda(c.spec);
+    REQUIRE_MESSAGE(k.ok(), k.status().message());
+    std::vector<std::string> want;
+    for (const auto& t : c.spec.inputs) want.push_back(jit::cuda_gemm_storage_type(t.dtype));
+    for (const auto& t : c.spec.outputs) want.push_back(jit::cuda_gemm_storage_type(t.dtype));
+    CHECK(param_types(*k) == want);
+    mixed += c.spec.inputs[0].dtype != c.spec.inputs[1].dtype;
+  }
+  CHECK(mixed >= 6);  // cases where the order shows in the types
 }
 
 TEST_CASE("cuda gemm: NVRTC compiles MatMul/Gemm in every format on odd and aligned shapes for sm_80 sm_90 (sm_89 FP8)") {
