@@ -5,7 +5,7 @@
 // libhpf's FP32 kernel and OpenBLAS sgemv). Each thread count runs in a child process, since the plugin
 // reads HPF_NUM_THREADS once when it initialises. Prints medians; never fails on time.
 //
-//   hpf-gemm-bench [--threads 1,2] [--runs 7]
+//   hpf-gemm-bench [--threads 1,2] [--runs 7] [--only NAME-PART]
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,6 +55,12 @@ bool compile_spec(Plugin& cpu, const jit::KernelSpec& spec, jit::GeneratedKernel
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
+  if (const char* dir = std::getenv("HPF_BENCH_DUMP")) {  // the generated source, for reading
+    if (FILE* f = std::fopen((std::string(dir) + "/" + k.name + ".c").c_str(), "w")) {
+      std::fputs(k.source.c_str(), f);
+      std::fclose(f);
+    }
+  }
   return cpu.load(k, kern);
 }
 
@@ -267,17 +273,22 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
 int main(int argc, char** argv) {
   std::vector<int> threads{1, 2};
   int runs = 7;
+  std::string only;  // --only TEXT: the shapes whose tag contains TEXT ("bert", "256^3")
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--runs")) runs = std::max(1, std::atoi(argv[i + 1]));
+    if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
     if (!std::strcmp(argv[i], "--threads")) {
       threads.clear();
       for (char* t = std::strtok(argv[i + 1], ","); t; t = std::strtok(nullptr, ",")) threads.push_back(std::atoi(t));
     }
   }
-  const std::vector<Shape3> shapes{{256, 256, 256, "256^3"},          {512, 512, 512, "512^3"},
+  const std::vector<Shape3> all_shapes{{256, 256, 256, "256^3"},          {512, 512, 512, "512^3"},
                                    {1024, 1024, 1024, "1024^3"},      {2048, 2048, 2048, "2048^3"},
                                    {128, 768, 768, "bert 128x768x768"},
                                    {128, 3072, 768, "bert 128x3072x768"}, {128, 768, 3072, "bert 128x768x3072"}};
+  std::vector<Shape3> shapes;
+  for (const Shape3& s : all_shapes)
+    if (std::string(s.tag).find(only) != std::string::npos) shapes.push_back(s);
   std::printf("FP32 GEMM, M x N x K, row-major, C = A*B; median of %d runs after 2 warm-ups\n", runs);
 #ifndef HPF_BENCH_OPENBLAS
   std::printf("OpenBLAS: not found at build time, column left out\n");

@@ -24,12 +24,11 @@
 //                 (u8 = q + 128 with vpmaddubsw would saturate: 255 * 127 * 2 > 32767.)
 //   otherwise     (or weights holding -128) bytes widened to 16 bits and multiplied pairwise into
 //                 32 bits (vpmaddwd), exact.
-// Work item = 12 rows (a multiple of both tiles' row counts). A launch range is cut into chunks
-// of up to 4 items whose rows are quantised once into a k-group-major buffer; then per block of
-// panels (~128 KiB of weights, kept in L2 across the chunk) every tile runs over the whole K
+// Row items of 12 rows (a multiple of both tiles' row counts) make chunks of up to 4 items, whose
+// rows are quantised once into a row-major buffer; work items are (chunk, column group); per block of
+// panels (~128 KiB of weights, kept in L2 across the chunk), per group of panels (kept in L1
+// across the chunk's rows), every row tile runs over the whole K
 // (the packed panels are already in the multiply's order: nothing of B is repacked at run time).
-// With fewer than 4 row items (M < 48, GEMV-like) the columns are cut into groups as well, one
-// work item per (row item, group), so that every thread streams a share of the weights.
 #include <algorithm>
 #include <sstream>
 
@@ -139,21 +138,27 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   if (K <= 0 || N <= 0 || (dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K || Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
                            shape_string(Y.shape));
-  const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4, KP = (K + 15) / 16 * 16;
-  // Rows quantised at once (whole work items, at most ~192 KiB of u8 on the stack) and panels per
-  // column block (~128 KiB of weights, a multiple of 4 panels).
-  // Few rows (a GEMV-like M): the columns split into CS groups of PG panels too, so that every
-  // thread streams its share of the weights; each work item is then one row item and one group.
+  const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4, KP = (K + 15) / 16 * 16, KR = KP / 4;
+  // Rows quantised at once (a chunk: up to 4 row items, at most ~192 KiB of u8 on the stack) and
+  // panels per column block (~128 KiB of weights, a multiple of 4 panels). Work item = one chunk
+  // of rows and one of CS groups of PG panels (chunk-major). The columns are split where the rows
+  // alone would give few items: a GEMV-like M (so that every thread streams its share of the
+  // weights) or fewer than 4 chunks (BERT's 128 rows are 3: two threads would share them 2:1). A
+  // range quantises each of its chunks once, however many of the chunk's groups it holds.
   const int64_t row_items = (M + kRows - 1) / kRows;
-  const int64_t CS = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8) : 1, PG = (P + CS - 1) / CS;
-  const int64_t chunk = CS > 1 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  const int64_t chunk = row_items < 4 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  const int64_t RC = (M + chunk - 1) / chunk;
+  const int64_t CS0 = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8)
+                      : RC >= 4     ? 1
+                                    : std::clamp<int64_t>((4 + RC - 1) / RC, 1, std::max<int64_t>(1, P / 8));
+  const int64_t PG = (P + CS0 - 1) / CS0, CS = (P + PG - 1) / PG;
   const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
   HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 4));
   std::ostringstream s;
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
     << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
     << int8_dot_source() << out_fn
-    // One tile: rows [0, I8_MR) of the quantised block (k-group-major, kRows per group), NP
+    // One tile: rows [0, I8_MR) of the quantised block (row-major, KR words a row), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
     << "    const i32* restrict ap, const float* restrict rs, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
@@ -170,7 +175,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    for (int c = 0; c < I8_NP; ++c) if (c < np) b[c] = *(const i8_v16*)(wp + c * " << L(KG * 64) << " + g * 64);\n"
     << "#pragma clang loop unroll(full)\n"
     << "    for (int r = 0; r < I8_MR; ++r) {\n"
-    << "      const i8_v16 a = (i8_v16){} + ap[g * " << chunk << " + r];\n"
+    << "      const i8_v16 a = (i8_v16){} + ap[r * " << L(KR) << " + g];\n"
     << "#pragma clang loop unroll(full)\n"
     << "      for (int c = 0; c < I8_NP; ++c) if (c < np) acc[r][c] = i8_dp(acc[r][c], a, b[c]);\n"
     << "    }\n"
@@ -178,7 +183,9 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  for (int r = 0; r < mr; ++r)\n"
     << "    for (int c = 0; c < np; ++c) {\n"
     << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
-    << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
+    // A whole panel's 16 columns without a bound check, so that the loop vectorises.
+    << "      const int full = " << (N % 16 == 0 ? "1" : "(p + c) * 16 + 16 <= " + L(N)) << ";\n"
+    << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (!full && j >= " << L(N) << ") break;\n"
     << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f);\n"
     << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, args, i0 + r, j)") << "; }\n"
     << "    }\n"
@@ -190,19 +197,22 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  const i32* restrict Z = (const i32*)args[3];\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
-    << "  i32 ap[" << KG * chunk << "] __attribute__((aligned(64)));\n"
+    << "  i32 ap[" << KR * chunk << "] __attribute__((aligned(64)));\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
-    << "  for (i64 w = begin; w < end; w += " << chunk / kRows << ") {\n"
-    << "    const i64 w0 = w / " << L(CS) << ", cg = w % " << L(CS) << ";  /* row item, column group */\n"
-    << "    const i64 i0 = w0 * " << kRows << "LL, w1 = w0 + " << chunk / kRows << " < end ? w0 + " << chunk / kRows
-    << " : end;\n"
-    << "    const i64 rows = (w1 * " << kRows << "LL < " << L(M) << " ? w1 * " << kRows << "LL : " << L(M) << ") - i0;\n"
-    << "    const i64 p0 = cg * " << L(PG) << ", p1 = p0 + " << L(PG) << " < " << L(P) << " ? p0 + " << L(PG) << " : " << L(P) << ";\n"
+    << "  for (i64 w = begin; w < end;) {\n"
+    // This chunk's groups in the range: [cg0, cg1).
+    << "    const i64 rc = w / " << L(CS) << ", cg0 = w % " << L(CS) << ", wl = (rc + 1) * " << L(CS) << " < end ? (rc + 1) * "
+    << L(CS) << " : end;\n"
+    << "    const i64 i0 = rc * " << L(chunk) << ", rows = " << L(M) << " - i0 < " << L(chunk) << " ? " << L(M) << " - i0 : "
+    << L(chunk) << ";\n"
+    << "    const i64 p0 = cg0 * " << L(PG) << ", p1 = (wl - rc * " << L(CS) << ") * " << L(PG) << " < " << L(P) << " ? (wl - rc * "
+    << L(CS) << ") * " << L(PG) << " : " << L(P) << ";\n"
+    << "    w = wl;\n"
     // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0
     // weight). A row is staged in FP32, then 16 lanes at a time (the division, NaN -> 0, clamp and
-    // rint as hpf::quantize does them, per lane), 4 k-groups of the k-group-major buffer per step.
+    // rint as hpf::quantize does them, per lane), 4 k-groups of its row of the buffer per step.
     << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
-    << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[g * " << chunk << " + r] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
+    << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(KR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n"
     << "      float xr[" << KP << "] __attribute__((aligned(64)));\n"
     << "      for (i64 k = 0; k < " << L(K) << "; ++k) xr[k] = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << ";\n"
@@ -230,22 +240,25 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);\n"
     << "        const i8_v16 qi = __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;\n"
     << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
-    << "        u32 w4[4]; __builtin_memcpy(w4, &qb, 16);\n"
-    << "        for (i64 w = 0; w < 4; ++w) if ((k >> 2) + w < " << L(KG) << ") ap[((k >> 2) + w) * " << chunk << " + r] = (i32)w4[w];\n"
+    << "        __builtin_memcpy(ap + r * " << L(KR) << " + (k >> 2), &qb, 16);\n"
     << "      }\n"
     << "    }\n"
-    // Column blocks of B small enough to stay in L2 across the chunk's rows.
+    // Column blocks of B small enough to stay in L2 across the chunk's rows; inside a block, the
+    // row tiles run under one group of NP panels at a time, which stays in L1 meanwhile.
     << "    for (i64 pb = p0; pb < p1; pb += " << block << ") {\n"
     << "      const i64 pe = pb + " << block << " < p1 ? pb + " << block << " : p1;\n"
-    << "      for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
-    << "        const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "        i64 p = pb;\n"
-    << "        for (; p + I8_NP <= pe; p += I8_NP) i8_tile(ap + r0, rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "        for (; p < pe; ++p) i8_tile(ap + r0, rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, 1);\n"
+    << "      for (i64 p = pb; p < pe;) {\n"
+    << "        const int np = p + I8_NP <= pe ? I8_NP : 1;\n"
+    << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
+    << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
+    << "          if (np == I8_NP) i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "          else i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, 1);\n"
+    << "        }\n"
+    << "        p += np;\n"
     << "      }\n"
     << "    }\n"
     << "  }\n}\n";
-  return GeneratedKernel{name, s.str(), row_items * CS, 1};
+  return GeneratedKernel{name, s.str(), RC * CS, 1};
 }
 
 }  // namespace hpf::jit

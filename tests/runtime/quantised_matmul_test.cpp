@@ -286,7 +286,10 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
   };
   for (const Chain& c : {Chain{1, 37, 45, 70, false}, Chain{3, 64, 33, 17, true}, Chain{13, 40, 96, 50, false},
                          Chain{50, 100, 130, 81, true}, Chain{14, 24, 40, 33, false, true}, Chain{9, 40, 64, 48, false, false, true},
-                         Chain{2, 40, 64, 48, true, false, true}}) {
+                         Chain{2, 40, 64, 48, true, false, true},
+                         // mm1: 3 chunks of rows, columns in 2 groups (work items split a chunk's
+                         // columns between threads); a GEMV-like M with 300 columns in groups.
+                         Chain{100, 64, 256, 130, false}, Chain{2, 40, 300, 48, false}}) {
     CAPTURE(c.m);
     CAPTURE(c.n1);
     CAPTURE(c.gemm);
