@@ -209,14 +209,18 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << L(CS) << ") * " << L(PG) << " : " << L(P) << ";\n"
     << "    w = wl;\n"
     // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0
-    // weight). A row is staged in FP32, then 16 lanes at a time (the division, NaN -> 0, clamp and
-    // rint as hpf::quantize does them, per lane), 4 k-groups of its row of the buffer per step.
+    // weight). A row is staged in FP32 (unless it is FP32 whole vectors already), then 16 lanes
+    // at a time (the division, NaN -> 0, clamp and rint as hpf::quantize does them, per lane),
+    // 4 k-groups of its row of the buffer per step.
     << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
     << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(KR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n"
-    << "      float xr[" << KP << "] __attribute__((aligned(64)));\n"
-    << "      for (i64 k = 0; k < " << L(K) << "; ++k) xr[k] = " << c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") << ";\n"
-    << "      for (i64 k = " << L(K) << "; k < " << L(KP) << "; ++k) xr[k] = 0.0f;\n"
+    // (An FP32 row of whole vectors is read in place.)
+    << (A.dtype == DType::F32 && K == KP
+            ? "      const float* restrict xr = A + i * " + L(K) + ";\n"
+            : "      float xr[" + std::to_string(KP) + "] __attribute__((aligned(64)));\n"
+              "      for (i64 k = 0; k < " + L(K) + "; ++k) xr[k] = " + c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") + ";\n"
+              "      for (i64 k = " + L(K) + "; k < " + L(KP) + "; ++k) xr[k] = 0.0f;\n")
     << "      float s = " << (dynamic ? "1.0f" : c_float(a_scale)) << ";\n"
     << "#if I8_DYNAMIC\n"
     << "      {\n"
