@@ -26,6 +26,24 @@ Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::s
   const char* t = c_storage_type(D.dtype);
   const char* yt = c_storage_type(Y.dtype);
   std::ostringstream s;
+  const std::string elem = convert ? c_store(Y.dtype, c_load(D.dtype, "d[ix]")) : std::string("d[ix]");
+  if (inner == 1) {
+    // Single elements (a gather along the last axis): one work item = one outer row, every
+    // index of it, so that no element pays for a division. Out-of-range indices give zeros.
+    s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+      << "  const " << t << "* restrict D = (const " << t << "*)args[0];\n"
+      << "  const " << c_storage_type(I.dtype) << "* restrict I = (const " << c_storage_type(I.dtype) << "*)args[1];\n"
+      << "  " << yt << "* restrict Y = (" << yt << "*)args[2];\n"
+      << "  for (i64 o = begin; o < end; ++o) {\n"
+      << "    const " << t << "* d = D + o * " << dim << "LL;\n"
+      << "    " << yt << "* y = Y + o * " << ni << "LL;\n"
+      << "    for (i64 j = 0; j < " << ni << "LL; ++j) {\n"
+      << "      i64 ix = (i64)I[j];\n"
+      << "      if (ix < 0) ix += " << dim << "LL;\n"
+      << "      y[j] = ix >= 0 && ix < " << dim << "LL ? " << elem << " : 0;\n"
+      << "    }\n  }\n}\n";
+    return GeneratedKernel{name, s.str(), outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(1, ni))};
+  }
   // One work item = one (outer, index) row of `inner` elements. Out-of-range indices read
   // nothing and write zeros (validated by the caller before the launch).
   s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"

@@ -25,6 +25,7 @@
 #include "runtime/session/autotune.hpp"
 #include "runtime/session/cache_meta.hpp"
 #include "runtime/session/memory_plan.hpp"
+#include "runtime/session/small_map_conv.hpp"
 #include "runtime/session/strided_pointwise.hpp"
 #include "runtime/session/weight_cache.hpp"
 #include "runtime/session/weight_packing.hpp"
@@ -500,8 +501,12 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   auto specialised = specialize(graph, input_shapes);
   if (!specialised.ok()) return specialised.status().with_context("compile");
   auto g = std::make_shared<Graph>(std::move(specialised).value());
-  if (!impl_->gpu)  // the GPU kernels take strides as they are
+  if (!impl_->gpu) {  // the GPU kernels take strides and small maps as they are
     HPF_RETURN_IF_ERROR(subsample_strided_pointwise_convs(*g, impl_->options.plan.get()).status().with_context("compile"));
+    HPF_RETURN_IF_ERROR(gather_small_map_convs(*g, impl_->options.plan.get(), impl_->options.weight_cache.get())
+                            .status()
+                            .with_context("compile"));
+  }
   for (ValueId v : g->inputs())
     if (!has_concrete_shape(g->value(v)))
       return Status::invalid("compile: input '" + g->value(v).name + "' has no concrete shape; give its shape");

@@ -322,6 +322,14 @@ TEST_CASE("codegen: Gather and Transpose move values exactly") {
   auto e = b.op1("Gather", {table, ids});
   b.output(b.transpose(e, {2, 0, 1}), "out");
   check_graph(b, {random_tensor({2, 3}, DType::I64, 15, 0, 11)}, 0);
+
+  // Single elements along the last axis (a row per work item), negative indices counting from
+  // the end.
+  GraphBuilder c("gather_last");
+  auto x = c.input("x", DType::F32, {5, 9});
+  auto idx = c.constant(*Tensor::from_i64({2, 3}, std::vector<int64_t>{-1, 0, 4, 8, -9, 2}));
+  c.output(c.op1("Gather", {x, idx}, {{"axis", int64_t{1}}}), "out");
+  check_graph(c, {random_tensor({5, 9}, DType::F32, 16)}, 0);
 }
 
 namespace {

@@ -13,7 +13,9 @@
 #include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
+#include "runtime/session/small_map_conv.hpp"
 #include "runtime/session/strided_pointwise.hpp"
+#include "runtime/session/weight_cache.hpp"
 #include "tests/runtime/random_tensor.hpp"
 
 using namespace hpf;
@@ -529,4 +531,80 @@ TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Con
     REQUIRE(a.size() == r.size());
     for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - r[i]) <= 1e-5f * (1.0f + std::fabs(r[i])));
   }
+}
+
+TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 Conv, with the same values") {
+  using V = std::vector<int64_t>;
+  GraphBuilder b("small_map");
+  auto x = b.input("x", DType::F32, make_shape(V{1, 32, 7, 7}));
+  // 3x3 with padding (fused Relu), strided and dilated without padding, asymmetric pads.
+  auto c1 = b.op1("Conv", {x, b.constant(test::random_tensor({24, 32, 3, 3}, 81)), b.constant(test::random_tensor({24}, 82))},
+                  {{"pads", V{1, 1, 1, 1}}}, "c1");
+  b.output(b.op1("Relu", {c1}), "y1");
+  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({16, 32, 3, 3}, 83))},
+                 {{"strides", V{2, 1}}, {"dilations", V{1, 2}}}, "c2"),
+           "y2");
+  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({8, 32, 2, 5}, 84))}, {{"pads", V{0, 2, 1, 0}}}, "c3"), "y3");
+  // Left alone: grouped; 1x1; fewer than 256 multiply-adds per output (2 channels, 9 taps).
+  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({32, 16, 3, 3}, 85))}, {{"group", int64_t{2}}}, "grouped"), "y4");
+  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({8, 32, 1, 1}, 86))}, {}, "pointwise"), "y5");
+  auto x2 = b.input("x2", DType::F32, make_shape(V{1, 2, 7, 7}));
+  b.output(b.op1("Conv", {x2, b.constant(test::random_tensor({4, 2, 3, 3}, 87))}, {}, "shallow"), "y6");
+  // A map over kSmallMapPositions: 16x16.
+  auto x3 = b.input("x3", DType::F32, make_shape(V{1, 32, 16, 16}));
+  b.output(b.op1("Conv", {x3, b.constant(test::random_tensor({8, 32, 3, 3}, 88))}, {{"pads", V{1, 1, 1, 1}}}, "large"), "y7");
+  auto g = b.build();
+  REQUIRE(g.ok());
+  const std::vector<Tensor> in = {test::random_tensor({1, 32, 7, 7}, 89), test::random_tensor({1, 2, 7, 7}, 90),
+                                  test::random_tensor({1, 32, 16, 16}, 91)};
+  auto want = ref::run(*g, in);
+  REQUIRE(want.ok());
+  auto close = [](const std::vector<Tensor>& got, const std::vector<Tensor>& ref, float tol) {
+    REQUIRE(got.size() == ref.size());
+    for (size_t k = 0; k < ref.size(); ++k) {
+      const std::vector<float> a = got[k].to_f32(), r = ref[k].to_f32();
+      REQUIRE(a.size() == r.size());
+      for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - r[i]) <= tol * (1.0f + std::fabs(r[i])));
+    }
+  };
+
+  Graph rewritten = *g;
+  auto cache = std::make_shared<SharedWeights>();
+  auto n = gather_small_map_convs(rewritten, nullptr, cache.get());
+  REQUIRE_MESSAGE(n.ok(), n.status().message());
+  CHECK(*n == 3);  // c1, c2, c3
+  for (const Node& node : rewritten.nodes())
+    if (node.op == "Conv" && (node.name == "c1" || node.name == "c2" || node.name == "c3"))
+      CHECK(std::get<V>(node.attrs.at("kernel_shape")) == V{1, 1});
+  auto same = ref::run(rewritten, in);
+  REQUIRE(same.ok());
+  close(*same, *want, 1e-6f);  // the same products (the reference sums in FP64)
+
+  // Another compile of the model shares the reshaped weights through the cache.
+  Graph again = *g;
+  REQUIRE(gather_small_map_convs(again, nullptr, cache.get()).ok());
+  CHECK(again.constant(*again.find_value("c1/patch_weights")) == rewritten.constant(*rewritten.find_value("c1/patch_weights")));
+
+  // A plan that narrows c1 keeps its kernel.
+  Plan plan;
+  plan.graph = g->name();
+  for (const Node& node : g->nodes()) {
+    NodePlan np;
+    np.name = node.name;
+    np.op = node.op;
+    if (node.name == "c1") np.mode = Mode::bf16;
+    plan.nodes.push_back(np);
+  }
+  Graph kept = *g;
+  auto m = gather_small_map_convs(kept, &plan, nullptr);
+  REQUIRE(m.ok());
+  CHECK(*m == 2);
+
+  auto s = Session::create({});
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().message());
+  auto got = exe->run(in);
+  REQUIRE(got.ok());
+  close(*got, *want, 1e-5f);
 }
