@@ -200,7 +200,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  i32 ap[" << KR * chunk << "] __attribute__((aligned(64)));\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
     << "  for (i64 w = begin; w < end;) {\n"
-    // This chunk's groups in the range: [cg0, cg1).
+    // This chunk's column groups in the range: [cg0, wl - rc * CS).
     << "    const i64 rc = w / " << L(CS) << ", cg0 = w % " << L(CS) << ", wl = (rc + 1) * " << L(CS) << " < end ? (rc + 1) * "
     << L(CS) << " : end;\n"
     << "    const i64 i0 = rc * " << L(chunk) << ", rows = " << L(M) << " - i0 < " << L(chunk) << " ? " << L(M) << " - i0 : "
