@@ -25,8 +25,7 @@
 #include "runtime/session/autotune.hpp"
 #include "runtime/session/cache_meta.hpp"
 #include "runtime/session/memory_plan.hpp"
-#include "runtime/session/small_map_conv.hpp"
-#include "runtime/session/strided_pointwise.hpp"
+#include "runtime/session/conv_rewrites.hpp"
 #include "runtime/session/weight_cache.hpp"
 #include "runtime/session/weight_packing.hpp"
 

@@ -13,8 +13,7 @@
 #include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
-#include "runtime/session/small_map_conv.hpp"
-#include "runtime/session/strided_pointwise.hpp"
+#include "runtime/session/conv_rewrites.hpp"
 #include "runtime/session/weight_cache.hpp"
 #include "tests/runtime/random_tensor.hpp"
 
@@ -479,6 +478,24 @@ TEST_CASE("session: autotuning measures tile choices once, keeps them in the ker
   }
 }
 
+namespace {
+
+// A plan of every node of `g` in FP32 but `narrowed`, in BF16.
+Plan plan_narrowing(const Graph& g, const std::string& narrowed) {
+  Plan plan;
+  plan.graph = g.name();
+  for (const Node& node : g.nodes()) {
+    NodePlan np;
+    np.name = node.name;
+    np.op = node.op;
+    if (node.name == narrowed) np.mode = Mode::bf16;
+    plan.nodes.push_back(np);
+  }
+  return plan;
+}
+
+}  // namespace
+
 TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Conv, with the same values") {
   GraphBuilder b("strided_pointwise");
   auto x = b.input("x", DType::F32, make_shape(std::vector<int64_t>{1, 12, 9, 7}));
@@ -506,15 +523,7 @@ TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Con
   for (size_t k = 0; k < want->size(); ++k) CHECK((*same)[k].to_f32() == (*want)[k].to_f32());  // an exact rewrite
 
   // A plan that quantises or narrows the Conv keeps its strided kernel.
-  Plan plan;
-  plan.graph = g->name();
-  for (const Node& node : g->nodes()) {
-    NodePlan np;
-    np.name = node.name;
-    np.op = node.op;
-    plan.nodes.push_back(np);
-  }
-  plan.nodes[0].mode = Mode::bf16;
+  const Plan plan = plan_narrowing(*g, "s22");
   Graph kept = *g;
   auto m = subsample_strided_pointwise_convs(kept, &plan);
   REQUIRE(m.ok());
@@ -586,15 +595,7 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
   CHECK(again.constant(*again.find_value("c1/patch_weights")) == rewritten.constant(*rewritten.find_value("c1/patch_weights")));
 
   // A plan that narrows c1 keeps its kernel.
-  Plan plan;
-  plan.graph = g->name();
-  for (const Node& node : g->nodes()) {
-    NodePlan np;
-    np.name = node.name;
-    np.op = node.op;
-    if (node.name == "c1") np.mode = Mode::bf16;
-    plan.nodes.push_back(np);
-  }
+  const Plan plan = plan_narrowing(*g, "c1");
   Graph kept = *g;
   auto m = gather_small_map_convs(kept, &plan, nullptr);
   REQUIRE(m.ok());

@@ -1,11 +1,73 @@
-#include "runtime/session/small_map_conv.hpp"
+#include "runtime/session/conv_rewrites.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "jit/codegen/c_helpers.hpp"
 #include "runtime/session/weight_cache.hpp"
 
 namespace hpf {
+
+namespace {
+
+// A Conv the rewrites may take: input, weights and the input's dimensions.
+struct Fp32Conv {
+  const Tensor* w;
+  int64_t N, C, H, W;
+};
+
+std::optional<Fp32Conv> fp32_conv(const Graph& g, const Node& n, const Plan* plan) {
+  if (n.op != "Conv" || n.inputs.size() < 2 || n.inputs[0] == kNoValue) return std::nullopt;
+  const Value& x = g.value(n.inputs[0]);
+  const Tensor* w = g.constant(n.inputs[1]);
+  if (!w || x.dtype != DType::F32 || !x.has_shape || x.shape.size() != 4 || w->rank() != 4) return std::nullopt;
+  if (!std::all_of(x.shape.begin(), x.shape.end(), [](const Dim& d) { return d.known(); })) return std::nullopt;
+  if (const NodePlan* p = plan ? plan->find(n.name) : nullptr; p && p->mode != Mode::fp32) return std::nullopt;
+  return Fp32Conv{w, x.shape[0].value, x.shape[1].value, x.shape[2].value, x.shape[3].value};
+}
+
+Expected<ValueId> add_i64s(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  HPF_ASSIGN_OR_RETURN(Tensor t, Tensor::from_i64({static_cast<int64_t>(v.size())}, v));
+  return g.add_initializer(name, std::move(t));
+}
+
+Expected<int> finish(Graph& g, int rewritten) {
+  if (rewritten) {
+    HPF_RETURN_IF_ERROR(g.sort_topologically());
+    HPF_RETURN_IF_ERROR(g.infer_shapes());
+  }
+  return rewritten;
+}
+
+}  // namespace
+
+Expected<int> subsample_strided_pointwise_convs(Graph& g, const Plan* plan) {
+  int rewritten = 0;
+  const size_t count = g.nodes().size();  // nodes added below are Slices
+  for (size_t id = 0; id < count; ++id) {
+    const Node n = g.node(static_cast<int32_t>(id));  // a copy: adding nodes may move the table
+    const std::optional<Fp32Conv> c = fp32_conv(g, n, plan);
+    if (!c || c->w->shape()[2] != 1 || c->w->shape()[3] != 1) continue;
+    const std::vector<int64_t> strides = jit::attr_ints(n.attrs, "strides"), pads = jit::attr_ints(n.attrs, "pads");
+    const std::string auto_pad = jit::attr_s(n.attrs, "auto_pad");
+    if (strides.size() != 2 || (strides[0] == 1 && strides[1] == 1) || strides[0] < 1 || strides[1] < 1 ||
+        std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; }) ||
+        (!auto_pad.empty() && auto_pad != "NOTSET" && auto_pad != "VALID"))
+      continue;
+    auto i64s = [&](const std::string& what, std::vector<int64_t> v) { return add_i64s(g, n.name + "/subsample_" + what, v); };
+    HPF_ASSIGN_OR_RETURN(ValueId starts, i64s("starts", {0, 0}));
+    HPF_ASSIGN_OR_RETURN(ValueId ends, i64s("ends", {c->H, c->W}));
+    HPF_ASSIGN_OR_RETURN(ValueId axes, i64s("axes", {2, 3}));
+    HPF_ASSIGN_OR_RETURN(ValueId steps, i64s("steps", strides));
+    HPF_ASSIGN_OR_RETURN(int32_t slice, g.add_node("Slice", n.name + "/subsample", {n.inputs[0], starts, ends, axes, steps},
+                                                   {n.name + "/subsampled"}));
+    Node& conv = g.node(static_cast<int32_t>(id));
+    conv.inputs[0] = g.node(slice).outputs[0];
+    conv.attrs["strides"] = std::vector<int64_t>{1, 1};
+    ++rewritten;
+  }
+  return finish(g, rewritten);
+}
 
 Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* cache) {
   auto* shared = dynamic_cast<SharedWeights*>(cache);
@@ -13,20 +75,15 @@ Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* ca
   const size_t count = g.nodes().size();  // nodes added below are Pads, Reshapes and Gathers
   for (size_t id = 0; id < count; ++id) {
     const Node n = g.node(static_cast<int32_t>(id));  // a copy: adding nodes may move the table
-    if (n.op != "Conv" || n.inputs.size() < 2 || n.inputs[0] == kNoValue) continue;
-    const Value& x = g.value(n.inputs[0]);
-    const Tensor* w = g.constant(n.inputs[1]);
-    if (!w || w->dtype() != DType::F32 || x.dtype != DType::F32 || !x.has_shape || x.shape.size() != 4 ||
-        w->rank() != 4 || jit::attr_i(n.attrs, "group", 1) != 1)
-      continue;
-    if (!std::all_of(x.shape.begin(), x.shape.end(), [](const Dim& d) { return d.known(); })) continue;  // run-time shape
-    if (const NodePlan* p = plan ? plan->find(n.name) : nullptr; p && p->mode != Mode::fp32) continue;
+    const std::optional<Fp32Conv> c = fp32_conv(g, n, plan);
+    if (!c) continue;
     const std::string auto_pad = jit::attr_s(n.attrs, "auto_pad");
     if (!auto_pad.empty() && auto_pad != "NOTSET") continue;
-    const std::vector<int64_t>& ws = w->shape();
-    const int64_t M = ws[0], C = ws[1], KH = ws[2], KW = ws[3];
-    const int64_t N = x.shape[0].value, H = x.shape[2].value, W = x.shape[3].value;  // `x` dangles once nodes are added
-    if (x.shape[1].value != C || KH * KW < 2 || C * KH * KW < 256) continue;
+    const std::vector<int64_t>& ws = c->w->shape();
+    const int64_t M = ws[0], C = ws[1], KH = ws[2], KW = ws[3], N = c->N, H = c->H, W = c->W;
+    if (c->w->dtype() != DType::F32 || jit::attr_i(n.attrs, "group", 1) != 1 || c->C != C || KH * KW < 2 ||
+        C * KH * KW < 256)
+      continue;
     std::vector<int64_t> st = jit::attr_ints(n.attrs, "strides"), di = jit::attr_ints(n.attrs, "dilations"),
                          pads = jit::attr_ints(n.attrs, "pads");
     if (st.empty()) st = {1, 1};
@@ -40,10 +97,7 @@ Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* ca
     const int64_t OW = WP >= di[1] * (KW - 1) + 1 ? (WP - di[1] * (KW - 1) - 1) / st[1] + 1 : 0;
     if (OH < 1 || OW < 1 || OH * OW > kSmallMapPositions) continue;
 
-    auto i64s = [&](const std::string& what, std::vector<int64_t> v) -> Expected<ValueId> {
-      HPF_ASSIGN_OR_RETURN(Tensor t, Tensor::from_i64({static_cast<int64_t>(v.size())}, v));
-      return g.add_initializer(n.name + "/patches_" + what, std::move(t));
-    };
+    auto i64s = [&](const std::string& what, std::vector<int64_t> v) { return add_i64s(g, n.name + "/patches_" + what, v); };
     ValueId src = n.inputs[0];
     if (std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; })) {
       HPF_ASSIGN_OR_RETURN(ValueId pv, i64s("pads", {0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]}));
@@ -75,7 +129,7 @@ Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* ca
     if (!held) {
       PackedWeights p;
       p.format = "conv_patches";
-      HPF_ASSIGN_OR_RETURN(p.data, w->reshaped({M, C * T, 1, 1}));
+      HPF_ASSIGN_OR_RETURN(p.data, c->w->reshaped({M, C * T, 1, 1}));
       held = shared ? shared->put_packed(key, std::move(p)) : std::make_shared<const PackedWeights>(std::move(p));
     }
     HPF_ASSIGN_OR_RETURN(ValueId wid, g.add_initializer(n.name + "/patch_weights",
@@ -89,11 +143,7 @@ Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* ca
     conv.attrs["pads"] = std::vector<int64_t>{0, 0, 0, 0};
     ++rewritten;
   }
-  if (rewritten) {
-    HPF_RETURN_IF_ERROR(g.sort_topologically());
-    HPF_RETURN_IF_ERROR(g.infer_shapes());
-  }
-  return rewritten;
+  return finish(g, rewritten);
 }
 
 }  // namespace hpf
