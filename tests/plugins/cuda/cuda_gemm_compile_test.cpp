@@ -15,6 +15,7 @@
 #include "hpf/plugin_host.hpp"
 #include "jit/codegen/cuda_codegen.hpp"
 #include "jit/codegen/cuda_gemm.hpp"
+#include "jit/codegen/gpu_codegen.hpp"
 #include "jit/codegen/lowering.hpp"
 
 using namespace hpf;
@@ -193,6 +194,39 @@ TEST_CASE("cuda gemm and conv: a kernel's parameters are the spec's inputs, then
     mixed += c.spec.inputs[0].dtype != c.spec.inputs[1].dtype;
   }
   CHECK(mixed >= 6);  // cases where the order shows in the types
+}
+
+TEST_CASE("gpu dialects: every kernel of the built-in models takes the step's inputs, then its outputs, in their storage types") {
+  // The Session passes a step's buffers in that order (kNoValue inputs as null pointers).
+  int checked = 0;
+  for (const char* model : {"mlp", "bert-tiny", "cnn-small", "lstm-lm", "bert-layer"})
+    for (DType format : {DType::F32, DType::F16, DType::BF16}) {
+      auto g = cuda_cases::concrete_builtin(model);
+      REQUIRE_MESSAGE(g.ok(), g.status().message());
+      std::vector<DType> storage(g->values().size());
+      for (size_t v = 0; v < storage.size(); ++v) {
+        const DType t = g->value(static_cast<ValueId>(v)).dtype;
+        storage[v] = t == DType::F32 ? format : t;
+      }
+      auto steps = jit::lower(*g, storage, {}, jit::kGpuLowering);
+      REQUIRE_MESSAGE(steps.ok(), steps.status().message());
+      for (const auto& s : *steps) {
+        if (s.kind != jit::LoweredStep::Kind::kernel) continue;
+        for (jit::GpuDialect d : {jit::GpuDialect::cuda, jit::GpuDialect::hip}) {
+          auto k = jit::generate_gpu(s.spec, d);
+          if (!k.ok()) continue;  // no generator (the reference runs it)
+          CAPTURE(model);
+          CAPTURE(s.label);
+          CAPTURE(s.spec.family);
+          std::vector<std::string> want;
+          for (const auto& t : s.spec.inputs) want.push_back(jit::gpu_storage_type(d, t.dtype));
+          for (const auto& t : s.spec.outputs) want.push_back(jit::gpu_storage_type(d, t.dtype));
+          CHECK(param_types(*k) == want);
+          ++checked;
+        }
+      }
+    }
+  CHECK(checked > 100);
 }
 
 TEST_CASE("cuda gemm: NVRTC compiles MatMul/Gemm in every format on odd and aligned shapes for sm_80 sm_90 (sm_89 FP8)") {
