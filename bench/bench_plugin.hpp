@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
@@ -68,7 +70,14 @@ struct Plugin {
     return f.find("+amx-bf16") != std::string::npos && f.find("+amx-tile") != std::string::npos;
   }
   // Compiles and loads `k`; false with `error` set on failure.
+  // Compiles and loads `k`; with HPF_BENCH_DUMP=DIR its source is also written to DIR/NAME.c.
   bool load(const jit::GeneratedKernel& k, hpf_kernel*& kern) {
+    if (const char* dir = std::getenv("HPF_BENCH_DUMP")) {
+      if (FILE* f = std::fopen((std::string(dir) + "/" + k.name + ".c").c_str(), "w")) {
+        std::fputs(k.source.c_str(), f);
+        std::fclose(f);
+      }
+    }
     hpf_blob* blob = nullptr;
     if (fail(api->program_compile(p, 0, k.source.c_str(), k.source.size(), &blob), "compile")) return false;
     hpf_program* prog = nullptr;

@@ -67,12 +67,6 @@ bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedK
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
-  if (const char* dir = std::getenv("HPF_BENCH_DUMP")) {  // the generated source, for reading
-    if (FILE* f = std::fopen((std::string(dir) + "/" + k.name + ".c").c_str(), "w")) {
-      std::fputs(k.source.c_str(), f);
-      std::fclose(f);
-    }
-  }
   return cpu.load(k, kern);
 }
 

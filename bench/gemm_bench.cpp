@@ -55,12 +55,6 @@ bool compile_spec(Plugin& cpu, const jit::KernelSpec& spec, jit::GeneratedKernel
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
-  if (const char* dir = std::getenv("HPF_BENCH_DUMP")) {  // the generated source, for reading
-    if (FILE* f = std::fopen((std::string(dir) + "/" + k.name + ".c").c_str(), "w")) {
-      std::fputs(k.source.c_str(), f);
-      std::fclose(f);
-    }
-  }
   return cpu.load(k, kern);
 }
 

@@ -87,6 +87,20 @@ std::vector<std::string> param_types(const jit::GeneratedKernel& k) {
   return types;
 }
 
+// The steps of built-in `model` lowered for a GPU, its FP32 values stored in `format`.
+std::vector<jit::LoweredStep> gpu_steps(const char* model, DType format) {
+  auto g = cuda_cases::concrete_builtin(model);
+  REQUIRE_MESSAGE(g.ok(), g.status().message());
+  std::vector<DType> storage(g->values().size());
+  for (size_t v = 0; v < storage.size(); ++v) {
+    const DType t = g->value(static_cast<ValueId>(v)).dtype;
+    storage[v] = t == DType::F32 ? format : t;
+  }
+  auto steps = jit::lower(*g, storage, {}, jit::kGpuLowering);
+  REQUIRE_MESSAGE(steps.ok(), steps.status().message());
+  return std::move(steps).value();
+}
+
 bool nvrtc_missing(Plugin* p) {
   if (p->devices()[0].compiler != "none") return false;
   WARN_MESSAGE(false, "skipped: NVRTC is not available here (" << p->devices()[0].score_reason << ")");
@@ -201,16 +215,7 @@ TEST_CASE("gpu dialects: every kernel of the built-in models takes the step's in
   int checked = 0;
   for (const char* model : {"mlp", "bert-tiny", "cnn-small", "lstm-lm", "bert-layer"})
     for (DType format : {DType::F32, DType::F16, DType::BF16}) {
-      auto g = cuda_cases::concrete_builtin(model);
-      REQUIRE_MESSAGE(g.ok(), g.status().message());
-      std::vector<DType> storage(g->values().size());
-      for (size_t v = 0; v < storage.size(); ++v) {
-        const DType t = g->value(static_cast<ValueId>(v)).dtype;
-        storage[v] = t == DType::F32 ? format : t;
-      }
-      auto steps = jit::lower(*g, storage, {}, jit::kGpuLowering);
-      REQUIRE_MESSAGE(steps.ok(), steps.status().message());
-      for (const auto& s : *steps) {
+      for (const auto& s : gpu_steps(model, format)) {
         if (s.kind != jit::LoweredStep::Kind::kernel) continue;
         for (jit::GpuDialect d : {jit::GpuDialect::cuda, jit::GpuDialect::hip}) {
           auto k = jit::generate_gpu(s.spec, d);
@@ -264,16 +269,7 @@ TEST_CASE("cuda dialect: every kernel of bert-tiny and cnn-small generates and c
   std::set<std::string> seen;  // equal specs give equal kernels: compile each once
   for (const char* model : {"bert-tiny", "cnn-small"})
     for (DType format : {DType::F32, DType::F16, DType::BF16}) {
-      auto g = cuda_cases::concrete_builtin(model);
-      REQUIRE_MESSAGE(g.ok(), g.status().message());
-      std::vector<DType> storage(g->values().size());
-      for (size_t v = 0; v < storage.size(); ++v) {
-        const DType t = g->value(static_cast<ValueId>(v)).dtype;
-        storage[v] = t == DType::F32 ? format : t;
-      }
-      auto steps = jit::lower(*g, storage, {}, jit::kGpuLowering);
-      REQUIRE_MESSAGE(steps.ok(), steps.status().message());
-      for (const auto& s : *steps) {
+      for (const auto& s : gpu_steps(model, format)) {
         if (s.kind != jit::LoweredStep::Kind::kernel) continue;
         if (s.spec.family != "elementwise" && s.spec.family != "softmax" && s.spec.family != "matmul" &&
             s.spec.family != "conv")
