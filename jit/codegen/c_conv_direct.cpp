@@ -63,19 +63,23 @@ Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const s
   while (RB > 1 && window_bytes(z, RB) > kMaxWindowBytes) --RB;
   while (RB > 1 && z.N * z.G * CB * ((z.OH + RB - 1) / RB) < 4) RB = (RB + 1) / 2;
   const int64_t RBn = (z.OH + RB - 1) / RB, RP = plane_rows(z, RB), PLANE = RP * WPP, CPLANE = PH2 * PLANE;
-  const int64_t tiles = ((RB - 1) * WPP + z.OW + kGemmMR - 1) / kGemmMR;
+  const int64_t tiles = ((RB - 1) * WPP + z.OW + kGemmMR - 1) / kGemmMR, TP16 = round_up(tiles * kGemmMR, 16);
   // Window rows (padded coordinates) of a block, all phases.
   const int64_t YR = RP * z.SH;
   const char* xt = c_storage_type(X.dtype);
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
   std::ostringstream s;
-  s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+  s << head << gemm_micro_source() << tile_cols_source() << "\nvoid " << name
+    << "(void* const* args, i64 begin, i64 end) {\n"
     << kernel_args(spec, "float", has_b, epi_ptrs)
     // The window, and past it a few zeros: the last run of a block reads up to 5 positions on.
     << "  float win[" << z.CG * CPLANE + 16 << "] __attribute__((aligned(64)));\n"
     << "  for (i64 x = " << z.CG * CPLANE << "; x < " << z.CG * CPLANE + 16 << "; ++x) win[x] = 0.0f;\n"
-    << "  float acc[" << tiles * kGemmMR * kConvColBlock << "] __attribute__((aligned(64)));\n"
-    << "  float a[" << z.OW << "] __attribute__((aligned(64)));\n"
+    // The tile, rounded up to whole 16-row blocks for the transposition (rows past a block's
+    // tiles are transposed, never stored: zero at first), and its columns as rows.
+    << "  float acc[" << TP16 * kConvColBlock << "] __attribute__((aligned(64)));\n"
+    << "  float ct[" << kConvColBlock * TP16 << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 x = 0; x < " << TP16 * kConvColBlock << "; ++x) acc[x] = 0.0f;\n"
     // Row blocks innermost: a range continues down the same image's rows.
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << "    const i64 rb = w % " << L(RBn) << ", cb = (w / " << L(RBn) << ") % " << L(CB) << ", g = (w / " << L(RBn * CB)
@@ -118,16 +122,16 @@ Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const s
     << ", HPF_VW, acc + t * HPF_MR * " << kConvColBlock << " + jp, " << kConvColBlock << ");\n"
     << "      }\n"
     << "    }\n"
-    // Each output channel's rows: a column of the tile, WP positions per row.
+    // Each output channel's rows: a column of the tile (transposed into a row), WPP positions per row.
     << "    const i64 mcn = " << L(z.MG) << " - cb * " << kConvColBlock << " < " << kConvColBlock << " ? " << L(z.MG)
     << " - cb * " << kConvColBlock << " : " << kConvColBlock << ";\n"
+    << "    hpf_tile_cols(acc, (nt * HPF_MR + 15) / 16 * 16, ct, " << L(TP16) << ");\n"
     << "    for (i64 j = 0; j < mcn; ++j) {\n"
     << "      const i64 mo = g * " << L(z.MG) << " + cb * " << kConvColBlock << " + j;\n"
     << "      for (i64 oh = 0; oh < rows; ++oh) {\n"
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + (oh0 + oh) * " << L(z.OW) << ";\n"
     << "        (void)yo;\n"
-    << "        for (i64 ow = 0; ow < " << L(z.OW) << "; ++ow) a[ow] = acc[(oh * " << L(WPP) << " + ow) * "
-    << kConvColBlock << " + j];\n";
+    << "        float* restrict a = ct + j * " << L(TP16) << " + oh * " << L(WPP) << ";\n";
   s << fin.loop(L(z.OW));
   s << "        " << store_row(spec, "(Y + yo)", "a", L(z.OW)) << "      }\n    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, RB * z.OW * kConvColBlock * K);

@@ -48,6 +48,14 @@ std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, cons
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 
+// C text (after gemm_micro_source()) defining
+//   hpf_tile_cols(src, ni, dst, ldd): dst[j * ldd + i] = src[i * 64 + j] for i < ni, j < 64,
+// which turns a position-major tile of 64 output channels (the "cols" kernels' accumulator) into
+// one row per channel. With AVX-512, ni a multiple of 16 (src holds that many rows; the extra ones
+// land past the caller's count) and blocks of 16 x 16 are transposed in registers by four stages of
+// two-vector shuffles; otherwise one value at a time.
+const char* tile_cols_source();
+
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 inline Shape shape_of(const ConvGeometry& g) {

@@ -1347,6 +1347,40 @@ TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, g
               4e-5, true);
 }
 
+// A pointwise Conv on maps that fill 64-pixel blocks takes the "rows" layout and its own kernel
+// (c_conv.cpp, conv_pointwise_rows): whole blocks read in place, a ragged last one (and 16-bit
+// input) copied; K over several slices, channel tiles ragged at a block's end, row blocks of every
+// tile configuration, groups, a batch, an epilogue with a residual operand.
+TEST_CASE("codegen: Conv with packed weights: pointwise rows layout") {
+  jit::KernelSpec probe;
+  probe.family = "conv";
+  probe.inputs = {{DType::F32, {2, 300, 10, 15}}, {DType::F32, {50, 300, 1, 1}}};
+  probe.outputs = {{DType::F32, {2, 50, 10, 15}}};
+  const jit::KernelSpec packed = jit::conv_spec_with_packed_weights(probe);
+  REQUIRE(jit::attr_s(packed.attrs, "w_layout") == "rows");
+  const std::vector<std::string> tiles = jit::c_tile_variants(packed);
+  REQUIRE(tiles.size() >= 2);
+  for (const std::string& tile : tiles) {
+    CAPTURE(tile);
+    conv_tile = tile;
+    // 150 pixels: two whole blocks and 22; K = 300 over three slices; 50 channels: 8 tiles and 2 rows.
+    check_conv(DType::F32, {2, 300, 10, 15}, {50, 300, 1, 1}, true, {}, 690);
+    // Two groups of 40 -> 45 channels on 128 pixels (whole blocks only), no bias.
+    check_conv(DType::F32, {1, 80, 8, 16}, {90, 40, 1, 1}, false, {{"group", int64_t{2}}}, 693);
+  }
+  conv_tile.clear();
+  GraphBuilder b("pointwise_rows_epilogue");
+  auto x = b.input("x", DType::F32, {1, 64, 12, 12});
+  auto r = b.input("r", DType::F32, {1, 200, 12, 12});
+  auto y = b.op1("Conv", {x, b.constant(random_tensor({200, 64, 1, 1}, DType::F32, 696)),
+                          b.constant(random_tensor({200}, DType::F32, 697))}, {}, "conv");
+  y = b.op1("Relu", {b.op1("Add", {r, y}, {}, "residual")}, {}, "relu");
+  b.output(y, "out");
+  CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
+  check_graph(b, {random_tensor({1, 64, 12, 12}, DType::F32, 698), random_tensor({1, 200, 12, 12}, DType::F32, 699)},
+              4e-5, true);
+}
+
 // The direct kernel (FP32 weights in the "cols" layout, c_conv_direct.cpp): the window's padding
 // (asymmetric, larger than the kernel's reach), dilations, 5x5 and 1-D kernels, groups, a ragged
 // second channel block, several row blocks with a short last one, a batch of two, strides
