@@ -631,8 +631,12 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     if (amx) return conv::amx_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
     if (cols) return pointwise ? conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name)
                                : conv::direct(spec, z, kinds, has_b, head, epi_ptrs, name);
-    return pointwise ? conv_pointwise_rows(spec, z, kinds, has_b, head, epi_ptrs, name)
-                     : conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
+    if (pointwise) return conv_pointwise_rows(spec, z, kinds, has_b, head, epi_ptrs, name);
+    if (conv::phase_fits(z)) {
+      HPF_ASSIGN_OR_RETURN(const int64_t max_rows, tile_rows(spec));
+      return conv::phase_rows(spec, z, kinds, has_b, max_rows, head, epi_ptrs, name);
+    }
+    return conv_gemm(spec, z, kinds, has_b, true, head, epi_ptrs, name);
   }
   if (z.CG == 1 && z.OW > 0 && z.OH > 0) {
     // Columns per register block; the padded row covers every block's last reads. With a

@@ -102,6 +102,13 @@ std::vector<std::string> gemm_tile_variants();
 bool direct_fits(const Shape& z);
 Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                  const std::string& head, const std::string& epi_ptrs, const std::string& name);
+// The FP32 kernel for a Conv with "rows"-packed weights reading stride-phase planes in place
+// (c_conv_phase.cpp): whether it takes `z` (more than one tap, fewer than 16 input channels per
+// group, output rows long enough), and the kernel (`max_rows`: output channels per work item, at most).
+bool phase_fits(const Shape& z);
+Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                     int64_t max_rows, const std::string& head, const std::string& epi_ptrs,
+                                     const std::string& name);
 Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name);
 

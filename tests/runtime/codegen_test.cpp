@@ -1381,6 +1381,59 @@ TEST_CASE("codegen: Conv with packed weights: pointwise rows layout") {
               4e-5, true);
 }
 
+// Shallow Convs of several taps (fewer than 16 input channels per group) with "rows"-packed
+// weights read stride-phase planes in place (c_conv_phase.cpp): ResNet's 7x7 stride-2 stem and
+// MobileNetV2's 3x3 one over 3 channels, a batch of two and several row blocks; channel tiles
+// ragged at the end; K over two slices; asymmetric pads larger than the kernel's reach with a
+// dilation and unequal strides; groups; every tile configuration; a fused Clip.
+TEST_CASE("codegen: Conv phase-plane kernel for shallow inputs") {
+  auto kernel_of = [](Ints xs, Ints ws, Attributes attrs) {
+    GraphBuilder b("probe");
+    auto x = b.input("x", DType::F32, Shape(xs.begin(), xs.end()));
+    b.output(b.op1("Conv", {x, b.constant(random_tensor(ws, DType::F32, 1))}, attrs), "y");
+    auto g = b.build();
+    REQUIRE(g.ok());
+    auto steps = jit::lower(*g, {});
+    REQUIRE(steps.ok());
+    const jit::KernelSpec packed = jit::conv_spec_with_packed_weights((*steps)[0].spec);
+    CHECK(jit::attr_s(packed.attrs, "w_layout") == "rows");
+    auto k = jit::generate_c(packed);
+    REQUIRE(k.ok());
+    return k->source;
+  };
+  const Attributes stem{{"pads", Ints{3, 3, 3, 3}}, {"strides", Ints{2, 2}}};
+  CHECK(kernel_of({2, 3, 30, 64}, {64, 3, 7, 7}, stem).find("hpf_mm_micro_tab") != std::string::npos);
+  // Output rows of 7 would compute 2 positions past each of them for every 7: the implicit GEMM.
+  CHECK(kernel_of({1, 3, 7, 7}, {8, 3, 3, 3}, {{"pads", Ints{1, 1, 1, 1}}}).find("hpf_mm_micro_tab") ==
+        std::string::npos);
+  for (const std::string& tile : jit::c_tile_variants(jit::conv_spec_with_packed_weights([] {
+         jit::KernelSpec k;
+         k.family = "conv";
+         k.inputs = {{DType::F32, {1, 3, 30, 64}}, {DType::F32, {64, 3, 7, 7}}};
+         k.outputs = {{DType::F32, {1, 64, 15, 32}}};
+         return k;
+       }()))) {
+    CAPTURE(tile);
+    conv_tile = tile;
+    check_conv(DType::F32, {2, 3, 30, 64}, {64, 3, 7, 7}, true, stem, 700);
+    check_conv(DType::F32, {1, 3, 33, 66}, {32, 3, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 703);
+  }
+  conv_tile.clear();
+  check_conv(DType::F32, {1, 8, 12, 40}, {10, 8, 5, 5}, false, {{"pads", Ints{2, 2, 2, 2}}}, 706);  // K = 200
+  check_conv(DType::F32, {1, 5, 11, 50}, {7, 5, 3, 3}, true,
+             {{"pads", Ints{3, 0, 1, 4}}, {"strides", Ints{1, 2}}, {"dilations", Ints{2, 1}}}, 709);
+  check_conv(DType::F32, {2, 8, 9, 36}, {12, 4, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}}, 712);
+  GraphBuilder b("phase_epilogue");
+  auto x = b.input("x", DType::F32, {1, 3, 32, 48});
+  auto y = b.op1("Conv", {x, b.constant(random_tensor({20, 3, 3, 3}, DType::F32, 715)),
+                          b.constant(random_tensor({20}, DType::F32, 716))},
+                 {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, "conv");
+  y = b.op1("Clip", {y, b.scalar(0.0f), b.scalar(0.5f)}, {}, "clip");
+  b.output(y, "out");
+  CHECK(step_labels(b) == std::vector<std::string>{"conv+clip"});
+  check_graph(b, {random_tensor({1, 3, 32, 48}, DType::F32, 717)}, 4e-5, true);
+}
+
 // The direct kernel (FP32 weights in the "cols" layout, c_conv_direct.cpp): the window's padding
 // (asymmetric, larger than the kernel's reach), dilations, 5x5 and 1-D kernels, groups, a ragged
 // second channel block, several row blocks with a short last one, a batch of two, strides

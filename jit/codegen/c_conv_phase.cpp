@@ -1,0 +1,166 @@
+// FP32 Conv with weights in the "rows" layout (conv_packing.hpp) read from stride-phase planes
+// in place: the kernel for shallow inputs (fewer than 16 channels per group, which the direct
+// kernel leaves out), such as the stems of ResNet (7x7 stride 2 over 3 channels) and MobileNetV2.
+// Packing their patches (one strided, bounds-checked read per value and tap) took 40% of the
+// stem's time.
+//
+// A work item is a block of RB output rows and MT output channels of one (image, group). It copies
+// the input rows the block reads into a zero-padded window split by strides into SH x SW phase
+// planes per channel, as the direct kernel does (c_conv_direct.cpp): output position
+// q = (oh - oh0) * WPP + ow reads, for tap (c, kh, kw), the value at q + off(c, kh, kw) of the
+// window, off a constant per k (a table in the source). So HPF_NR consecutive positions are HPF_NR
+// consecutive values for every k, read in place as the microkernel's B row, with the output
+// channels as its rows (A: the packed weights). Per panel of positions and tile of HPF_MR channels
+// the sum runs over all of K (slice after slice of the packed weights) in registers; the tile is
+// finished (bias, epilogue) and stored row segment by row segment, the WPP - OW positions past
+// each output row computed and dropped. Sums run in the weight's k order, as the reference's.
+#include <algorithm>
+#include <sstream>
+
+#include "jit/codegen/c_conv_parts.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
+#include "jit/codegen/c_helpers.hpp"
+
+namespace hpf::jit::conv {
+namespace {
+// The window of a block, about: a panel of positions reads a few rows of each plane (in L1), so the
+// whole window may be larger, and its rows are copied fewer times (each block copies the
+// (KH - 1) / SH rows its last output row reads below it again).
+constexpr int64_t kWindowBytes = 128 * 1024;
+constexpr int64_t kMaxWindowBytes = 256 * 1024;  // the window on the stack, at most
+constexpr int64_t kMaxTaps = 4096;               // K: the offset table's entries
+constexpr int64_t kSlack = 64 + 16;              // zeros past the window: a last panel's reads
+int64_t plane_cols(const Shape& z) { return z.OW + (z.KW - 1) * z.DW / z.SW; }
+int64_t plane_rows(const Shape& z, int64_t rows) { return rows + (z.KH - 1) * z.DH / z.SH; }
+int64_t window_floats(const Shape& z, int64_t rows) { return z.CG * z.SH * z.SW * plane_rows(z, rows) * plane_cols(z); }
+}  // namespace
+
+bool phase_fits(const Shape& z) {
+  // Shallow inputs only (deeper ones take the direct kernel), and at most an eighth of the
+  // positions computed past the output rows' ends.
+  return z.CG < 16 && z.KH * z.KW > 1 && z.CG * z.KH * z.KW <= kMaxTaps && plane_cols(z) * 7 <= z.OW * 8 &&
+         window_floats(z, 1) * 4 <= kMaxWindowBytes;
+}
+
+Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                     int64_t max_rows, const std::string& head, const std::string& epi_ptrs,
+                                     const std::string& name) {
+  if (!phase_fits(z)) return Status::invalid("conv: the phase-plane kernel takes shallow inputs of more than one tap");
+  const TensorDesc& X = spec.inputs[0];
+  const int64_t KK = z.KH * z.KW, K = z.CG * KK, P = z.OH * z.OW, T = (z.MG + kGemmMR - 1) / kGemmMR;
+  const int64_t WPP = plane_cols(z);
+  // Output rows per block: the window within kWindowBytes, and at least 4 work items in all where
+  // the rows allow (two threads share them).
+  int64_t RB = z.OH;
+  while (RB > 1 && window_floats(z, RB) * 4 > kWindowBytes) RB = (RB + 1) / 2;
+  while (RB > 1 && z.N * z.G * ((z.OH + RB - 1) / RB) < 4) RB = (RB + 1) / 2;
+  const int64_t RBn = (z.OH + RB - 1) / RB, RP = plane_rows(z, RB), PLANE = RP * WPP, CPLANE = z.SH * z.SW * PLANE;
+  const auto [MB, MT] = row_blocks(z.MG, z.N * z.G * RBn, max_rows, kGemmMR);
+  const char* xt = c_storage_type(X.dtype);
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  std::ostringstream s;
+  s << head << gemm_micro_source()
+    // The microkernel with B row p at bp + boff[p] (HPF_NR values, any alignment), A packed
+    // HPF_MR-interleaved, the tile HPF_NR wide.
+    << "static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_tab(\n"
+    << "    i64 kc, const float* restrict ap, const float* restrict bp, const i32* restrict boff, float* restrict acc) {\n"
+    << "  hpf_vf c[HPF_MR][HPF_NV];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int i = 0; i < HPF_MR; ++i)\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * HPF_NR + v * HPF_VW);\n"
+    << "  for (i64 p = 0; p < kc; ++p) {\n"
+    << "    const float* restrict b0 = bp + boff[p];\n"
+    << "    hpf_vf b[HPF_NV];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vfu*)(b0 + v * HPF_VW);\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int i = 0; i < HPF_MR; ++i) {\n"
+    << "      const float a = ap[p * HPF_MR + i];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];\n"
+    << "    }\n"
+    << "  }\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int i = 0; i < HPF_MR; ++i)\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * HPF_NR + v * HPF_VW) = c[i][v];\n"
+    << "}\n";
+  // Window offset of each k = (c, kh, kw), the weight's order.
+  s << "static const i32 hpf_conv_koff[" << K << "] = {";
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t c = k / KK, ty = (k % KK) / z.KW * z.DH, tx = (k % z.KW) * z.DW;
+    s << (k ? "," : "") << (k % 16 ? "" : "\n  ")
+      << c * CPLANE + ((ty % z.SH) * z.SW + tx % z.SW) * PLANE + (ty / z.SH) * WPP + tx / z.SW;
+  }
+  s << "};\n\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << kernel_args(spec, "float", has_b, epi_ptrs)
+    << "  float win[" << z.CG * CPLANE + kSlack << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 x = " << z.CG * CPLANE << "; x < " << z.CG * CPLANE + kSlack << "; ++x) win[x] = 0.0f;\n"
+    << "  float acc[HPF_MR * HPF_NR] __attribute__((aligned(64)));\n"
+    // Row blocks innermost: a range continues down the same image's rows.
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    << "    const i64 rb = w % " << L(RBn) << ", mb = (w / " << L(RBn) << ") % " << L(MB) << ", g = (w / " << L(RBn * MB)
+    << ") % " << L(z.G) << ", n = w / " << L(RBn * MB * z.G) << ";\n"
+    << "    const i64 oh0 = rb * " << L(RB) << ", rows = " << L(z.OH) << " - oh0 < " << L(RB) << " ? " << L(z.OH)
+    << " - oh0 : " << L(RB) << ";\n"
+    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
+    << " - ic : " << L(MT) << ";\n"
+    << "    const i64 nq = (rows - 1) * " << L(WPP) << " + " << L(z.OW) << ";\n"
+    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(z.H * z.W) << ";\n"
+    // Window row y (padded coordinates), phase column pw: plane (y % SH, pw), row y / SH, columns
+    // x = col * SW + pw.
+    << "    for (i64 c = 0; c < " << L(z.CG) << "; ++c)\n"
+    << "      for (i64 y = 0; y < " << L(RP * z.SH) << "; ++y) {\n"
+    << "        const i64 ih = oh0 * " << L(z.SH) << " - " << L(z.PH) << " + y;\n"
+    << "        const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
+    << "        const " << xt << "* restrict src = xg + c * " << L(z.H * z.W) << " + (in ? ih : 0) * " << L(z.W) << ";\n"
+    << "        for (i64 pw = 0; pw < " << L(z.SW) << "; ++pw) {\n"
+    << "          float* restrict d = win + c * " << L(CPLANE) << " + ((y % " << L(z.SH) << ") * " << L(z.SW)
+    << " + pw) * " << L(PLANE) << " + (y / " << L(z.SH) << ") * " << L(WPP) << ";\n"
+    // Columns col with iw = col * SW + pw - PW inside [0, W): [lo, hi), zeros around them.
+    << "          const i64 o = pw - " << L(z.PW) << ";\n"
+    << "          i64 lo = o >= 0 ? 0 : (-o + " << L(z.SW - 1) << ") / " << L(z.SW) << ";\n"
+    << "          i64 hi = " << L(z.W) << " - 1 - o < 0 ? 0 : (" << L(z.W) << " - 1 - o) / " << L(z.SW) << " + 1;\n"
+    << "          if (!in) lo = hi = 0;\n"
+    << "          if (hi > " << L(WPP) << ") hi = " << L(WPP) << ";\n"
+    << "          if (lo > hi) lo = hi;\n"
+    << "          for (i64 col = 0; col < lo; ++col) d[col] = 0.0f;\n"
+    << "          for (i64 col = lo; col < hi; ++col) d[col] = " << c_load_operand(X.dtype, "src[col * " + L(z.SW) + " + o]")
+    << ";\n"
+    << "          for (i64 col = hi; col < " << L(WPP) << "; ++col) d[col] = 0.0f;\n"
+    << "        }\n"
+    << "      }\n"
+    << "    for (i64 q0 = 0; q0 < nq; q0 += HPF_NR)\n"
+    << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+    << "        for (i64 x = 0; x < HPF_MR * HPF_NR; ++x) acc[x] = 0.0f;\n"
+    << "        for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
+    << "          const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
+    << "          hpf_mm_micro_tab(kc, Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
+    << " + (ic + ir) * kc, win + q0, hpf_conv_koff + pc, acc);\n"
+    << "        }\n"
+    // The panel's positions in runs of one output row each.
+    << "        for (i64 ii = 0; ii < HPF_MR && ir + ii < mc; ++ii) {\n"
+    << "          const i64 mo = g * " << L(z.MG) << " + ic + ir + ii;\n"
+    << "          for (i64 q = q0; q < q0 + HPF_NR && q < nq;) {\n"
+    << "            const i64 ol = q / " << L(WPP) << ", ow = q % " << L(WPP) << ";\n"
+    << "            if (ow >= " << L(z.OW) << ") {\n"
+    << "              q += " << L(WPP) << " - ow;\n"
+    << "              continue;\n"
+    << "            }\n"
+    << "            i64 len = " << L(z.OW) << " - ow;\n"
+    << "            if (q0 + HPF_NR - q < len) len = q0 + HPF_NR - q;\n"
+    << "            const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + (oh0 + ol) * " << L(z.OW) << " + ow;\n"
+    << "            float* restrict a = acc + ii * HPF_NR + (q - q0);\n"
+    << "            (void)yo;\n";
+  s << fin.loop("len");
+  s << "            " << store_row(spec, "(Y + yo)", "a", "len") << "            q += len;\n"
+    << "          }\n"
+    << "        }\n"
+    << "      }\n"
+    << "  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, RB * z.OW * MT * K);
+  return GeneratedKernel{name, s.str(), z.N * z.G * MB * RBn, std::max<int64_t>(1, (1 << 20) / per_item)};
+}
+
+}  // namespace hpf::jit::conv
