@@ -547,23 +547,30 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(z.DH) << " + ih0 >= " << L(z.H) << ") --kh_hi;\n"
     << "    const float* restrict xb = xp + (ih0 - ib) * " << L(WP) << ";\n"
     << "    const i64 yo = ((n * " << L(z.M) << " + mo) * " << L(z.OH) << " + oh) * " << L(z.OW) << ";\n"
-    << "    (void)yo;\n"
-    << "    for (i64 j0 = 0; j0 < " << L(z.OW) << "; j0 += " << CB << ") {\n"
-    << "      float a[" << CB << "];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "      for (int jj = 0; jj < " << CB << "; ++jj) a[jj] = 0.0f;\n"
-    << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh)\n"
-    << "        for (i64 kw = 0; kw < " << L(z.KW) << "; ++kw) {\n"
-    << "          const float wk = wv[kh * " << L(z.KW) << " + kw];\n"
-    << "          const i64 o = kw * " << L(z.DW) << ";\n"
-    << "          const float* restrict xr = xb + kh * " << L(z.DH * WP) << " + (o % " << S << ") * " << L(WP / S)
-    << " + o / " << S << " + j0;\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "          for (int jj = 0; jj < " << CB << "; ++jj) a[jj] += wk * xr[jj];\n"
-    << "        }\n"
-    << "      const i64 nn = " << L(z.OW) << " - j0 < " << CB << " ? " << L(z.OW) << " - j0 : " << CB << ";\n";
-  s << fin.loop("nn");
-  s << "      " << store_row(spec, "(Y + yo + j0)", "a", "nn") << "    }\n    }\n  }\n}\n";
+    << "    (void)yo;\n";
+  // A block of `width` output columns from j0, the width a constant (the accumulators stay in
+  // registers, the finish and the store are whole vectors): full blocks of CB, then the rest.
+  auto block = [&](int64_t width) {
+    std::ostringstream b;
+    b << "      float a[" << width << "];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int jj = 0; jj < " << width << "; ++jj) a[jj] = 0.0f;\n"
+      << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh)\n"
+      << "        for (i64 kw = 0; kw < " << L(z.KW) << "; ++kw) {\n"
+      << "          const float wk = wv[kh * " << L(z.KW) << " + kw];\n"
+      << "          const i64 o = kw * " << L(z.DW) << ";\n"
+      << "          const float* restrict xr = xb + kh * " << L(z.DH * WP) << " + (o % " << S << ") * " << L(WP / S)
+      << " + o / " << S << " + j0;\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "          for (int jj = 0; jj < " << width << "; ++jj) a[jj] += wk * xr[jj];\n"
+      << "        }\n"
+      << fin.loop(L(width)) << "      " << store_row(spec, "(Y + yo + j0)", "a", L(width));
+    return b.str();
+  };
+  const int64_t rest = z.OW % CB;
+  s << "    for (i64 j0 = 0; j0 + " << CB << " <= " << L(z.OW) << "; j0 += " << CB << ") {\n" << block(CB) << "    }\n";
+  if (rest) s << "    {\n      const i64 j0 = " << L(z.OW - rest) << ";\n" << block(rest) << "    }\n";
+  s << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, RB * z.OW * KK);
   return GeneratedKernel{name, s.str(), z.N * z.M * NB, std::max<int64_t>(1, 65536 / per_item)};
 }
