@@ -135,6 +135,9 @@ int64_t depthwise_rows(const conv::Shape& z, int64_t rows) { return (rows - 1) *
 // up to this many taps (the table is taps x HPF_NC 32-bit offsets on the stack).
 constexpr int64_t kTableRowsBelow = 32;
 constexpr int64_t kMaxTableTaps = 64;
+// The deepest K the rows pointwise kernel copies a ragged (or 16-bit) pixel block for: its
+// K x 64 FP32 panel on the stack (512 KiB); deeper ones take the implicit GEMM.
+constexpr int64_t kPointwiseRowsDepth = 2048;
 // Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
 constexpr int64_t kPointwiseTiles = 16;
 
@@ -365,10 +368,11 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
 // image, a plain GEMM whose B (X, a channel's pixels contiguous) needs no packing. A work item is
 // one block of HPF_NC pixels and up to MT output channels; per tile of HPF_MR channels the
 // microkernel sums over all of K (slice after slice of the packed weights) into a small tile,
-// reading FP32 pixels in place (a ragged block or 16-bit input is copied, converted, into a
-// zero-padded panel per slice), and the tile's rows are finished and stored at once, while in L1:
-// no tile of MT rows to clear, reload and finish afterwards, which cost ResNet-50's 64-deep layers
-// a fifth of their time.
+// reading FP32 pixels in place (a ragged block, or 16-bit input, is first copied, converted, into
+// a zero-padded K x HPF_NC panel, once per work item), and the tile's rows are finished and stored
+// at once, while in L1: no tile of MT rows to clear, reload and finish afterwards, which cost
+// ResNet-50's 64-deep layers a fifth of their time. K is at most kPointwiseRowsDepth where the
+// panel is copied (it is on the stack).
 Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                               bool has_b, const std::string& head, const std::string& epi_ptrs,
                                               const std::string& name) {
@@ -378,12 +382,12 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   HPF_ASSIGN_OR_RETURN(const int64_t max_rows, tile_rows(spec));
   const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR);
   const char* xt = c_storage_type(X.dtype);
-  const bool x32 = X.dtype == DType::F32;
+  const bool x32 = X.dtype == DType::F32, copies = !x32 || P % kGemmNC != 0;
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, "float", has_b, epi_ptrs)
-    << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+    << (copies ? "  float bpanel[" + std::to_string(K * kGemmNC) + "] __attribute__((aligned(64)));\n" : "")
     << "  float acc[HPF_MR * HPF_NC] __attribute__((aligned(64)));\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
@@ -391,24 +395,28 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << "    const i64 p0 = pb * HPF_NC, nc = " << L(P) << " - p0 < HPF_NC ? " << L(P) << " - p0 : HPF_NC;\n"
     << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
     << " - ic : " << L(MT) << ";\n"
-    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n"
-    << "    for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+    << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n";
+  if (x32)
+    s << "    const float* restrict bp = xg;\n"
+      << "    i64 bsk = " << L(P) << ";\n";
+  else
+    s << "    const float* restrict bp = bpanel;\n"
+      << "    i64 bsk = HPF_NC;\n";
+  if (copies)
+    s << (x32 ? "    if (nc < HPF_NC) {\n" : "    {\n")
+      << "      for (i64 k = 0; k < " << L(K) << "; ++k)\n"
+      << "        for (i64 j = 0; j < HPF_NC; ++j)\n"
+      << "          bpanel[k * HPF_NC + j] = j < nc ? " << c_load_operand(X.dtype, "xg[k * " + L(P) + " + j]") << " : 0.0f;\n"
+      << "      bp = bpanel;\n"
+      << "      bsk = HPF_NC;\n"
+      << "    }\n";
+  s << "    for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
     << "      for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
     // The packed slice's tile (conv_packing.hpp, "rows").
-    << "        const float* restrict wp = Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
-    << " + (ic + ir) * kc;\n";
-  if (x32)
-    s << "        if (nc == HPF_NC) {\n"
-      << "          hpf_mm_micro_bx(kc, wp, HPF_MR, 1, xg + pc * " << L(P) << ", " << L(P) << ", HPF_VW, acc, HPF_NC);\n"
-      << "          continue;\n"
-      << "        }\n";
-  s << "        for (i64 q = 0; q < kc; ++q)\n"
-    << "          for (i64 j = 0; j < HPF_NC; ++j)\n"
-    << "            bpack[q * HPF_NC + j] = j < nc ? " << c_load_operand(X.dtype, "xg[(pc + q) * " + L(P) + " + j]")
-    << " : 0.0f;\n"
-    << "        hpf_mm_micro_bx(kc, wp, HPF_MR, 1, bpack, HPF_NC, HPF_VW, acc, HPF_NC);\n"
+    << "        hpf_mm_micro_bx(kc, Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
+    << " + (ic + ir) * kc, HPF_MR, 1, bp + pc * bsk, bsk, HPF_VW, acc, HPF_NC);\n"
     << "      }\n"
     << "      for (i64 ii = 0; ii < HPF_MR && ir + ii < mc; ++ii) {\n"
     << "        const i64 mo = g * " << L(z.MG) << " + ic + ir + ii;\n"
@@ -638,7 +646,8 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
     if (amx) return conv::amx_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
     if (cols) return pointwise ? conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name)
                                : conv::direct(spec, z, kinds, has_b, head, epi_ptrs, name);
-    if (pointwise) return conv_pointwise_rows(spec, z, kinds, has_b, head, epi_ptrs, name);
+    if (pointwise && (z.CG <= kPointwiseRowsDepth || (X.dtype == DType::F32 && (z.H * z.W) % kGemmNC == 0)))
+      return conv_pointwise_rows(spec, z, kinds, has_b, head, epi_ptrs, name);
     if (conv::phase_fits(z)) {
       HPF_ASSIGN_OR_RETURN(const int64_t max_rows, tile_rows(spec));
       return conv::phase_rows(spec, z, kinds, has_b, max_rows, head, epi_ptrs, name);

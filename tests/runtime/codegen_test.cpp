@@ -1379,6 +1379,32 @@ TEST_CASE("codegen: Conv with packed weights: pointwise rows layout") {
   CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
   check_graph(b, {random_tensor({1, 64, 12, 12}, DType::F32, 698), random_tensor({1, 200, 12, 12}, DType::F32, 699)},
               4e-5, true);
+  // F16 input with FP32 weights (activations narrowed, weights kept): whole blocks converted too.
+  if (!plugin().skip.empty()) return;
+  jit::KernelSpec mixed;
+  mixed.family = "conv";
+  mixed.inputs = {{DType::F16, {1, 40, 8, 16}}, {DType::F32, {30, 40, 1, 1}}};
+  mixed.outputs = {{DType::F32, {1, 30, 8, 16}}};
+  const jit::KernelSpec mp = jit::conv_spec_with_packed_weights(mixed);
+  REQUIRE(jit::attr_s(mp.attrs, "w_layout") == "rows");
+  const Tensor x16 = random_tensor({1, 40, 8, 16}, DType::F16, 700), w = random_tensor({30, 40, 1, 1}, DType::F32, 701);
+  Tensor wp(DType::F32, mp.inputs[1].shape), out(DType::F32, {1, 30, 8, 16});
+  jit::pack_conv_weights(mp, reinterpret_cast<const float*>(w.bytes().data()), reinterpret_cast<float*>(wp.bytes().data()));
+  auto k = jit::generate_c(mp);
+  REQUIRE(k.ok());
+  plugin().run(*k, {const_cast<std::byte*>(x16.bytes().data()), wp.bytes().data(), out.bytes().data()});
+  GraphBuilder rb("pointwise_f32");
+  auto rx = rb.input("x", DType::F32, {1, 40, 8, 16});
+  rb.output(rb.op1("Conv", {rx, rb.constant(w)}), "y");
+  auto rg = rb.build();
+  REQUIRE(rg.ok());
+  const std::vector<float> xv = x16.to_f32();
+  auto want = ref::run(*rg, {*Tensor::from_f32({1, 40, 8, 16}, xv)});
+  REQUIRE(want.ok());
+  const std::vector<float> got = out.to_f32(), ref_v = (*want)[0].to_f32();
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - ref_v[i]) / (1.0 + std::abs(ref_v[i])));
+  CHECK(worst <= 1e-5);
 }
 
 // Shallow Convs of several taps (fewer than 16 input channels per group) with "rows"-packed
