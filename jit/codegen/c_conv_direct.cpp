@@ -29,7 +29,7 @@ namespace hpf::jit::conv {
 namespace {
 constexpr int64_t kMaxWindowBytes = 256 * 1024;  // the window on the stack, at most
 constexpr int64_t kMaxPositions = 256;           // block positions (RB * WPP), about: the tile is 64 floats each
-constexpr int64_t kChannelSlice = 64;            // channels per microkernel call
+constexpr int64_t kChannelSlice = 128;           // channels per microkernel call
 // Input channels per group, at least: each microkernel call sums over this many (a 3-channel
 // stem would load and store its tile every 3 FMAs per row; the patch-packing kernel sums
 // over all taps at once).
@@ -88,22 +88,7 @@ Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const s
     << " - oh0 : " << L(RB) << ";\n"
     << "    const i64 nt = ((rows - 1) * " << L(WPP) << " + " << L(z.OW) << " + HPF_MR - 1) / HPF_MR;\n"
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(z.H * z.W) << ";\n"
-    // Window row y, phase column pw: plane (y % SH, pw), row y / SH, columns x = col * SW + pw.
-    << "    for (i64 c = 0; c < " << L(z.CG) << "; ++c)\n"
-    << "      for (i64 y = 0; y < " << L(YR) << "; ++y) {\n"
-    << "        const i64 ih = oh0 * " << L(z.SH) << " - " << L(z.PH) << " + y;\n"
-    << "        const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
-    << "        const " << xt << "* restrict src = xg + c * " << L(z.H * z.W) << " + (in ? ih : 0) * " << L(z.W) << ";\n"
-    << "        for (i64 pw = 0; pw < " << L(z.SW) << "; ++pw) {\n"
-    << "          float* restrict d = win + c * " << L(CPLANE) << " + ((y % " << L(z.SH) << ") * " << L(z.SW)
-    << " + pw) * " << L(PLANE) << " + (y / " << L(z.SH) << ") * " << L(WPP) << ";\n"
-    << "          for (i64 col = 0; col < " << L(WPP) << "; ++col) {\n"
-    << "            const i64 iw = col * " << L(z.SW) << " + pw - " << L(z.PW) << ";\n"
-    << "            d[col] = in && (unsigned long long)iw < " << L(z.W) << " ? " << c_load_operand(X.dtype, "src[iw]")
-    << " : 0.0f;\n"
-    << "          }\n"
-    << "        }\n"
-    << "      }\n"
+    << fill_window(z, xt, X.dtype, YR, WPP, PLANE, CPLANE)
     << "    for (i64 x = 0; x < nt * HPF_MR * " << kConvColBlock << "; ++x) acc[x] = 0.0f;\n"
     << "    const float* restrict wp = Wt + (g * " << L(CB) << " + cb) * " << L(K * kConvColBlock) << ";\n"
     << "    for (i64 c0 = 0; c0 < " << L(z.CG) << "; c0 += " << kChannelSlice << ") {\n"

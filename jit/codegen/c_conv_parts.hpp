@@ -56,6 +56,15 @@ std::string store_row(const KernelSpec& spec, const std::string& dst, const std:
 // two-vector shuffles; otherwise one value at a time.
 const char* tile_cols_source();
 
+// C statements filling the window of a block of output rows from oh0 (the direct and the
+// phase-plane kernels): for each of the group's CG channels (input `xg`, storage type `xt`, format
+// `x`), window rows y < `rows_y` (padded coordinates from oh0 * SH - PH) split by strides into
+// SH x SW phase planes of `wpp` columns, plane (y % SH, pw) row y / SH holding padded columns
+// col * SW + pw; `plane` floats per plane, `cplane` per channel; zeros where the padding is.
+// Each row's in-bounds columns are one strided copy (vectorised), its padding two fills.
+std::string fill_window(const Shape& z, const char* xt, DType x, int64_t rows_y, int64_t wpp, int64_t plane,
+                        int64_t cplane);
+
 inline int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 inline Shape shape_of(const ConvGeometry& g) {
