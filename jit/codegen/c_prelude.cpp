@@ -71,7 +71,14 @@ static inline void hpf_store_bf16_row(u16* restrict dst, const float* restrict s
     hpf_u16x16 r = hpf_f32_bf16_x16(x);
     __builtin_memcpy(dst + j, &r, 32);
   }
-  for (; j < n; ++j) dst[j] = hpf_f32_bf16(src[j]);
+  if (j < n) { /* the rest through one zero-padded vector: short rows (7, 14 values) stay vector code */
+    float t[16] = {0};
+    __builtin_memcpy(t, src + j, (unsigned long)(n - j) * 4);
+    hpf_f32x16 x;
+    __builtin_memcpy(&x, t, 64);
+    hpf_u16x16 r = hpf_f32_bf16_x16(x);
+    __builtin_memcpy(dst + j, &r, (unsigned long)(n - j) * 2);
+  }
 }
 /* F16 <-> F32: the hardware's conversions (F16C vcvtph2ps / vcvtps2ph, or AVX512-FP16) where the
    host has them: exact, round to nearest even, NaN quieted with its top payload bits kept, as
