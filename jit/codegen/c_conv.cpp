@@ -397,10 +397,10 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << " - ic : " << L(MT) << ";\n"
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n";
   if (x32)
-    s << "    const float* restrict bp = xg;\n"
+    s << "    const float* bp = xg;\n"
       << "    i64 bsk = " << L(P) << ";\n";
   else
-    s << "    const float* restrict bp = bpanel;\n"
+    s << "    const float* bp = bpanel;\n"
       << "    i64 bsk = HPF_NC;\n";
   if (copies)
     s << (x32 ? "    if (nc < HPF_NC) {\n" : "    {\n")
