@@ -111,7 +111,26 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
     }
   const char* xt = c_storage_type(X.dtype);
   const char* yt = c_storage_type(Y.dtype);
-  const std::string x_at = c_load(X.dtype, SW == 1 ? "xr[j + off]" : "xr[j * " + L(SW) + " + off]");
+  // With a column stride SW > 1 each input row is first split into SW phases of WT values (phase
+  // q: columns q, q + SW, ...; converted to FP32), so that every kernel column reads its output
+  // columns' inputs contiguously: kernel column kw (offset off = kw * DW - PW) reads phase
+  // phq[kw] = off mod SW at j + phb[kw], phb[kw] = floor(off / SW). A strided read kept the loop
+  // scalar (ResNet-50's 3x3 stride-2 MaxPool: 0.2 ms against ONNX Runtime's 0.07).
+  const int64_t WT = (W + SW - 1) / SW;
+  std::vector<int64_t> phq(KW), phb(KW);
+  for (int64_t kw = 0; kw < KW; ++kw) {
+    const int64_t off = kw * DW - PW;
+    phb[kw] = floor_div(off, SW);
+    phq[kw] = off - phb[kw] * SW;
+  }
+  const std::string x_at = SW == 1 ? c_load(X.dtype, "xr[j + off]") : "ph[phq[kw] * " + L(WT) + " + j + phb[kw]]";
+  // The statements splitting row `xr` into `ph` (nothing without a stride).
+  const std::string split =
+      SW == 1 ? ""
+              : "      for (i64 c = 0; c < " + L(W) + "; ++c) rf[c] = " + c_load(X.dtype, "xr[c]") + ";\n" +
+                    "      for (i64 t = 0; t < " + L(WT) + "; ++t)\n#pragma clang loop unroll(full)\n" +
+                    "        for (int q = 0; q < " + std::to_string(SW) + "; ++q) ph[q * " + L(WT) + " + t] = rf[t * " +
+                    std::to_string(SW) + " + q];\n";
   std::ostringstream s;
   s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
@@ -119,6 +138,9 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
     << array("i64", "lo", lo) << array("i64", "hi", hi);
   if (is_max) s << array("i64", "first", first);
   else s << array("i32", "cnt", include_pad ? pcnt : cnt);
+  if (SW > 1)
+    s << array("i64", "phq", phq) << array("i64", "phb", phb) << "  float rf[" << WT * SW << "], ph[" << WT * SW << "];\n"
+      << "  for (i64 c = " << L(W) << "; c < " << L(WT * SW) << "; ++c) rf[c] = 0.0f;\n";
   s << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
     << "  for (i64 r = begin; r < end; ++r) {\n"
     << "    const i64 oh = r % " << L(OH) << ", plane = r / " << L(OH) << ";\n"
@@ -139,8 +161,10 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
       << c_load(X.dtype, "xr[first[j] < 0 ? 0 : first[j]]") << ";\n    }\n"
       << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
       << "      const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
+      << split
       << "      for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
       << "        const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
+      << "        (void)off;\n"
       << "        for (i64 j = lo[kw]; j < j1; ++j) { const float v = " << x_at << "; acc[j] = v > acc[j] ? v : acc[j]; }\n"
       << "      }\n    }\n"
       << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "acc[j]") << ";\n";
@@ -155,8 +179,10 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
     s << "    for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = 0.0f;\n"
       << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
       << "      const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
+      << split
       << "      for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
       << "        const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
+      << "        (void)off;\n"
       << "        for (i64 j = lo[kw]; j < j1; ++j) acc[j] += " << x_at << ";\n"
       << "      }\n    }\n"
       // A window over padding only (without count_include_pad) divides 0 by 0: NaN, as the reference.
