@@ -602,7 +602,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
       << "#pragma clang loop unroll(full)\n"
       << "          for (int jj = 0; jj < " << cw << "; ++jj) a[jj] += wk * xr[jj];\n"
       << "        }\n"
-      << fin.loop(L(fw));
+      << fin.loop(L(fw), cw <= 16);
     if (stage)
       b << "#pragma clang loop unroll(full)\n"
         << "      for (int jj = 0; jj < " << width << "; ++jj) stg[(oh - oh0) * " << L(z.OW) << " + j0 + jj] = a[jj];\n";

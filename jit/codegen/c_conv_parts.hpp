@@ -27,9 +27,14 @@ struct Shape {
 struct Finish {
   std::string setup, per_value;
   // The loop applying it to `n` values of a row, setup first: empty when there is nothing to apply.
-  std::string loop(const std::string& n) const {
+  // `as_loop`: vectorised as a loop rather than unrolled first, for short rows of a constant
+  // length: unrolled, the straight-line code of an epilogue rounding to BF16 stayed scalar, and
+  // the accumulators with it (a BF16 7x7 depthwise layer with a Clip: 0.066 -> 0.036 ms); rows of
+  // 32 in registers are faster unrolled.
+  std::string loop(const std::string& n, bool as_loop = false) const {
     if (per_value.empty()) return "";
-    return "      {\n" + setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
+    return "      {\n" + setup + (as_loop ? "#pragma clang loop vectorize(enable) unroll(disable)\n" : "") +
+           "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
   }
 };
 // `kinds`: per input, how an epilogue operand broadcasts (epilogue_operand_kind); `bias`: the
