@@ -136,8 +136,9 @@ int64_t depthwise_rows(const conv::Shape& z, int64_t rows) { return (rows - 1) *
 constexpr int64_t kTableRowsBelow = 32;
 constexpr int64_t kMaxTableTaps = 64;
 // The deepest K the rows pointwise kernel copies a ragged (or 16-bit) pixel block for: its
-// K x 64 FP32 panel on the stack (512 KiB); deeper ones take the implicit GEMM.
-constexpr int64_t kPointwiseRowsDepth = 2048;
+// K x 64 FP32 panel on the stack (256 KiB, the direct kernel's window budget); deeper ones take
+// the implicit GEMM.
+constexpr int64_t kPointwiseRowsDepth = 1024;
 // Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
 constexpr int64_t kPointwiseTiles = 16;
 
