@@ -59,6 +59,37 @@ Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& 
   return f;
 }
 
+std::string channel_block(int64_t MG, int64_t MT) {
+  return "    const i64 ic = mb * " + L(MT) + ", mc = " + L(MG) + " - ic < " + L(MT) + " ? " + L(MG) + " - ic : " + L(MT) +
+         ";\n";
+}
+
+std::string fill_window(const Shape& z, const char* xt, DType x, int64_t rows_y, int64_t wpp, int64_t plane,
+                        int64_t cplane) {
+  std::ostringstream s;
+  s << "    for (i64 c = 0; c < " << L(z.CG) << "; ++c)\n"
+    << "      for (i64 y = 0; y < " << L(rows_y) << "; ++y) {\n"
+    << "        const i64 ih = oh0 * " << L(z.SH) << " - " << L(z.PH) << " + y;\n"
+    << "        const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
+    << "        const " << xt << "* restrict src = xg + c * " << L(z.H * z.W) << " + (in ? ih : 0) * " << L(z.W) << ";\n"
+    << "        for (i64 pw = 0; pw < " << L(z.SW) << "; ++pw) {\n"
+    << "          float* restrict d = win + c * " << L(cplane) << " + ((y % " << L(z.SH) << ") * " << L(z.SW)
+    << " + pw) * " << L(plane) << " + (y / " << L(z.SH) << ") * " << L(wpp) << ";\n"
+    // Columns col with iw = col * SW + pw - PW inside [0, W): [lo, hi), zeros around them.
+    << "          const i64 o = pw - " << L(z.PW) << ";\n"
+    << "          i64 lo = o >= 0 ? 0 : (-o + " << L(z.SW - 1) << ") / " << L(z.SW) << ";\n"
+    << "          i64 hi = " << L(z.W) << " - 1 - o < 0 ? 0 : (" << L(z.W) << " - 1 - o) / " << L(z.SW) << " + 1;\n"
+    << "          if (!in) lo = hi = 0;\n"
+    << "          if (hi > " << L(wpp) << ") hi = " << L(wpp) << ";\n"
+    << "          if (lo > hi) lo = hi;\n"
+    << "          for (i64 col = 0; col < lo; ++col) d[col] = 0.0f;\n"
+    << "          for (i64 col = lo; col < hi; ++col) d[col] = " << c_load_operand(x, "src[col * " + L(z.SW) + " + o]") << ";\n"
+    << "          for (i64 col = hi; col < " << L(wpp) << "; ++col) d[col] = 0.0f;\n"
+    << "        }\n"
+    << "      }\n";
+  return s.str();
+}
+
 const char* tile_cols_source() {
   static const std::string text = [] {
     // Stage d swaps bit d of the row index with bit d of the column index: rows r and r + d (r
@@ -143,10 +174,20 @@ constexpr int64_t kPointwiseRowsDepth = 1024;
 constexpr int64_t kPointwiseTiles = 16;
 
 using conv::Finish;
+using conv::channel_block;
 using conv::finish_value;
 using conv::round_up;
 using conv::store_row;
 using ConvShape = conv::Shape;
+
+// The C statements decoding work item `w` of the "rows" GEMM kernels: pixel block `pb` (HPF_NC of
+// the P output pixels from p0, nc of them real) innermost, then the block `mb` of MT output
+// channels (ic, mc), the group g and the image n.
+std::string pixel_item(const ConvShape& z, int64_t PB, int64_t MB, int64_t MT, int64_t P) {
+  return "    const i64 pb = w % " + L(PB) + ", mb = (w / " + L(PB) + ") % " + L(MB) + ", g = (w / " + L(MB * PB) +
+         ") % " + L(z.G) + ", n = w / " + L(MB * PB * z.G) + ";\n" + "    const i64 p0 = pb * HPF_NC, nc = " + L(P) +
+         " - p0 < HPF_NC ? " + L(P) + " - p0 : HPF_NC;\n" + channel_block(z.MG, MT);
+}
 
 // Output channels per work item of the "rows" kernels: at most kMaxTileRows, or what the "tile"
 // attribute "r<rows>" says (a multiple of the microkernel's rows; autotuning picks among
@@ -323,11 +364,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "  for (i64 w = begin; w < end; ++w) {\n"
     // Pixel blocks innermost: a range continues the same output rows (and input rows) block after
     // block, which the hardware prefetchers follow.
-    << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
-    << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
-    << "    const i64 p0 = pb * HPF_NC, nc = " << L(P) << " - p0 < HPF_NC ? " << L(P) << " - p0 : HPF_NC;\n"
-    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
-    << " - ic : " << L(MT) << ";\n"
+    << pixel_item(z, PB, MB, MT, P)
     // The offset table, or the segments of the pixel block: inside one output row and one
     // panel; past nc, zeros.
     << (table ? table_init
@@ -391,11 +428,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << (copies ? "  float bpanel[" + std::to_string(K * kGemmNC) + "] __attribute__((aligned(64)));\n" : "")
     << "  float acc[HPF_MR * HPF_NC] __attribute__((aligned(64)));\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
-    << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
-    << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
-    << "    const i64 p0 = pb * HPF_NC, nc = " << L(P) << " - p0 < HPF_NC ? " << L(P) << " - p0 : HPF_NC;\n"
-    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
-    << " - ic : " << L(MT) << ";\n"
+    << pixel_item(z, PB, MB, MT, P)
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n";
   if (x32)
     s << "    const float* bp = xg;\n"

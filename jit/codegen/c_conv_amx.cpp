@@ -92,8 +92,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n"
     << "    const i64 p0 = pb * " << L(PX) << ", nc = " << L(P) << " - p0 < " << L(PX) << " ? " << L(P)
     << " - p0 : " << L(PX) << ";\n"
-    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
-    << " - ic : " << L(MT) << ";\n"
+    << channel_block(z.MG, MT)
     // Segments of the pixel block: inside one output row; past nc, zeros.
     << "    i64 ns = 0;\n"
     << "    for (i64 j = 0; j < " << L(PX) << ";) {\n"

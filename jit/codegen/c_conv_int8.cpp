@@ -197,8 +197,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     s << "    const i64 p0 = pb * " << kPixels << ", nc = " << L(P) << " - p0 < " << kPixels << " ? " << L(P)
       << " - p0 : " << kPixels << ", cx0 = 0;\n    (void)cx0;\n";
   s
-    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
-    << " - ic : " << L(MT) << ";\n"
+    << conv::channel_block(z.MG, MT)
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << HW << ";\n";
   if (pointwise && !flat)
     s << "    for (i64 j = 0; j < nc; ++j) {\n"

@@ -53,6 +53,10 @@ std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, cons
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 
+// The C statement of a work item's block of output channels: `ic`, its first in the group, and
+// `mc`, how many (MT, or fewer in the group's last block), from the block index `mb`.
+std::string channel_block(int64_t MG, int64_t MT);
+
 // C text (after gemm_micro_source()) defining
 //   hpf_tile_cols(src, ni, dst, ldd): dst[j * ldd + i] = src[i * 64 + j] for i < ni, j < 64,
 // which turns a position-major tile of 64 output channels (the "cols" kernels' accumulator) into

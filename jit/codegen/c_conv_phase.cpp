@@ -35,32 +35,6 @@ int64_t plane_rows(const Shape& z, int64_t rows) { return rows + (z.KH - 1) * z.
 int64_t window_floats(const Shape& z, int64_t rows) { return z.CG * z.SH * z.SW * plane_rows(z, rows) * plane_cols(z); }
 }  // namespace
 
-std::string fill_window(const Shape& z, const char* xt, DType x, int64_t rows_y, int64_t wpp, int64_t plane,
-                        int64_t cplane) {
-  std::ostringstream s;
-  s << "    for (i64 c = 0; c < " << L(z.CG) << "; ++c)\n"
-    << "      for (i64 y = 0; y < " << L(rows_y) << "; ++y) {\n"
-    << "        const i64 ih = oh0 * " << L(z.SH) << " - " << L(z.PH) << " + y;\n"
-    << "        const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
-    << "        const " << xt << "* restrict src = xg + c * " << L(z.H * z.W) << " + (in ? ih : 0) * " << L(z.W) << ";\n"
-    << "        for (i64 pw = 0; pw < " << L(z.SW) << "; ++pw) {\n"
-    << "          float* restrict d = win + c * " << L(cplane) << " + ((y % " << L(z.SH) << ") * " << L(z.SW)
-    << " + pw) * " << L(plane) << " + (y / " << L(z.SH) << ") * " << L(wpp) << ";\n"
-    // Columns col with iw = col * SW + pw - PW inside [0, W): [lo, hi), zeros around them.
-    << "          const i64 o = pw - " << L(z.PW) << ";\n"
-    << "          i64 lo = o >= 0 ? 0 : (-o + " << L(z.SW - 1) << ") / " << L(z.SW) << ";\n"
-    << "          i64 hi = " << L(z.W) << " - 1 - o < 0 ? 0 : (" << L(z.W) << " - 1 - o) / " << L(z.SW) << " + 1;\n"
-    << "          if (!in) lo = hi = 0;\n"
-    << "          if (hi > " << L(wpp) << ") hi = " << L(wpp) << ";\n"
-    << "          if (lo > hi) lo = hi;\n"
-    << "          for (i64 col = 0; col < lo; ++col) d[col] = 0.0f;\n"
-    << "          for (i64 col = lo; col < hi; ++col) d[col] = " << c_load_operand(x, "src[col * " + L(z.SW) + " + o]") << ";\n"
-    << "          for (i64 col = hi; col < " << L(wpp) << "; ++col) d[col] = 0.0f;\n"
-    << "        }\n"
-    << "      }\n";
-  return s.str();
-}
-
 bool phase_fits(const Shape& z) {
   // Shallow inputs only (deeper ones take the direct kernel), and at most an eighth of the
   // positions computed past the output rows' ends.
@@ -130,8 +104,7 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
     << ") % " << L(z.G) << ", n = w / " << L(RBn * MB * z.G) << ";\n"
     << "    const i64 oh0 = rb * " << L(RB) << ", rows = " << L(z.OH) << " - oh0 < " << L(RB) << " ? " << L(z.OH)
     << " - oh0 : " << L(RB) << ";\n"
-    << "    const i64 ic = mb * " << L(MT) << ", mc = " << L(z.MG) << " - ic < " << L(MT) << " ? " << L(z.MG)
-    << " - ic : " << L(MT) << ";\n"
+    << channel_block(z.MG, MT)
     << "    const i64 nq = (rows - 1) * " << L(WPP) << " + " << L(z.OW) << ";\n"
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(z.H * z.W) << ";\n"
     << fill_window(z, xt, X.dtype, RP * z.SH, WPP, PLANE, CPLANE)
