@@ -494,6 +494,16 @@ Plan plan_narrowing(const Graph& g, const std::string& narrowed) {
   return plan;
 }
 
+// Each output of `got` within `tol` (relative, plus 1) of `ref`'s.
+void check_close(const std::vector<Tensor>& got, const std::vector<Tensor>& ref, float tol) {
+  REQUIRE(got.size() == ref.size());
+  for (size_t k = 0; k < ref.size(); ++k) {
+    const std::vector<float> a = got[k].to_f32(), r = ref[k].to_f32();
+    REQUIRE(a.size() == r.size());
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - r[i]) <= tol * (1.0f + std::fabs(r[i])));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Conv, with the same values") {
@@ -535,11 +545,7 @@ TEST_CASE("session: a strided 1x1 Conv runs as a Slice and a unit-stride 1x1 Con
   REQUIRE_MESSAGE(exe.ok(), exe.status().message());
   auto got = exe->run(in);
   REQUIRE(got.ok());
-  for (size_t k = 0; k < want->size(); ++k) {
-    const std::vector<float> a = (*got)[k].to_f32(), r = (*want)[k].to_f32();
-    REQUIRE(a.size() == r.size());
-    for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - r[i]) <= 1e-5f * (1.0f + std::fabs(r[i])));
-  }
+  check_close(*got, *want, 1e-5f);
 }
 
 TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 Conv, with the same values") {
@@ -568,14 +574,6 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
                                   test::random_tensor({1, 32, 16, 16}, 91)};
   auto want = ref::run(*g, in);
   REQUIRE(want.ok());
-  auto close = [](const std::vector<Tensor>& got, const std::vector<Tensor>& ref, float tol) {
-    REQUIRE(got.size() == ref.size());
-    for (size_t k = 0; k < ref.size(); ++k) {
-      const std::vector<float> a = got[k].to_f32(), r = ref[k].to_f32();
-      REQUIRE(a.size() == r.size());
-      for (size_t i = 0; i < a.size(); ++i) CHECK(std::fabs(a[i] - r[i]) <= tol * (1.0f + std::fabs(r[i])));
-    }
-  };
 
   Graph rewritten = *g;
   auto cache = std::make_shared<SharedWeights>();
@@ -587,7 +585,7 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
       CHECK(std::get<V>(node.attrs.at("kernel_shape")) == V{1, 1});
   auto same = ref::run(rewritten, in);
   REQUIRE(same.ok());
-  close(*same, *want, 1e-6f);  // the same products (the reference sums in FP64)
+  check_close(*same, *want, 1e-6f);  // the same products (the reference sums in FP64)
 
   // Another compile of the model shares the reshaped weights through the cache.
   Graph again = *g;
@@ -607,5 +605,5 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
   REQUIRE_MESSAGE(exe.ok(), exe.status().message());
   auto got = exe->run(in);
   REQUIRE(got.ok());
-  close(*got, *want, 1e-5f);
+  check_close(*got, *want, 1e-5f);
 }
