@@ -14,6 +14,15 @@ inline void cpu_relax() {
   asm volatile("yield");
 #endif
 }
+// Spins while `busy()` holds, kSpin at most.
+template <class Busy>
+void spin_while(Busy busy) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  for (int spins = 1; busy(); ++spins) {
+    cpu_relax();
+    if (spins % 64 == 0 && std::chrono::steady_clock::now() > until) return;
+  }
+}
 }  // namespace
 
 struct ThreadPool::Job {
@@ -69,11 +78,7 @@ void ThreadPool::worker_loop() {
   for (;;) {
     if (jobs_.empty() && !stopping_) {
       lock.unlock();
-      const auto until = std::chrono::steady_clock::now() + kSpin;
-      for (int spins = 1; queued_.load(std::memory_order_acquire) == 0; ++spins) {
-        cpu_relax();
-        if (spins % 64 == 0 && std::chrono::steady_clock::now() > until) break;
-      }
+      spin_while([this] { return queued_.load(std::memory_order_acquire) == 0; });
       lock.lock();
     }
     work_ready_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
@@ -122,11 +127,7 @@ void ThreadPool::parallel_for(int64_t items, int64_t grain, RangeFn fn, void* co
   // ranges it took before letting go), then it may leave this stack frame. A worker usually
   // finishes its last range within microseconds: spin for it first, as the workers spin for
   // jobs (a sleep and a wake-up cost each launch 10-50 us on a VM, most of a small kernel).
-  const auto until = std::chrono::steady_clock::now() + kSpin;
-  for (int spins = 1; job.holders.load(std::memory_order_acquire) != 0; ++spins) {
-    cpu_relax();
-    if (spins % 64 == 0 && std::chrono::steady_clock::now() > until) break;
-  }
+  spin_while([&job] { return job.holders.load(std::memory_order_acquire) != 0; });
   std::unique_lock lock(mutex_);
   auto it = std::find(jobs_.begin(), jobs_.end(), &job);
   if (it != jobs_.end()) {
