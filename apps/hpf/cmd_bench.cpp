@@ -168,7 +168,9 @@ PowerSource power_source(const DeviceChoice& device) {
     p.note = "no hwdb: " + db.status().message();
     return p;
   }
-  auto product = device.plugin->name() == "cpu" ? db->match_cpu(detect_cpu()) : db->product(device.info().name);
+  const DeviceRecord& d = device.info();
+  auto product = device.plugin->name() == "cpu" ? db->match_cpu(detect_cpu())
+                                                : db->match_device({d.name, d.architecture, d.compute_units, d.memory_bytes});
   if (!product.ok()) {
     p.note = "no hwdb row for " + device.info().name + ": " + product.status().message();
     return p;

@@ -207,8 +207,10 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
   po.policy = policy;
   // The roofline of the device the plans run on: the host CPU's by default, a GPU's from the hwdb.
   if (hpf::Plugin* p = so.plugin.empty() || so.plugin == "cpu" ? nullptr : hpf::PluginHost::shared().plugin(so.plugin);
-      p && !p->devices().empty())
-    po.device_model = hpf::DeviceModel::product(p->best_device().name);
+      p && !p->devices().empty()) {
+    const hpf::DeviceRecord& d = p->best_device();
+    po.device_model = hpf::DeviceModel::device({d.name, d.architecture, d.compute_units, d.memory_bytes});
+  }
   hpf::PlannerReport report;
   HPF_ASSIGN_OR_RETURN(hpf::Plan plan, hpf::plan_auto(g, po, ev.evaluators(), &calib, &report));
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

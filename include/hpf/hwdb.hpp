@@ -46,6 +46,14 @@ struct Peak {
   std::string source;
 };
 
+// An accelerator as its plugin describes it (hpf_device_info).
+struct DeviceQuery {
+  std::string name;          // "NVIDIA H200"
+  std::string architecture;  // "sm_90", "gfx942"; may be empty
+  int64_t units = 0;         // SMs or CUs; 0 = unknown
+  uint64_t memory_bytes = 0; // 0 = unknown
+};
+
 struct Product {
   std::string name, short_name, vendor, segment, source;
   Architecture arch;
@@ -97,6 +105,16 @@ class Database {
   // count if there is one; otherwise a generic product whose peaks are computed from the CPU's
   // cores, clock and per-core throughput of its best features, with a note saying so.
   Expected<Product> match_cpu(const CpuInfo& cpu) const;
+
+  // Maps an accelerator, as its plugin describes it, to a database row. Drivers name boards
+  // more briefly than datasheets ("NVIDIA H200" is the row "NVIDIA H200 SXM 141GB", "NVIDIA
+  // A100-SXM4-80GB" the row "NVIDIA A100 SXM4 80GB"): an exact full or short name first; else
+  // the products of the device's architecture (when the database knows it) whose name holds
+  // the device name's model token (its first word with a digit: "h200", "a100", "mi300x"),
+  // ranked by the same unit count, then by the most words in common, then by the nearest memory
+  // size. The product's note says how it was matched and which rows tied. Not found: no
+  // product has the model token.
+  Expected<Product> match_device(const DeviceQuery& device) const;
 
  private:
   Database(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}

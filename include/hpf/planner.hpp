@@ -48,7 +48,7 @@ struct DeviceModel {
   // for matrix units (MatMul, Gemm, Conv, ConvTranspose) and vector units (everything else).
   std::map<std::string, double> matrix_tflops, vector_tflops;
   double bandwidth_gbs = kDefaultBandwidthGbs;
-  std::vector<std::string> notes;  // which defaults were used, and why
+  std::vector<std::string> notes;  // how the hwdb row was matched; which defaults were used, and why
 
   // The peak a node of mode `m` reaches: the format's peak on those units; a format without
   // one computes at the FP32 peak (converted on load: no faster than FP32); no FP32 peak:
@@ -61,9 +61,10 @@ struct DeviceModel {
   // The host CPU as the hwdb matches it (Database::open(), match_cpu(detect_cpu())); when the
   // database cannot be opened, the defaults, with a note saying why.
   static DeviceModel host();
-  // The hwdb product of that name (a GPU as its plugin names it: "NVIDIA H200"); when there is
-  // none, the defaults, with a note saying why.
-  static DeviceModel product(const std::string& name);
+  // The hwdb product of an accelerator as its plugin describes it (Database::match_device:
+  // "NVIDIA H200" is the row "NVIDIA H200 SXM 141GB"); when there is none, the defaults, with a
+  // note saying why.
+  static DeviceModel device(const hwdb::DeviceQuery& device);
 };
 
 // ---------------------------------------------------------------------------------------------

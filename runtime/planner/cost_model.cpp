@@ -142,13 +142,17 @@ DeviceModel DeviceModel::host() {
   return from_product(*p);
 }
 
-DeviceModel DeviceModel::product(const std::string& name) {
+DeviceModel DeviceModel::device(const hwdb::DeviceQuery& device) {
   auto db = hwdb::Database::open();
-  auto p = db.ok() ? db->product(name) : Expected<hwdb::Product>(db.status());
-  if (p.ok()) return from_product(*p);
+  auto p = db.ok() ? db->match_device(device) : Expected<hwdb::Product>(db.status());
+  if (p.ok()) {
+    DeviceModel d = from_product(*p);
+    if (!p->note.empty()) d.notes.push_back(p->note);
+    return d;
+  }
   DeviceModel d;
-  d.name = name + " (defaults)";
-  d.notes.push_back("no hwdb figures for " + name + " (" + p.status().message() + "): " +
+  d.name = device.name + " (defaults)";
+  d.notes.push_back("no hwdb figures for " + device.name + " (" + p.status().message() + "): " +
                     std::to_string(kDefaultPeakTflops) + " TFLOPS and " + std::to_string(kDefaultBandwidthGbs) +
                     " GB/s assumed");
   return d;

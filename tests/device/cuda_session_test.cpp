@@ -130,7 +130,8 @@ TEST_CASE("device cuda session: the auto plan made on the GPU stays within its b
     po.device = s->device_formats();
     {  // the GPU's roofline from the hwdb, as hpf run --device cuda plans with
       device::GpuTarget t = device::find_gpu(plugin_dir());
-      po.device_model = DeviceModel::product(t.plugin->devices()[t.device].name);
+      const DeviceRecord& d = t.plugin->devices()[t.device];
+      po.device_model = DeviceModel::device({d.name, d.architecture, d.compute_units, d.memory_bytes});
     }
     PlannerReport report;
     const auto t0 = std::chrono::steady_clock::now();

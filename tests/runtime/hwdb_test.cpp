@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "hpf/hwdb.hpp"
+#include "hpf/planner.hpp"
 
 using namespace hpf;
 
@@ -177,6 +178,45 @@ TEST_CASE("hwdb lookups: names, short names, architectures, errors") {
   auto not_db = hwdb::Database::open(std::string(HPF_SOURCE_DIR) + "/hwdb/schema.sql");
   REQUIRE_FALSE(not_db.ok());
   CHECK(not_db.status().message().find("is not a libhpf hardware database") != std::string::npos);
+}
+
+TEST_CASE("hwdb match_device: a driver's board name to its datasheet row") {
+  auto db = open_db();
+  const uint64_t gib = 1ull << 30;
+  auto match = [&](hwdb::DeviceQuery q) {
+    auto p = db.match_device(q);
+    REQUIRE_MESSAGE(p.ok(), q.name, ": ", p.status().message());
+    return *p;
+  };
+  // What the H200 run's plugin reported (143771 MiB): the only H200 row.
+  auto h200 = match({"NVIDIA H200", "sm_90", 132, 143771ull << 20});
+  CHECK(h200.name == "NVIDIA H200 SXM 141GB");
+  CHECK(h200.note == "matched 'NVIDIA H200' by its model 'h200' and unit count (132)");
+  // The SXM H100's driver name says neither SXM nor PCIe: its 132 SMs tell (the PCIe board has 114).
+  CHECK(match({"NVIDIA H100 80GB HBM3", "sm_90", 132, 80 * gib}).short_name == "h100-sxm");
+  CHECK(match({"NVIDIA H100 PCIe", "sm_90", 114, 80 * gib}).short_name == "h100-pcie");
+  // Same SM count: the words in common decide.
+  CHECK(match({"NVIDIA A100-SXM4-80GB", "sm_80", 108, 80 * gib}).short_name == "a100-sxm-80gb");
+  CHECK(match({"NVIDIA A100 80GB PCIe", "sm_80", 108, 80 * gib}).short_name == "a100-pcie-80gb");
+  // Nothing tells the two A100s apart: the first is taken and the note names the other.
+  auto a100 = match({"NVIDIA A100", "", 0, 0});
+  CHECK(a100.note.find("as good a match: ") != std::string::npos);
+  // An exact name needs no note; the architecture is not consulted then.
+  auto mi300 = match({"AMD Instinct MI300X", "gfx942", 304, 192 * gib});
+  CHECK(mi300.short_name == "mi300x");
+  CHECK(mi300.note.empty());
+  // Errors name what was looked for.
+  auto wrong_arch = db.match_device({"NVIDIA H200", "sm_80", 132, 0});
+  REQUIRE_FALSE(wrong_arch.ok());
+  CHECK(wrong_arch.status().message() ==
+        "hwdb: no product 'NVIDIA H200' and none named with 'h200' of architecture ampere-ga100 (see hpf hwdb list)");
+  auto no_model = db.match_device({"Some Accelerator", "", 0, 0});
+  REQUIRE_FALSE(no_model.ok());
+  CHECK(no_model.status().message() == "hwdb: no product 'Some Accelerator', and the name has no model number to match by");
+  // The planner's roofline for a GPU takes the matched row.
+  auto model = DeviceModel::device({"NVIDIA H200", "sm_90", 132, 0});
+  CHECK(model.name == "NVIDIA H200 SXM 141GB");
+  CHECK(model.bandwidth_gbs == 4800);
 }
 
 TEST_CASE("hwdb recommend: a ranked, reasoned choice per scenario, consistent with the data") {
