@@ -44,6 +44,16 @@ namespace {
 constexpr int64_t kGemvMaxRows = 4;
 constexpr int64_t kColGroup = 128;    // GEMM columns per work item (two NC blocks)
 constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
+// The GEMV prefetches each panel this far ahead, one cache line at a time: the hardware
+// prefetcher alone leaves the 16-bit and integer formats 10-25% short of the bandwidth the FP32
+// GEMV gets on one core (4096x4096 on Zen 5: F16 0.96 -> 0.80 ms, INT8 0.53 -> 0.42, INT4 0.45
+// -> 0.33; FP32 unchanged).
+constexpr int64_t kGemvPrefetchBytes = 2048;
+
+// Bytes of one panel row (16 columns) in a weight format.
+int64_t panel_row_bytes(const std::string& f) {
+  return f == "f32" ? 64 : f == "i8" ? 16 : f == "i4" ? 8 : 32;
+}
 
 // Loads of one panel row as 16 floats, per format. `wq_row(p, k)` reads panel p, row k; for
 // i4 it gives q (the signed value).
@@ -158,6 +168,14 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "];\n  (void)S;\n";
   const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
   if (gemv) {
+    const int64_t row_bytes = panel_row_bytes(f), rows_per_line = 64 / row_bytes;
+    // Emitted right after `av` is read, at the loop's indentation.
+    auto prefetch = [&](const std::string& indent) {
+      return indent + "if (nc == " + std::to_string(kPanelsPerItem) + (rows_per_line > 1 ? " && (k & " + std::to_string(rows_per_line - 1) + ") == 0" : "") +
+             ")\n" + indent + "  for (int c = 0; c < " + std::to_string(kPanelsPerItem) +
+             "; ++c) __builtin_prefetch((const u8*)W + ((p0 + c) * " + L(K) + " + k + " +
+             std::to_string(kGemvPrefetchBytes / row_bytes) + ") * " + std::to_string(row_bytes) + ");\n";
+    };
     s << "  float arow[" << K << "] __attribute__((aligned(64)));\n"
       << "  for (i64 i = 0; i < " << L(M) << "; ++i) {\n"
       << "    for (i64 p = 0; p < " << L(K) << "; ++p) arow[p] = " << a_load << ";\n";
@@ -176,6 +194,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
         << "          for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] = (hpf_f32x16){};\n"
         << "          for (i64 k = g * " << L(G) << "; k < (g + 1) * " << L(G) << "; ++k) {\n"
         << "            const float av = arow[k];\n"
+        << prefetch("            ")
         << "            if (nc == " << kPanelsPerItem << ") {\n"
         << "#pragma clang loop unroll(full)\n"
         << "              for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] += av * wq_row(W, p0 + c, k);\n"
@@ -188,6 +207,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     else
       s << "        for (i64 k = 0; k < " << L(K) << "; ++k) {\n"
         << "          const float av = arow[k];\n"
+        << prefetch("          ")
         << "          if (nc == " << kPanelsPerItem << ") {\n"
         << "#pragma clang loop unroll(full)\n"
         << "            for (int c = 0; c < " << kPanelsPerItem << "; ++c) acc[c] += av * wq_row(W, p0 + c, k);\n"
