@@ -64,31 +64,57 @@ typedef float hpf_vfu __attribute__((vector_size(32), aligned(4)));
 #define HPF_KC 128
 #define HPF_NC 64
 #define HPF_MC 132
-/* min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
+/* acc (mr x NR, row stride ldc) += A (mr x kc: a(i, p) at ap[p * ask + i * asi]) times B (kc x NR:
+   vector v of row p at bp + p * bsk + v * bsv). mr is a constant at every call (the full tile or a
+   piece of a ragged one), so the rows past it vanish when this is inlined.
+   min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
    accumulators in two and spill them. */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_bx(
-    i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_r(
+    int mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
     float* restrict acc, i64 ldc) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
+    for (int v = 0; v < HPF_NV; ++v)
+      if (i < mr) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
   for (i64 p = 0; p < kc; ++p) {
     hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);  /* any alignment */
 #pragma clang loop unroll(full)
     for (int i = 0; i < HPF_MR; ++i) {
-      const float a = ap[p * ask + i * asi];
+      if (i < mr) {
+        const float a = ap[p * ask + i * asi];
 #pragma clang loop unroll(full)
-      for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
+        for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
+      }
     }
   }
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+    for (int v = 0; v < HPF_NV; ++v)
+      if (i < mr) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+}
+#define hpf_mm_micro_bx(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc) \
+  hpf_mm_micro_r(HPF_MR, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
+/* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
+   none read past mr). */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest(
+    i64 mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc) {
+  if (mr & 4) {
+    hpf_mm_micro_r(4, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+    ap += 4 * asi;
+    acc += 4 * ldc;
+  }
+  if (mr & 2) {
+    hpf_mm_micro_r(2, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+    ap += 2 * asi;
+    acc += 2 * ldc;
+  }
+  if (mr & 1) hpf_mm_micro_r(1, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
 }
 #define hpf_mm_micro_ex(kc, ap, ask, asi, bp, acc, ldc) hpf_mm_micro_bx((kc), (ap), (ask), (asi), (bp), HPF_NR, HPF_VW, (acc), (ldc))
 #define hpf_mm_micro(kc, ap, bp, acc) hpf_mm_micro_ex((kc), (ap), HPF_MR, 1, (bp), (acc), HPF_NC)
@@ -223,24 +249,16 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << " : 0.0f; }\n"
       << "            }\n";
   else {
-    // A ragged block (and any block of 16-bit rows, below) column by column, zero past mr.
-    const std::string ragged =
-        std::string("            for (i64 ii = 0; ii < HPF_MR; ++ii) {\n") +
-        "              const i64 i = ic + ir + ii;\n"
-        "              if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = " +
-        c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") + "; }\n"
-        "              else for (i64 q = 0; q < kc; ++q) apack[q * HPF_MR + ii] = 0.0f;\n"
-        "            }\n";
     if (A.dtype == DType::F32)
-      // FP32 rows need no packing: a full MR block is read in place (MR row streams, one broadcast
-      // each per k), which saves a copy of A per column block.
-      s << "            if (mr == HPF_MR) {\n"
+      // FP32 rows need no packing: a block is read in place (MR row streams, one broadcast each
+      // per k), which saves a copy of A per column block; a ragged one exactly (pieces of 4, 2, 1).
+      s << "            {\n"
         << "              const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
         << "              for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-        << "                hpf_mm_micro_ex(kc, ar, 1, " << ll(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "                if (mr == HPF_MR) hpf_mm_micro_ex(kc, ar, 1, " << ll(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "                else hpf_mm_micro_rest(mr, kc, ar, 1, " << ll(K) << ", bpack + jp * HPF_KC, HPF_NR, HPF_VW, acc + ir * HPF_NC + jp, HPF_NC);\n"
         << "              continue;\n"
-        << "            }\n"
-        << ragged;
+        << "            }\n";
     else
       // A full MR block row by row across k: MR loads and one contiguous store of MR values per k
       // (the vectoriser would otherwise turn the strided stores of a column-wise loop into scatters).
@@ -251,11 +269,17 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
         << "                for (i64 ii = 0; ii < HPF_MR; ++ii) { const i64 i = ic + ir + ii; apack[q * HPF_MR + ii] = "
         << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
         << "              }\n"
-        << "            } else\n"
-        << ragged;
+        << "            } else {  // a ragged block column by column (the rows past mr are not read)\n"
+        << "              for (i64 ii = 0; ii < mr; ++ii) {\n"
+        << "                const i64 i = ic + ir + ii;\n"
+        << "                for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; apack[q * HPF_MR + ii] = "
+        << c_load_operand(A.dtype, "A[a0 + " + a_ip + "]") << "; }\n"
+        << "              }\n"
+        << "            }\n";
   }
   s << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-    << "              hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
+    << "              if (mr == HPF_MR) hpf_mm_micro(kc, apack, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp);\n"
+    << "              else hpf_mm_micro_rest(mr, kc, apack, HPF_MR, 1, bpack + jp * HPF_KC, HPF_NR, HPF_VW, acc + ir * HPF_NC + jp, HPF_NC);\n"
     << "          }\n"
     << "        }\n"
     // The tile is complete: alpha, beta * C, output format.

@@ -244,7 +244,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "  u16 apack2[HPF_MR * HPF_KC] __attribute__((aligned(64)));\n"
     << "#endif\n"
     << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
-    << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
+    << (A.dtype == DType::F32 ? "" : "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n")
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << "    const i64 ic = (w / " << L(groups) << ") * " << L(RT) << ", mc = " << L(M) << " - ic < " << L(RT) << " ? " << L(M)
@@ -303,31 +303,32 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "        }\n"
     << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
     << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n";
-  if (A.dtype == DType::F32)  // full blocks of FP32 rows are read in place (see c_matmul.cpp)
-    s << "          if (mr == HPF_MR) {\n"
-      << "            const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
-      << "            for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-      << "              if (direct)\n"
-      << "                hpf_mm_micro_bx(kc, ar, 1, " << L(K) << ", (const float*)W + ((jc + jp) / 16 * " << L(K)
-      << " + pc) * 16, 16, WQ_BSV, acc + ir * HPF_NC + jp, HPF_NC);\n"
-      << "              else\n"
-      << "                hpf_mm_micro_ex(kc, ar, 1, " << L(K) << ", bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
-      << "            continue;\n"
-      << "          }\n";
-  // Other rows (16-bit A, a ragged last block): converted row by row into FP32 rows (contiguous,
-  // so the conversion vectorises), zero past mr, read by the microkernel as in place.
-  s << "          for (i64 ii = 0; ii < HPF_MR; ++ii) {\n"
-    << "            float* restrict ad = apack + ii * HPF_KC;\n"
-    << "            const i64 i = ic + ir + ii;\n"
-    << "            if (ii < mr) for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; ad[q] = " << a_load << "; }\n"
-    << "            else for (i64 q = 0; q < kc; ++q) ad[q] = 0.0f;\n"
+  // FP32 rows are read in place (see c_matmul.cpp); 16-bit rows are converted row by row into
+  // FP32 rows of apack first (contiguous, so the conversion vectorises). A ragged last block
+  // (mr < MR) is computed exactly, in pieces of 4, 2 and 1 rows.
+  if (A.dtype == DType::F32)
+    s << "          const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
+      << "          const i64 asi = " << L(K) << ";\n";
+  else
+    s << "          for (i64 ii = 0; ii < mr; ++ii) {\n"
+      << "            float* restrict ad = apack + ii * HPF_KC;\n"
+      << "            const i64 i = ic + ir + ii;\n"
+      << "            for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; ad[q] = " << a_load << "; }\n"
+      << "          }\n"
+      << "          const float* restrict ar = apack;\n"
+      << "          const i64 asi = HPF_KC;\n";
+  // B in place (direct) or from bpack, each with constant strides in the microkernel.
+  auto micro = [&](const std::string& indent, const std::string& b) {
+    return indent + "if (mr == HPF_MR) hpf_mm_micro_bx(kc, ar, 1, asi, " + b + ", acc + ir * HPF_NC + jp, HPF_NC);\n" +
+           indent + "else hpf_mm_micro_rest(mr, kc, ar, 1, asi, " + b + ", acc + ir * HPF_NC + jp, HPF_NC);\n";
+  };
+  s << "          for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+    << "            if (direct) {\n"
+    << micro("              ", "(const float*)W + ((jc + jp) / 16 * " + L(K) + " + pc) * 16, 16, WQ_BSV")
+    << "            } else {\n"
+    << micro("              ", "bpack + jp * HPF_KC, HPF_NR, HPF_VW")
+    << "            }\n"
     << "          }\n"
-    << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-    << "            if (direct)\n"
-    << "              hpf_mm_micro_bx(kc, apack, 1, HPF_KC, (const float*)W + ((jc + jp) / 16 * " << L(K)
-    << " + pc) * 16, 16, WQ_BSV, acc + ir * HPF_NC + jp, HPF_NC);\n"
-    << "            else\n"
-    << "              hpf_mm_micro_ex(kc, apack, 1, HPF_KC, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
     << "        }\n"
     << "      }\n"
     << "      for (i64 ii = 0; ii < mc; ++ii) { const i64 i = ic + ii;\n"
