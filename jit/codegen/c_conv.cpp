@@ -302,9 +302,12 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
       const int64_t T = (z.MG + kGemmMR - 1) / kGemmMR;
       b << "      const float* restrict wp = Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
         << " + ic * kc;\n"
-        << "      for (i64 ir = 0; ir < mc; ir += HPF_MR)\n"
+        << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+        << "        const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
         << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-        << "          hpf_mm_micro_ex(kc, wp + ir * kc, HPF_MR, 1, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "          if (mr == HPF_MR) hpf_mm_micro_ex(kc, wp + ir * kc, HPF_MR, 1, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "          else hpf_mm_micro_rest(mr, kc, wp + ir * kc, HPF_MR, 1, bpack + jp * HPF_KC, HPF_NR, HPF_VW, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "      }\n"
         << "    }\n";
       return b.str();
     }
@@ -316,12 +319,20 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
       << "        if (ir + HPF_MR < mc)\n"
       << "          for (i64 ii = 0; ii < HPF_MR; ++ii) hpf_prefetch_r(Wt + (m0 + HPF_MR + ii) * " << L(K)
       << " + pc, kc * sizeof(*Wt));\n";
-    if (bf ? K % 2 == 0 : w32)  // full rows straight from the weights
+    if (w32 && !bf) {  // FP32 rows straight from the weights; a ragged tile exactly (4, 2, 1 rows)
+      b << "        const float* restrict ap = Wt + m0 * " << L(K) << " + pc;\n"
+        << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+        << "          if (mc - ir >= HPF_MR) hpf_mm_micro_ex(kc, ap, 1, " << L(K) << ", bpack + jp * HPF_KC, at + jp, HPF_NC);\n"
+        << "          else hpf_mm_micro_rest(mc - ir, kc, ap, 1, " << L(K) << ", bpack + jp * HPF_KC, HPF_NR, HPF_VW, at + jp, HPF_NC);\n"
+        << "      }\n"
+        << "    }\n";
+      return b.str();
+    }
+    if (bf && K % 2 == 0)  // full rows straight from the weights
       b << "        if (mc - ir >= HPF_MR) {\n"
         << "          const " << wt << "* restrict ap = Wt + m0 * " << L(K) << " + pc;\n"
         << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-        << (bf ? "            hpf_mm_micro_bf16(kp, ap, " + L(K) + ", bpack2 + jp * (HPF_KC / 2), at + jp, HPF_NC);\n"
-               : "            hpf_mm_micro_ex(kc, ap, 1, " + L(K) + ", bpack + jp * HPF_KC, at + jp, HPF_NC);\n")
+        << "            hpf_mm_micro_bf16(kp, ap, " << L(K) << ", bpack2 + jp * (HPF_KC / 2), at + jp, HPF_NC);\n"
         << "          continue;\n"
         << "        }\n";
     // Ragged rows (16-bit weights in FP32, odd K in pairs): a panel of MR rows, row-major, zero
@@ -444,15 +455,18 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
       << "      bp = bpanel;\n"
       << "      bsk = HPF_NC;\n"
       << "    }\n";
+  const std::string wt = "Wt + " + L(T * kGemmMR * K) + " * g + pc * " + L(T * kGemmMR) + " + (ic + ir) * kc";
   s << "    for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+    << "      const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
     << "      for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
-    // The packed slice's tile (conv_packing.hpp, "rows").
-    << "        hpf_mm_micro_bx(kc, Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
-    << " + (ic + ir) * kc, HPF_MR, 1, bp + pc * bsk, bsk, HPF_VW, acc, HPF_NC);\n"
+    // The packed slice's tile (conv_packing.hpp, "rows"); a ragged last tile (64 channels: 10 x 6
+    // + 4) exactly, in pieces of 4, 2 and 1 rows.
+    << "        if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bp + pc * bsk, bsk, HPF_VW, acc, HPF_NC);\n"
+    << "        else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bp + pc * bsk, bsk, HPF_VW, acc, HPF_NC);\n"
     << "      }\n"
-    << "      for (i64 ii = 0; ii < HPF_MR && ir + ii < mc; ++ii) {\n"
+    << "      for (i64 ii = 0; ii < mr; ++ii) {\n"
     << "        const i64 mo = g * " << L(z.MG) << " + ic + ir + ii;\n"
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "        float* restrict a = acc + ii * HPF_NC;\n"
@@ -488,7 +502,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   s << head << gemm_micro_source() << conv::tile_cols_source() << "\nvoid " << name
     << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, "float", has_b, epi_ptrs)
-    << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
+    << (x32 ? "" : "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n")
     // The tile, rounded up to whole 16-row blocks for the transposition (rows past PX stay zero),
     // and its columns as rows.
     << "  float acc[" << PX16 * kConvColBlock << "] __attribute__((aligned(64)));\n"
@@ -507,21 +521,23 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     << "      const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
     << "      for (i64 t = 0; t * HPF_MR < np; ++t) {\n"
     << "        float* restrict at = acc + t * HPF_MR * " << L(kConvColBlock) << ";\n"
-    << "        const float* restrict ap = apack;\n"
-    << "        i64 ask = HPF_MR;\n";
-  if (x32)  // whole tiles of FP32 pixels read in place
-    s << "        if (t * HPF_MR + HPF_MR <= np) {\n"
-      << "          ap = xg + pc * " << L(P) << " + t * HPF_MR;\n"
-      << "          ask = " << L(P) << ";\n"
-      << "        } else\n";
-  // The last, ragged tile (and 16-bit input): converted into MR-interleaved rows, zero past np.
-  s << "        for (i64 q = 0; q < kc; ++q)\n"
-    << "          for (i64 ii = 0; ii < HPF_MR; ++ii)\n"
-    << "            apack[q * HPF_MR + ii] = t * HPF_MR + ii < np ? "
-    << c_load_operand(X.dtype, "xg[(pc + q) * " + L(P) + " + t * HPF_MR + ii]") << " : 0.0f;\n"
-    << "        for (i64 jp = 0; jp < " << L(kConvColBlock) << "; jp += HPF_NR)\n"
-    << "          hpf_mm_micro_bx(kc, ap, ask, 1, wp + pc * " << L(kConvColBlock) << " + jp, " << L(kConvColBlock)
-    << ", HPF_VW, at + jp, " << L(kConvColBlock) << ");\n"
+    << "        const i64 mr = np - t * HPF_MR < HPF_MR ? np - t * HPF_MR : HPF_MR;\n";
+  // FP32 pixels are read in place; 16-bit ones converted into MR-interleaved rows. A ragged last
+  // tile (7x7 maps: 49 = 8 x 6 + 1) is computed exactly, in pieces of 4, 2 and 1 pixels.
+  if (x32)
+    s << "        const float* restrict ap = xg + pc * " << L(P) << " + t * HPF_MR;\n"
+      << "        const i64 ask = " << L(P) << ";\n";
+  else
+    s << "        for (i64 q = 0; q < kc; ++q)\n"
+      << "          for (i64 ii = 0; ii < mr; ++ii)\n"
+      << "            apack[q * HPF_MR + ii] = " << c_load_operand(X.dtype, "xg[(pc + q) * " + L(P) + " + t * HPF_MR + ii]")
+      << ";\n"
+      << "        const float* restrict ap = apack;\n"
+      << "        const i64 ask = HPF_MR;\n";
+  const std::string b = "wp + pc * " + L(kConvColBlock) + " + jp, " + L(kConvColBlock) + ", HPF_VW, at + jp, " + L(kConvColBlock);
+  s << "        for (i64 jp = 0; jp < " << L(kConvColBlock) << "; jp += HPF_NR)\n"
+    << "          if (mr == HPF_MR) hpf_mm_micro_bx(kc, ap, ask, 1, " << b << ");\n"
+    << "          else hpf_mm_micro_rest(mr, kc, ap, ask, 1, " << b << ");\n"
     << "      }\n"
     << "    }\n"
     // Each output channel's pixels, a column of the tile, transposed into a row, finished and stored.

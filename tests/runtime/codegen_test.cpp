@@ -1477,6 +1477,9 @@ TEST_CASE("codegen: Conv direct kernel") {
   check_conv(DType::F32, {1, 16, 9, 9}, {64, 16, 5, 5}, true, {{"pads", Ints{2, 2, 2, 2}}}, 649);
   check_conv(DType::F32, {1, 40, 7, 7}, {128, 20, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}}, 652);
   check_conv(DType::F32, {2, 24, 50}, {64, 24, 5}, true, {{"pads", Ints{2, 2}}}, 655);
+  // Rows cut as row_plan says: 11 = 6 + 4 + a column down 13 rows (6 + 6 + 1), 5 = 4 + a column.
+  check_conv(DType::F32, {1, 24, 13, 11}, {64, 24, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 656);
+  check_conv(DType::F32, {1, 16, 8, 5}, {64, 16, 3, 3}, false, {{"pads", Ints{1, 1, 1, 1}}}, 657);
   // Strides: phase planes (3x3 stride 2 as ResNet's, strides 3 x 2 with a dilation).
   check_conv(DType::F32, {1, 32, 15, 14}, {64, 32, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 662);
   check_conv(DType::F32, {2, 20, 17, 16}, {64, 20, 3, 2}, true,
