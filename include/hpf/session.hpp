@@ -61,6 +61,11 @@ struct SessionOptions {
   // cache (runtime/session/autotune.hpp), so a later compile replays it. The first compile of
   // such a kernel compiles and times every configuration (seconds for ResNet-50).
   bool autotune = false;
+  // Where compile() writes the source of every kernel it generates, one file each
+  // (<kernel name>.c, .cu or .hip, headed by the step's label), for reading and for timing
+  // outside the runtime; the directory is created. Empty: HPF_DUMP_DIR, else nowhere. A file
+  // that cannot be written is logged and skipped.
+  std::string dump_dir;
 };
 
 struct CompileStats {

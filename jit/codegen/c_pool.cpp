@@ -19,6 +19,9 @@ namespace hpf::jit {
 
 namespace {
 
+// Windowed pools with up to this many kernel columns unroll them (one loop each, constant bounds).
+constexpr int64_t kUnrolledColumns = 8;
+
 Expected<GeneratedKernel> global_average_pool(const KernelSpec& spec, const std::string& name) {
   const TensorDesc &X = spec.inputs[0], &Y = spec.outputs[0];
   if (X.shape.size() < 3) return Status::unsupported("C codegen: GlobalAveragePool of " + shape_string(X.shape));
@@ -93,8 +96,8 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
   const int64_t PH = g.pads_begin[0], PW = g.pads_begin[1], PHE = g.pads_end[0], PWE = g.pads_end[1];
   const bool include_pad = attr_i(spec.attrs, "count_include_pad", 0) != 0;
   // Per kernel column: output columns [lo, hi) whose input column is inside. Per output column:
-  // its first inside kernel column (-1: none), inside count and count_include_pad count.
-  std::vector<int64_t> lo(KW), hi(KW), first(OW, -1), cnt(OW, 0), pcnt(OW, 0);
+  // its inside count and count_include_pad count.
+  std::vector<int64_t> lo(KW), hi(KW), cnt(OW, 0), pcnt(OW, 0);
   for (int64_t kw = 0; kw < KW; ++kw) {
     const int64_t off = kw * DW - PW;
     lo[kw] = std::max<int64_t>(0, ceil_div(-off, SW));
@@ -103,10 +106,7 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
   for (int64_t ow = 0; ow < OW; ++ow)
     for (int64_t kw = 0; kw < KW; ++kw) {
       const int64_t p = ow * SW + kw * DW - PW;
-      if (p >= 0 && p < W) {
-        if (first[ow] < 0) first[ow] = p;  // input column of the first inside cell
-        ++cnt[ow];
-      }
+      if (p >= 0 && p < W) ++cnt[ow];
       if (p >= -PW && p < W + PWE) ++pcnt[ow];
     }
   const char* xt = c_storage_type(X.dtype);
@@ -124,6 +124,27 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
     phq[kw] = off - phb[kw] * SW;
   }
   const std::string x_at = SW == 1 ? c_load(X.dtype, "xr[j + off]") : "ph[phq[kw] * " + L(WT) + " + j + phb[kw]]";
+  // The same read for a constant kernel column.
+  auto x_at_kw = [&](int64_t kw) {
+    const int64_t off = kw * DW - PW;
+    return SW == 1 ? c_load(X.dtype, "xr[j + " + L(off) + "]") : "ph[" + L(phq[kw] * WT + phb[kw]) + " + j]";
+  };
+  // Up to kUnrolledColumns kernel columns get a loop each, with constant bounds and offsets;
+  // wider kernels loop over the tables (lo, hi, phq, phb).
+  const bool tables = KW > kUnrolledColumns;
+  auto column_passes = [&](const std::string& update) {
+    std::string out;
+    if (!tables) {
+      for (int64_t kw = 0; kw < KW; ++kw)
+        if (lo[kw] < hi[kw])
+          out += "      for (i64 j = " + L(lo[kw]) + "; j < " + L(hi[kw]) + "; ++j) { const float v = " + x_at_kw(kw) +
+                 "; " + update + " }\n";
+      return out;
+    }
+    return "      for (i64 kw = 0; kw < " + L(KW) + "; ++kw) {\n" + "        const i64 off = kw * " + L(DW) + " - " + L(PW) +
+           ", j1 = hi[kw];\n" + "        (void)off;\n" + "        for (i64 j = lo[kw]; j < j1; ++j) { const float v = " +
+           x_at + "; " + update + " }\n" + "      }\n";
+  };
   // The statements splitting row `xr` into `ph` (nothing without a stride).
   const std::string split =
       SW == 1 ? ""
@@ -135,11 +156,10 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
   s << c_prelude() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
     << "  " << yt << "* restrict Y = (" << yt << "*)args[1];\n"
-    << array("i64", "lo", lo) << array("i64", "hi", hi);
-  if (is_max) s << array("i64", "first", first);
-  else s << array("i32", "cnt", include_pad ? pcnt : cnt);
+    << (tables ? array("i64", "lo", lo) + array("i64", "hi", hi) : "");
+  if (!is_max) s << array("i32", "cnt", include_pad ? pcnt : cnt);
   if (SW > 1)
-    s << array("i64", "phq", phq) << array("i64", "phb", phb) << "  float rf[" << WT * SW << "], ph[" << WT * SW << "];\n"
+    s << (tables ? array("i64", "phq", phq) + array("i64", "phb", phb) : "") << "  float rf[" << WT * SW << "], ph[" << WT * SW << "];\n"
       << "  for (i64 c = " << L(W) << "; c < " << L(WT * SW) << "; ++c) rf[c] = 0.0f;\n";
   s << "  float acc[" << std::max<int64_t>(1, OW) << "];\n"
     << "  for (i64 r = begin; r < end; ++r) {\n"
@@ -151,22 +171,34 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
     << "    while (kh_lo < kh_hi && kh_lo * " << L(DH) << " + ih0 < 0) ++kh_lo;\n"
     << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(DH) << " + ih0 >= " << L(H) << ") --kh_hi;\n";
   if (is_max) {
-    // Start from each window's first inside cell, then take strictly greater values: the first
-    // cell wins ties and a NaN there stays, a NaN later never wins.
+    // Start from each window's first inside cell (row kh_lo; per output column, its first kernel
+    // column inside: runs of equal ones, read as the passes read them), then take strictly
+    // greater values: the first cell wins ties and a NaN there stays, a NaN later never wins.
+    std::string init;
+    for (int64_t j = 0; j < OW;) {
+      int64_t kwf = -1;
+      for (int64_t kw = 0; kw < KW && kwf < 0; ++kw)
+        if (j >= lo[kw] && j < hi[kw]) kwf = kw;
+      int64_t e = j + 1;
+      for (; e < OW; ++e) {
+        int64_t k2 = -1;
+        for (int64_t kw = 0; kw < KW && k2 < 0; ++kw)
+          if (e >= lo[kw] && e < hi[kw]) k2 = kw;
+        if (k2 != kwf) break;
+      }
+      init += "        for (i64 j = " + L(j) + "; j < " + L(e) + "; ++j) acc[j] = " +
+              (kwf < 0 ? std::string("-3.40282347e+38f") : x_at_kw(kwf)) + ";\n";
+      j = e;
+    }
     s << "    if (kh_lo >= kh_hi) {\n"
       << "      for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "-3.40282347e+38f") << ";\n"
       << "      continue;\n    }\n"
-      << "    {\n      const " << xt << "* restrict xr = xc + (ih0 + kh_lo * " << L(DH) << ") * " << L(W) << ";\n"
-      << "      for (i64 j = 0; j < " << L(OW) << "; ++j) acc[j] = first[j] < 0 ? -3.40282347e+38f : "
-      << c_load(X.dtype, "xr[first[j] < 0 ? 0 : first[j]]") << ";\n    }\n"
       << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
       << "      const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
       << split
-      << "      for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
-      << "        const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
-      << "        (void)off;\n"
-      << "        for (i64 j = lo[kw]; j < j1; ++j) { const float v = " << x_at << "; acc[j] = v > acc[j] ? v : acc[j]; }\n"
-      << "      }\n    }\n"
+      << "      if (kh == kh_lo) {\n" << init << "      }\n"
+      << column_passes("acc[j] = v > acc[j] ? v : acc[j];")
+      << "    }\n"
       << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "acc[j]") << ";\n";
   } else {
     // Rows of the window counted for the divisor: inside rows, or rows inside the explicit pads.
@@ -180,11 +212,8 @@ Expected<GeneratedKernel> generate_c_pool(const KernelSpec& in_spec, const std::
       << "    for (i64 kh = kh_lo; kh < kh_hi; ++kh) {\n"
       << "      const " << xt << "* restrict xr = xc + (ih0 + kh * " << L(DH) << ") * " << L(W) << ";\n"
       << split
-      << "      for (i64 kw = 0; kw < " << L(KW) << "; ++kw) {\n"
-      << "        const i64 off = kw * " << L(DW) << " - " << L(PW) << ", j1 = hi[kw];\n"
-      << "        (void)off;\n"
-      << "        for (i64 j = lo[kw]; j < j1; ++j) acc[j] += " << x_at << ";\n"
-      << "      }\n    }\n"
+      << column_passes("acc[j] += v;")
+      << "    }\n"
       // A window over padding only (without count_include_pad) divides 0 by 0: NaN, as the reference.
       << "    for (i64 j = 0; j < " << L(OW) << "; ++j) yr[j] = " << c_store(Y.dtype, "acc[j] / (float)(rows * cnt[j])") << ";\n";
   }

@@ -6,7 +6,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -34,6 +37,27 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+// SessionOptions::dump_dir (else HPF_DUMP_DIR): each distinct generated kernel's source.
+void dump_sources(std::string dir, const std::vector<jit::LoweredStep>& steps,
+                  const std::vector<std::optional<Expected<jit::GeneratedKernel>>>& sources, const char* ext) {
+  if (dir.empty())
+    if (const char* env = std::getenv("HPF_DUMP_DIR")) dir = env;
+  if (dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  std::set<std::string> written;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!sources[i] || !sources[i]->ok() || !written.insert((*sources[i])->name).second) continue;
+    const jit::GeneratedKernel& k = **sources[i];
+    const std::string path = (std::filesystem::path(dir) / (k.name + ext)).string();
+    std::string label = steps[i].label;
+    for (size_t at; (at = label.find("*/")) != std::string::npos;) label.replace(at, 2, "* /");
+    std::ofstream f(path);
+    f << "/* step: " << label << "; work items " << k.work_items << " */\n" << k.source;
+    if (!f.flush()) log(LogLevel::warn, "dump: could not write " + path);
+  }
+}
 
 // A step of the executable: a loaded kernel, or a one-node graph for the reference fallback.
 struct Step {
@@ -597,6 +621,7 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     HPF_RETURN_IF_ERROR(autotune_kernels(*impl_->plugin, impl_->device, impl_->cache.get(), base, lowered, sources,
                                          compile_all, impl->stats));
   }
+  dump_sources(impl_->options.dump_dir, lowered, sources, gpu ? (*gpu == jit::GpuDialect::cuda ? ".cu" : ".hip") : ".c");
   HPF_ASSIGN_OR_RETURN(auto binaries, impl_->binaries_of(lowered, sources, impl->stats));
   std::map<std::string, size_t> kernel_index;  // kernel name -> program index (dedup)
   for (size_t i = 0; i < lowered.size(); ++i) {

@@ -1222,6 +1222,8 @@ TEST_CASE("codegen: 1-D Conv, ConvTranspose, MaxPool and AveragePool through the
         {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}, {"pads", Ints{1, 2}}},
         {{"kernel_shape", Ints{4}}, {"strides", Ints{3}}, {"ceil_mode", int64_t{1}}},
         {{"kernel_shape", Ints{2}}, {"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2}}},
+        // Wider than kUnrolledColumns (8): the kernel columns loop over the tables.
+        {{"kernel_shape", Ints{10}}, {"strides", Ints{2}}, {"pads", Ints{4, 3}}},
     };
     for (size_t k = 0; k < windows.size(); ++k) {
       CAPTURE(k);
