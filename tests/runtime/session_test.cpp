@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "hpf/divergence.hpp"
 #include "hpf/kernel_cache.hpp"
@@ -115,6 +117,33 @@ TEST_CASE("session: input errors name the input and what was expected") {
   auto bad_compile = s->compile(*g, {{4, 65}});
   REQUIRE_FALSE(bad_compile.ok());
   CHECK(bad_compile.status().message() == "compile: input 'x' expects [batch,64], got [4,65]");
+}
+
+TEST_CASE("session: dump_dir receives each distinct kernel's source, headed by its step") {
+  auto g = models::builtin("mlp");
+  REQUIRE(g.ok());
+  const std::string dir = temp_cache_dir("dump") + "/sources";  // created by compile
+  SessionOptions o;
+  o.use_cache = false;
+  o.dump_dir = dir;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(*g, {{4, 64}});
+  REQUIRE(exe.ok());
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+  CHECK(static_cast<int64_t>(files.size()) == exe->compile_stats().kernels);
+  for (const std::string& f : files) {
+    CAPTURE(f);
+    REQUIRE(f.size() > 2);
+    CHECK(f.substr(f.size() - 2) == ".c");
+    std::ifstream in(dir + "/" + f);
+    std::string first, text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    first = text.substr(0, text.find('\n'));
+    CHECK(first.rfind("/* step: ", 0) == 0);
+    CHECK(text.find("void " + f.substr(0, f.size() - 2) + "(void* const* args, i64 begin, i64 end)") != std::string::npos);
+  }
+  std::filesystem::remove_all(std::filesystem::path(dir).parent_path());
 }
 
 TEST_CASE("session: forms without a generator run on the reference and are counted") {
