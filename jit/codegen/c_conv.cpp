@@ -725,14 +725,16 @@ Expected<GeneratedKernel> generate_c_conv(const KernelSpec& in_spec, const std::
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
   if (packed) {
     const int64_t K = z.CG * z.KH * z.KW;
-    const bool cols = layout == "cols", amx = layout == "amx";
-    const int64_t block = cols ? kConvColBlock : amx ? kConvAmxRows : kGemmMR;
+    const bool cols = layout == "cols", amx = layout == "amx", wino = layout == "wino";
+    const int64_t block = cols || wino ? kConvColBlock : amx ? kConvAmxRows : kGemmMR;
     const bool pointwise = z.KH == 1 && z.KW == 1 && z.SH == 1 && z.SW == 1 && z.OH == z.H && z.OW == z.W;
-    if (z.CG == 1 || (cols && !pointwise && !conv::direct_fits(z)) || (!cols && !amx && layout != "rows") ||
-        numel(in_spec.inputs[1].shape) != z.G * round_up(z.MG, block) * (amx ? conv_amx_depth(z.CG, z.KH * z.KW) : K))
+    const int64_t depth = amx ? conv_amx_depth(z.CG, z.KH * z.KW) : wino ? 16 * z.CG : K;
+    if (z.CG == 1 || (cols && !pointwise && !conv::direct_fits(z)) || (wino && !conv::winograd_fits(z)) ||
+        (!cols && !amx && !wino && layout != "rows") || numel(in_spec.inputs[1].shape) != z.G * round_up(z.MG, block) * depth)
       return Status::invalid("conv: packed weights of " + shape_string(in_spec.inputs[1].shape) + " (layout '" +
                              attr_s(in_spec.attrs, "w_layout") + "') for weight " + shape_string(Wt.shape));
     if (amx) return conv::amx_gemm(spec, z, kinds, has_b, head, epi_ptrs, name);
+    if (wino) return conv::winograd(spec, z, kinds, has_b, head, epi_ptrs, name);
     if (cols) return pointwise ? conv_pointwise(spec, z, kinds, has_b, head, epi_ptrs, name)
                                : conv::direct(spec, z, kinds, has_b, head, epi_ptrs, name);
     if (pointwise && (z.CG <= kPointwiseRowsDepth || (X.dtype == DType::F32 && (z.H * z.W) % kGemmNC == 0)))

@@ -127,6 +127,13 @@ bool phase_fits(const Shape& z);
 Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                      int64_t max_rows, const std::string& head, const std::string& epi_ptrs,
                                      const std::string& name);
+// The FP32 Winograd F(2x2, 3x3) kernel (c_conv_winograd.cpp) for weights packed in the "wino"
+// layout: whether it takes `z` (3x3, unit strides and dilations, one group, at least 16 input
+// channels, output channels filling 64-wide blocks, its accumulators within the stack budget),
+// and the kernel (FP32 input).
+bool winograd_fits(const Shape& z);
+Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                   const std::string& head, const std::string& epi_ptrs, const std::string& name);
 Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name);
 

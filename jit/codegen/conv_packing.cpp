@@ -68,7 +68,13 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   own.inputs.resize(spec.inputs.size() - static_cast<size_t>(std::max(0, spec.epilogue_inputs)));
   own.epilogue.clear();
   own.epilogue_inputs = 0;
-  if (auto geo = conv_geometry(own, "conv packing"); geo.ok()) direct = conv::direct_fits(conv::shape_of(*geo));
+  auto geo = conv_geometry(own, "conv packing");
+  if (geo.ok() && spec.inputs[0].dtype == DType::F32 && conv::winograd_fits(conv::shape_of(*geo))) {
+    s.attrs["w_layout"] = std::string("wino");
+    s.inputs[1] = TensorDesc{DType::F32, {16 * blocks(d.rows, kConvColBlock) * kConvColBlock * d.channels}};
+    return s;
+  }
+  if (geo.ok()) direct = conv::direct_fits(conv::shape_of(*geo));
   const bool cols = (pointwise || direct) && blocks(d.rows, kConvColBlock) * kConvColBlock * 10 <= d.rows * 11;
   s.attrs["w_layout"] = std::string(cols ? "cols" : "rows");
   const int64_t rows = cols ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
@@ -79,6 +85,26 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
 void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out) {
   const Dims d = dims_of(attr_ints(packed_spec.attrs, "w_shape"), packed_spec.attrs);
   auto weight = [&](int64_t g, int64_t m, int64_t k) { return m < d.rows ? w[(g * d.rows + m) * d.k + k] : 0.0f; };
+  if (attr_s(packed_spec.attrs, "w_layout") == "wino") {
+    // U = G g G^T per output and input channel, in double (G's halves are exact), then FP32.
+    static constexpr double G[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+    const int64_t nb = blocks(d.rows, kConvColBlock), C = d.channels;
+    std::fill(out, out + 16 * nb * kConvColBlock * C, 0.0f);
+    for (int64_t m = 0; m < d.rows; ++m)
+      for (int64_t c = 0; c < C; ++c) {
+        const float* g = w + (m * C + c) * 9;
+        double gg[4][3];  // G g
+        for (int a = 0; a < 4; ++a)
+          for (int j = 0; j < 3; ++j) gg[a][j] = G[a][0] * g[j] + G[a][1] * g[3 + j] + G[a][2] * g[6 + j];
+        for (int a = 0; a < 4; ++a)
+          for (int bb = 0; bb < 4; ++bb) {
+            const double u = gg[a][0] * G[bb][0] + gg[a][1] * G[bb][1] + gg[a][2] * G[bb][2];
+            const int64_t xi = 4 * a + bb, cb = m / kConvColBlock, j = m % kConvColBlock;
+            out[((xi * nb + cb) * C + c) * kConvColBlock + j] = static_cast<float>(u);
+          }
+      }
+    return;
+  }
   if (attr_s(packed_spec.attrs, "w_layout") == "cols") {
     const int64_t nb = blocks(d.rows, kConvColBlock);
     for (int64_t g = 0; g < d.groups; ++g)

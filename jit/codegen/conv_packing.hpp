@@ -4,7 +4,7 @@
 // bytes of each: the hardware prefetchers never ramp up on such short runs and ResNet-50's deep
 // layers ran at half the speed they reach with the rows in cache.
 //
-// Two layouts (attribute "w_layout"), K = CG * KH * KW, per group g of MG output channels:
+// The layouts (attribute "w_layout"), K = CG * KH * KW, per group g of MG output channels:
 // - "rows", for the implicit GEMM with output channels as the microkernel's rows: the channels
 //   in tiles of kGemmMR (zero rows past MG, T = ceil(MG / kGemmMR) tiles), K cut in slices of
 //   kGemmKC (the last one kc_s = K - s * kGemmKC long), slice-major so that a work item reads
@@ -15,6 +15,12 @@
 //   microkernel's columns: blocks of 64 channels (zero past MG, B = ceil(MG / 64) blocks), each
 //   K rows of 64:
 //     packed[g][b][k][j] = W[g * MG + b * 64 + j][k]   at (g * B + b) * K * 64 + k * 64 + j.
+// - "wino", for the Winograd F(2x2, 3x3) kernel (c_conv_winograd.cpp; 3x3, unit strides and
+//   dilations, one group, FP32 input): per output channel m and input channel c the 4x4
+//   transform U = G g G^T of its 3x3 filter g (G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1]), by
+//   element xi = 4a + b, blocks of 64 output channels (zero past M, B = ceil(M / 64)), one row
+//   of 64 per input channel:
+//     packed[xi][b][c][j] = U(b * 64 + j, c)[a][b']   at ((xi * B + b) * CG + c) * 64 + j.
 // - "amx", BF16 weights for the AMX tile kernel (c_conv_amx.cpp; BF16 input too). k runs over
 //   taps, then channels: k = r * CGp + c for tap r = kh * KW + kw and input channel c, CGp = CG
 //   rounded up to even (a zero channel), so that a pair of k (the tile unit's step) is two
@@ -71,7 +77,7 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec);
 
 // Packs the row-major weight `w` (the original [M, CG, KH, KW] values) for `packed_spec` (one
 // conv_spec_with_packed_weights gave) into `out` (its input 1's element count): FP32 values for
-// "rows" and "cols", BF16 bit patterns for "amx".
+// "rows", "cols" and "wino", BF16 bit patterns for "amx".
 void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out);
 void pack_conv_weights(const KernelSpec& packed_spec, const uint16_t* w, uint16_t* out);
 // Packs the quantised weight `q` (row-major [M, CG, KH, KW], 1-D: [M, CG, KW]) of a Conv with

@@ -1328,7 +1328,12 @@ TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, g
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");
   probe.inputs[1].shape = {120, 300, 3, 3};
   probe.attrs["pads"] = Ints{1, 1, 1, 1};
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "wino");  // 3x3, unit strides
+  probe.attrs["pads"] = Ints{2, 2, 2, 2};
+  probe.attrs["dilations"] = Ints{2, 2};
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");  // the direct kernel
+  probe.attrs.erase("dilations");
+  probe.attrs["pads"] = Ints{1, 1, 1, 1};
   probe.inputs[1].shape = {20, 300, 3, 3};  // 20 channels would fill a third of a 64-wide block
   probe.outputs[0].shape = {2, 20, 7, 7};
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "rows");
@@ -1471,17 +1476,18 @@ TEST_CASE("codegen: Conv direct kernel") {
   probe.family = "conv";
   probe.inputs = {{DType::F32, {1, 64, 56, 56}}, {DType::F32, {64, 64, 3, 3}}};
   probe.outputs = {{DType::F32, {1, 64, 56, 56}}};
-  probe.attrs["pads"] = Ints{1, 1, 1, 1};
+  probe.attrs["pads"] = Ints{2, 2, 2, 2};
+  probe.attrs["dilations"] = Ints{2, 2};  // 3x3 with unit strides and dilations runs Winograd's
   REQUIRE(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");
-  check_conv(DType::F32, {1, 64, 56, 56}, {64, 64, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 640);
+  check_conv(DType::F32, {1, 64, 56, 56}, {64, 64, 3, 3}, true, {{"pads", Ints{2, 2, 2, 2}}, {"dilations", Ints{2, 2}}}, 640);
   check_conv(DType::F32, {2, 70, 9, 11}, {120, 70, 3, 3}, false, {{"pads", Ints{2, 0, 1, 3}}}, 643);
   check_conv(DType::F32, {1, 32, 12, 10}, {64, 32, 3, 3}, true, {{"pads", Ints{2, 2, 2, 2}}, {"dilations", Ints{2, 2}}}, 646);
   check_conv(DType::F32, {1, 16, 9, 9}, {64, 16, 5, 5}, true, {{"pads", Ints{2, 2, 2, 2}}}, 649);
   check_conv(DType::F32, {1, 40, 7, 7}, {128, 20, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{2}}}, 652);
   check_conv(DType::F32, {2, 24, 50}, {64, 24, 5}, true, {{"pads", Ints{2, 2}}}, 655);
   // Rows cut as row_plan says: 11 = 6 + 4 + a column down 13 rows (6 + 6 + 1), 5 = 4 + a column.
-  check_conv(DType::F32, {1, 24, 13, 11}, {64, 24, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 656);
-  check_conv(DType::F32, {1, 16, 8, 5}, {64, 16, 3, 3}, false, {{"pads", Ints{1, 1, 1, 1}}}, 657);
+  check_conv(DType::F32, {1, 24, 13, 11}, {64, 24, 5, 5}, true, {{"pads", Ints{2, 2, 2, 2}}}, 656);
+  check_conv(DType::F32, {1, 16, 8, 5}, {64, 16, 5, 5}, false, {{"pads", Ints{2, 2, 2, 2}}}, 657);
   // Strides: phase planes (3x3 stride 2 as ResNet's, strides 3 x 2 with a dilation).
   check_conv(DType::F32, {1, 32, 15, 14}, {64, 32, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 662);
   check_conv(DType::F32, {2, 20, 17, 16}, {64, 20, 3, 2}, true,
@@ -1495,6 +1501,34 @@ TEST_CASE("codegen: Conv direct kernel") {
   b.output(y, "out");
   CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
   check_graph(b, {random_tensor({1, 48, 14, 14}, DType::F32, 660), random_tensor({1, 64, 14, 14}, DType::F32, 661)},
+              4e-5, true);
+}
+
+// The Winograd F(2x2, 3x3) kernel (FP32 weights in the "wino" layout, c_conv_winograd.cpp): odd
+// output sizes (tiles half outside), input channels over several slices of 64 (150 = 64 + 64 +
+// 22), two blocks of output channels, a batch of two, asymmetric pads, ragged tile groups, and a
+// fused residual epilogue; ResNet-50's 7x7 and 56x56 layers.
+TEST_CASE("codegen: Conv Winograd kernel") {
+  jit::KernelSpec probe;
+  probe.family = "conv";
+  probe.inputs = {{DType::F32, {1, 150, 9, 7}}, {DType::F32, {128, 150, 3, 3}}};
+  probe.outputs = {{DType::F32, {1, 128, 9, 7}}};
+  probe.attrs["pads"] = Ints{1, 1, 1, 1};
+  REQUIRE(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "wino");
+  check_conv(DType::F32, {1, 150, 9, 7}, {128, 150, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 730);
+  check_conv(DType::F32, {2, 16, 10, 13}, {64, 16, 3, 3}, false, {{"pads", Ints{0, 2, 1, 0}}}, 733);
+  check_conv(DType::F32, {1, 32, 5, 6}, {64, 32, 3, 3}, true, {}, 736);  // no padding: 3x4 outputs
+  check_conv(DType::F32, {1, 512, 7, 7}, {512, 512, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 739);
+  check_conv(DType::F32, {1, 64, 56, 56}, {64, 64, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 742);
+  GraphBuilder b("winograd_epilogue");
+  auto x = b.input("x", DType::F32, {1, 40, 11, 9});
+  auto r = b.input("r", DType::F32, {1, 64, 11, 9});
+  auto y = b.op1("Conv", {x, b.constant(random_tensor({64, 40, 3, 3}, DType::F32, 745)),
+                          b.constant(random_tensor({64}, DType::F32, 746))}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
+  y = b.op1("Relu", {b.op1("Add", {y, r}, {}, "residual")}, {}, "relu");
+  b.output(y, "out");
+  CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
+  check_graph(b, {random_tensor({1, 40, 11, 9}, DType::F32, 747), random_tensor({1, 64, 11, 9}, DType::F32, 748)},
               4e-5, true);
 }
 

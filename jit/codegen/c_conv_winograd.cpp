@@ -1,0 +1,203 @@
+// FP32 3x3 Conv (unit strides and dilations, one group, FP32 input) by Winograd's minimal
+// filtering F(2x2, 3x3): each 2x2 block of outputs (a tile) takes 16 multiplies per input and
+// output channel instead of 36. With d the tile's 4x4 input patch and g a 3x3 filter,
+//   Y = A^T [ (G g G^T) . (B^T d B) ] A,
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], G = [1 0 0; .5 .5 .5; .5 -.5 .5; 0 0 1],
+//   A^T = [1 1 1 0; 0 1 -1 -1].
+// U = G g G^T is computed once, when the weights are packed ("wino" layout, conv_packing.hpp:
+// per transform element xi = 4a + b, blocks of 64 output channels, one row of 64 per input
+// channel); per element xi the 16 products summed over the input channels are a GEMM
+// M_xi[t][m] = sum_c V_xi[c][t] U_xi[c][m] on the shared FP32 microkernel (tiles as its rows,
+// output channels as its columns).
+//
+// A work item is a block of RT tile rows (all TW tile columns, at most kMaxTiles tiles) and 64
+// output channels of one image; tile-row blocks innermost, so that a range keeps its channels'
+// U (16 x CG x 64 values) in cache. Per slice of up to kSlice input channels: the slice's input
+// rows (zero-padded, each split into even and odd columns) are copied into a window, and
+// V = B^T d B of every tile and channel is written element-major (V[xi][c][t], tiles
+// contiguous; every block of output channels transforms its input again, a few percent of its
+// multiply-adds). Per group of 6 tiles the 16 GEMMs go into a 16 x 6 x 64 tile (in L1), whose
+// output transform A^T M A is added to the item's 2x2-output accumulators (Y4[o][t][64]). After
+// the last slice each output quarter o = 2 * row + column is transposed into channel rows
+// (hpf_tile_cols), the two column phases interleaved into output rows, finished (bias,
+// epilogue) and stored.
+//
+// Numerics: the transforms add and subtract (and halve, exactly, in G) in FP32; sums run over
+// input channels per element, then over the 16 elements: the rounding differs from the direct
+// kernel's (errors of a few ulps of the sums' magnitude, as oneDNN's and ONNX Runtime's
+// Winograd convolutions have).
+#include <sstream>
+
+#include "jit/codegen/c_conv_parts.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
+#include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_packing.hpp"
+
+namespace hpf::jit::conv {
+namespace {
+
+constexpr int64_t kSlice = 64;                  // input channels per window and V
+constexpr int64_t kMaxTiles = 32;               // tiles per work item, at most
+constexpr int64_t kMinChannels = 16;
+
+struct Blocking {
+  int64_t TH, TW, RT, T, TS, CS, MP;
+};
+
+Blocking blocking(const Shape& z) {
+  Blocking b{};
+  b.TH = (z.OH + 1) / 2, b.TW = (z.OW + 1) / 2;
+  b.MP = round_up(z.MG, kConvColBlock);
+  const int64_t CB = b.MP / kConvColBlock;
+  b.RT = std::clamp<int64_t>(kMaxTiles / std::max<int64_t>(1, b.TW), 1, b.TH);
+  while (b.RT > 1 && z.N * CB * ((b.TH + b.RT - 1) / b.RT) < 4) b.RT = (b.RT + 1) / 2;
+  b.T = b.RT * b.TW, b.TS = round_up(b.T, 16);
+  b.CS = std::min(z.CG, kSlice);
+  return b;
+}
+
+}  // namespace
+
+bool winograd_fits(const Shape& z) {
+  if (z.KH != 3 || z.KW != 3 || z.SH != 1 || z.SW != 1 || z.DH != 1 || z.DW != 1 || z.G != 1 || z.CG < kMinChannels ||
+      z.OH < 2 || z.OW < 2)
+    return false;
+  // The output channels fill their 64-wide blocks (24 channels would compute 64), and the
+  // accumulators fit.
+  const Blocking b = blocking(z);
+  return b.MP * 10 <= z.MG * 11 && b.TW <= kMaxTiles;
+}
+
+Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
+                                   const std::string& head, const std::string& epi_ptrs, const std::string& name) {
+  if (!winograd_fits(z) || spec.inputs[0].dtype != DType::F32)
+    return Status::invalid("conv: the Winograd kernel takes 3x3 Convs of unit strides and dilations, one group, at "
+                           "least 16 input channels and FP32 input");
+  const Blocking b = blocking(z);
+  const int64_t TH = b.TH, TW = b.TW, RT = b.RT, TS = b.TS, CS = b.CS, MP = b.MP, CB = MP / kConvColBlock;
+  const int64_t RBn = (TH + RT - 1) / RT, WR = 2 * RT + 2, WC = 2 * TW + 2, P = z.OH * z.OW;
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  std::ostringstream s;
+  s << head << gemm_micro_source() << tile_cols_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << kernel_args(spec, "float", has_b, epi_ptrs)
+    // The window: WR input rows of WC columns, padded coordinates from (2 * tile row 0 - PH,
+    // -PW), channels innermost (CS a position); V[xi][t][c].
+    << "  float win[" << WR * WC * CS << "] __attribute__((aligned(64)));\n"
+    << "  float V[" << 16 * TS * CS << "] __attribute__((aligned(64)));\n"
+    << "  float Mx[" << 16 * TS * kConvColBlock << "] __attribute__((aligned(64)));\n"
+    << "  float ct[" << 4 * kConvColBlock * TS << "] __attribute__((aligned(64)));\n"
+    << "  float a[" << 2 * TW << "] __attribute__((aligned(64)));\n"
+    << "  for (i64 w = begin; w < end; ++w) {\n"
+    << "    const i64 rb = w % " << L(RBn) << ", cb = (w / " << L(RBn) << ") % " << L(CB) << ", n = w / " << L(CB * RBn) << ";\n"
+    << "    const i64 tr0 = rb * " << L(RT) << ", trows = " << L(TH) << " - tr0 < " << L(RT) << " ? " << L(TH)
+    << " - tr0 : " << L(RT) << ", nt = trows * " << L(TW) << ";\n"
+    << "    for (i64 x = 0; x < " << L(16 * TS * kConvColBlock) << "; ++x) Mx[x] = 0.0f;\n"
+    << "    for (i64 c0 = 0; c0 < " << L(z.CG) << "; c0 += " << L(CS) << ") {\n"
+    << "      const i64 cs = " << L(z.CG) << " - c0 < " << L(CS) << " ? " << L(z.CG) << " - c0 : " << L(CS) << ";\n"
+    // The window (a transposition: each channel's rows are contiguous in X).
+    << "      for (i64 c = 0; c < cs; ++c)\n"
+    << "        for (i64 y = 0; y < " << L(WR) << "; ++y) {\n"
+    << "          const i64 ih = 2 * tr0 - " << L(z.PH) << " + y;\n"
+    << "          const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
+    << "          const float* restrict src = X + ((n * " << L(z.C) << " + c0 + c) * " << L(z.H) << " + (in ? ih : 0)) * "
+    << L(z.W) << ";\n"
+    << "          float* restrict d = win + y * " << L(WC * CS) << " + c;\n"
+    << "          for (i64 x = 0; x < " << L(WC) << "; ++x) {\n"
+    << "            const i64 iw = x - " << L(z.PW) << ";\n"
+    << "            d[x * " << L(CS) << "] = in && (unsigned long long)iw < " << L(z.W) << " ? src[iw] : 0.0f;\n"
+    << "          }\n"
+    << "        }\n"
+    // V = B^T d B per tile, vectorised over the channels: the tile's 4x4 inputs, rows combined
+    // (e0 = r0 - r2, e1 = r1 + r2, e2 = r2 - r1, e3 = r1 - r3), then columns the same way.
+    << "      for (i64 t = 0; t < nt; ++t) {\n"
+    << "        const i64 tr = t / " << L(TW) << ", k = t % " << L(TW) << ";\n"
+    << "        const float* restrict r = win + ((2 * tr) * " << L(WC) << " + 2 * k) * " << L(CS) << ";\n"
+    << "        float* restrict v = V + t * " << L(CS) << ";\n"
+    << "        for (i64 c = 0; c < cs; ++c) {\n";
+  for (int i = 0; i < 4; ++i) {
+    s << "          const float";
+    for (int j = 0; j < 4; ++j)
+      s << (j ? "," : "") << " d" << i << j << " = r[" << L((i * WC + j) * CS) << " + c]";
+    s << ";\n";
+  }
+  for (int j = 0; j < 4; ++j)
+    s << "          const float e0" << j << " = d0" << j << " - d2" << j << ", e1" << j << " = d1" << j << " + d2" << j
+      << ", e2" << j << " = d2" << j << " - d1" << j << ", e3" << j << " = d1" << j << " - d3" << j << ";\n";
+  for (int q = 0; q < 4; ++q) {
+    const std::string e = "e" + std::to_string(q);
+    auto at = [&](int xi) { return "          v[" + L(xi * TS * CS) + " + c] = "; };
+    s << at(4 * q) << e << "0 - " << e << "2;\n"
+      << at(4 * q + 1) << e << "1 + " << e << "2;\n"
+      << at(4 * q + 2) << e << "2 - " << e << "1;\n"
+      << at(4 * q + 3) << e << "1 - " << e << "3;\n";
+  }
+  s << "        }\n"
+    << "      }\n"
+    // The 16 GEMMs, element by element (its U slice, 16 KiB, stays in L1 across the tiles), into
+    // M[xi][t][64], summed over the slices.
+    << "      for (int xi = 0; xi < 16; ++xi) {\n"
+    << "        const float* restrict up = Wt + ((xi * " << L(CB) << " + cb) * " << L(z.CG) << " + c0) * " << kConvColBlock
+    << ";\n"
+    << "        for (i64 t0 = 0; t0 < nt; t0 += HPF_MR) {\n"
+    << "          const i64 mr = nt - t0 < HPF_MR ? nt - t0 : HPF_MR;\n"
+    << "          const float* restrict vp = V + (xi * " << L(TS) << " + t0) * " << L(CS) << ";\n"
+    << "          float* restrict mp = Mx + (xi * " << L(TS) << " + t0) * " << kConvColBlock << ";\n"
+    << "          for (i64 jp = 0; jp < " << kConvColBlock << "; jp += HPF_NR)\n"
+    << "            if (mr == HPF_MR) hpf_mm_micro_bx(cs, vp, 1, " << L(CS) << ", up + jp, " << kConvColBlock
+    << ", HPF_VW, mp + jp, " << kConvColBlock << ");\n"
+    << "            else hpf_mm_micro_rest(mr, cs, vp, 1, " << L(CS) << ", up + jp, " << kConvColBlock
+    << ", HPF_VW, mp + jp, " << kConvColBlock << ");\n"
+    << "        }\n"
+    << "      }\n"
+    << "    }\n"
+    // A^T M A, in place: quarter o = 2 * row + column of each tile's outputs into M's first four
+    // planes (sums s_b over a of rows 0..2 (output row 0) and 1 - 2 - 3 (output row 1), then
+    // the same over b).
+    << "    for (i64 i = 0; i < nt * " << kConvColBlock << "; ++i) {\n"
+    << "      float m[16];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int xi = 0; xi < 16; ++xi) m[xi] = Mx[xi * " << L(TS * kConvColBlock) << " + i];\n"
+    << "      float s0[4], s1[4];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int bb = 0; bb < 4; ++bb) {\n"
+    << "        s0[bb] = m[bb] + m[4 + bb] + m[8 + bb];\n"
+    << "        s1[bb] = m[4 + bb] - m[8 + bb] - m[12 + bb];\n"
+    << "      }\n"
+    << "      Mx[i] = s0[0] + s0[1] + s0[2];\n"
+    << "      Mx[" << L(TS * kConvColBlock) << " + i] = s0[1] - s0[2] - s0[3];\n"
+    << "      Mx[" << L(2 * TS * kConvColBlock) << " + i] = s1[0] + s1[1] + s1[2];\n"
+    << "      Mx[" << L(3 * TS * kConvColBlock) << " + i] = s1[1] - s1[2] - s1[3];\n"
+    << "    }\n"
+    // Per block of 64 output channels: each quarter's tile into channel rows, the two column
+    // phases interleaved into output rows, finished and stored.
+    << "    {\n"
+    << "      const i64 mcn = " << L(z.MG) << " - cb * " << kConvColBlock << " < " << kConvColBlock << " ? " << L(z.MG)
+    << " - cb * " << kConvColBlock << " : " << kConvColBlock << ";\n"
+    << "      for (int o = 0; o < 4; ++o)\n"
+    << "        hpf_tile_cols(Mx + o * " << L(TS * kConvColBlock) << ", " << L(TS) << ", ct + o * "
+    << L(kConvColBlock * TS) << ", " << L(TS) << ");\n"
+    << "      for (i64 j = 0; j < mcn; ++j) {\n"
+    << "        const i64 mo = cb * " << kConvColBlock << " + j;\n"
+    << "        for (i64 tr = 0; tr < trows; ++tr)\n"
+    << "          for (i64 rr = 0; rr < 2; ++rr) {\n"
+    << "            const i64 oh = 2 * (tr0 + tr) + rr;\n"
+    << "            if (oh >= " << L(z.OH) << ") break;\n"
+    << "            const float* restrict e0 = ct + ((2 * rr) * " << kConvColBlock << " + j) * " << L(TS) << " + tr * "
+    << L(TW) << ";\n"
+    << "            const float* restrict e1 = e0 + " << L(kConvColBlock * TS) << ";\n"
+    << "            for (i64 k = 0; k < " << L(TW) << "; ++k) {\n"
+    << "              a[2 * k] = e0[k];\n"
+    << "              a[2 * k + 1] = e1[k];\n"
+    << "            }\n"
+    << "            const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + oh * " << L(z.OW) << ";\n"
+    << "            (void)yo;\n";
+  s << fin.loop(L(z.OW));
+  s << "            " << store_row(spec, "(Y + yo)", "a", L(z.OW)) << "          }\n"
+    << "      }\n"
+    << "    }\n"
+    << "  }\n}\n";
+  const int64_t per_item = std::max<int64_t>(1, b.T * 4 * kConvColBlock * z.CG * 4);
+  return GeneratedKernel{name, s.str(), z.N * RBn * CB, std::max<int64_t>(1, (1 << 20) / per_item)};
+}
+
+}  // namespace hpf::jit::conv
