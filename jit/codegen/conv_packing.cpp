@@ -33,6 +33,8 @@ bool conv_takes_packed_weights(const KernelSpec& spec, bool amx_bf16) {
   return (w.dtype == DType::F32 || amx) && (w.shape.size() == 3 || w.shape.size() == 4) && w.shape[1] > 1;
 }
 
+bool conv_runs_winograd(const ConvGeometry& g) { return conv::winograd_fits(conv::shape_of(g)); }
+
 KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   KernelSpec s = spec;
   const std::vector<int64_t>& ws = spec.inputs[1].shape;
@@ -69,7 +71,7 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   own.epilogue.clear();
   own.epilogue_inputs = 0;
   auto geo = conv_geometry(own, "conv packing");
-  if (geo.ok() && spec.inputs[0].dtype == DType::F32 && conv::winograd_fits(conv::shape_of(*geo))) {
+  if (geo.ok() && spec.inputs[0].dtype == DType::F32 && conv_runs_winograd(*geo)) {
     s.attrs["w_layout"] = std::string("wino");
     s.inputs[1] = TensorDesc{DType::F32, {16 * blocks(d.rows, kConvColBlock) * kConvColBlock * d.channels}};
     return s;

@@ -45,6 +45,7 @@
 
 #include <cstdint>
 
+#include "jit/codegen/conv_geometry.hpp"
 #include "jit/codegen/kernel_spec.hpp"
 
 namespace hpf::jit {
@@ -74,6 +75,11 @@ bool conv_takes_packed_weights(const KernelSpec& spec, bool amx_bf16 = false);
 // "w_shape" and "w_layout" are set (the layout the generator runs fastest with for this shape;
 // "amx" for a BF16 weight).
 KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec);
+
+// Whether a Conv of geometry `g` with FP32 input and weights runs the Winograd kernel ("wino"
+// layout): 3x3, unit strides and dilations, one group, at least 16 input channels, output
+// channels filling 64-wide blocks.
+bool conv_runs_winograd(const ConvGeometry& g);
 
 // Packs the row-major weight `w` (the original [M, CG, KH, KW] values) for `packed_spec` (one
 // conv_spec_with_packed_weights gave) into `out` (its input 1's element count): FP32 values for

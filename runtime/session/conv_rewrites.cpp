@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "jit/codegen/c_helpers.hpp"
+#include "jit/codegen/conv_packing.hpp"
 #include "runtime/session/weight_cache.hpp"
 
 namespace hpf {
@@ -96,6 +97,10 @@ Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* ca
     const int64_t OH = HP >= di[0] * (KH - 1) + 1 ? (HP - di[0] * (KH - 1) - 1) / st[0] + 1 : 0;
     const int64_t OW = WP >= di[1] * (KW - 1) + 1 ? (WP - di[1] * (KW - 1) - 1) / st[1] + 1 : 0;
     if (OH < 1 || OW < 1 || OH * OW > kSmallMapPositions) continue;
+    jit::ConvGeometry geo{};
+    geo.N = N, geo.C = C, geo.H = H, geo.W = W, geo.M = M, geo.CG = C, geo.KH = KH, geo.KW = KW, geo.group = 1;
+    geo.OH = OH, geo.OW = OW, geo.SH = st[0], geo.SW = st[1], geo.DH = di[0], geo.DW = di[1], geo.PH = pads[0], geo.PW = pads[1];
+    if (jit::conv_runs_winograd(geo)) continue;  // Winograd's kernel does better than patches
 
     auto i64s = [&](const std::string& what, std::vector<int64_t> v) { return add_i64s(g, n.name + "/patches_" + what, v); };
     ValueId src = n.inputs[0];

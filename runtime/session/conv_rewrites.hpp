@@ -28,14 +28,14 @@ Expected<int> subsample_strided_pointwise_convs(Graph& g, const Plan* plan);
 
 // Output maps up to this many positions (7x7) are gathered: there the direct kernel has 7
 // positions a row to cut into tiles of 6 (ResNet-50's strided 14 -> 7 3x3 layer: 1.55 ms direct,
-// 1.35 gathered). On larger maps it computes each row exactly and reads its input in place
-// (14x14 256 -> 256: 1.10 ms in the model against 1.33 gathered); their patches would outgrow
-// the caches.
+// 1.35 gathered). On larger maps it computes each row exactly and reads its input in place; their
+// patches would outgrow the caches. 3x3 Convs of unit strides run Winograd's kernel instead
+// (jit::conv_runs_winograd) and are left alone.
 inline constexpr int64_t kSmallMapPositions = 49;
 
 // Rewrites, in `g` (shapes concrete), every ungrouped Conv with FP32 weights of more than one
 // tap, explicit pads, at least 256 multiply-adds per output and an output map of at most
-// kSmallMapPositions positions. The reshaped weights (a copy) are kept in `cache` (a
+// kSmallMapPositions positions, unless the Winograd kernel takes it. The reshaped weights (a copy) are kept in `cache` (a
 // SharedWeights; may be null), so that every compile of the model shares one. Returns how many
 // were rewritten. The rewritten graph computes the same values.
 Expected<int> gather_small_map_convs(Graph& g, const Plan* plan, WeightCache* cache);

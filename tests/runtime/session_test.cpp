@@ -589,11 +589,15 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
                  {{"strides", V{2, 1}}, {"dilations", V{1, 2}}}, "c2"),
            "y2");
   b.output(b.op1("Conv", {x, b.constant(test::random_tensor({8, 32, 2, 5}, 84))}, {{"pads", V{0, 2, 1, 0}}}, "c3"), "y3");
-  // Left alone: grouped; 1x1; fewer than 256 multiply-adds per output (2 channels, 9 taps).
+  // Left alone: grouped; 1x1; fewer than 256 multiply-adds per output (2 channels, 9 taps);
+  // Winograd's (below).
   b.output(b.op1("Conv", {x, b.constant(test::random_tensor({32, 16, 3, 3}, 85))}, {{"group", int64_t{2}}}, "grouped"), "y4");
   b.output(b.op1("Conv", {x, b.constant(test::random_tensor({8, 32, 1, 1}, 86))}, {}, "pointwise"), "y5");
   auto x2 = b.input("x2", DType::F32, make_shape(V{1, 2, 7, 7}));
   b.output(b.op1("Conv", {x2, b.constant(test::random_tensor({4, 2, 3, 3}, 87))}, {}, "shallow"), "y6");
+  // 3x3 with unit strides filling 64 output channels: the Winograd kernel's.
+  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({64, 32, 3, 3}, 92))}, {{"pads", V{1, 1, 1, 1}}}, "winograd"),
+           "y8");
   // A map over kSmallMapPositions: 16x16.
   auto x3 = b.input("x3", DType::F32, make_shape(V{1, 32, 16, 16}));
   b.output(b.op1("Conv", {x3, b.constant(test::random_tensor({8, 32, 3, 3}, 88))}, {{"pads", V{1, 1, 1, 1}}}, "large"), "y7");
@@ -612,6 +616,8 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
   for (const Node& node : rewritten.nodes())
     if (node.op == "Conv" && (node.name == "c1" || node.name == "c2" || node.name == "c3"))
       CHECK(std::get<V>(node.attrs.at("kernel_shape")) == V{1, 1});
+    else if (node.name == "winograd")
+      CHECK(rewritten.constant(node.inputs[1])->shape() == V{64, 32, 3, 3});
   auto same = ref::run(rewritten, in);
   REQUIRE(same.ok());
   check_close(*same, *want, 1e-6f);  // the same products (the reference sums in FP64)
