@@ -1504,31 +1504,36 @@ TEST_CASE("codegen: Conv direct kernel") {
               4e-5, true);
 }
 
-// The Winograd F(2x2, 3x3) kernel (FP32 weights in the "wino" layout, c_conv_winograd.cpp): odd
-// output sizes (tiles half outside), input channels over several slices of 64 (150 = 64 + 64 +
+// The Winograd F(2x2, 3x3) kernel (FP32 weights in the "wino" layout, c_conv_winograd.cpp; at
+// least 32 tiles of 2x2 outputs): odd output sizes (tiles half outside), input channels over
+// several slices of 64 (150 = 64 + 64 +
 // 22), two blocks of output channels, a batch of two, asymmetric pads, ragged tile groups, and a
-// fused residual epilogue; ResNet-50's 7x7 and 56x56 layers.
+// fused residual epilogue; ResNet-50's 56x56 layer and its 7x7 one in a batch of two (one image
+// has too few tiles).
 TEST_CASE("codegen: Conv Winograd kernel") {
   jit::KernelSpec probe;
   probe.family = "conv";
-  probe.inputs = {{DType::F32, {1, 150, 9, 7}}, {DType::F32, {128, 150, 3, 3}}};
-  probe.outputs = {{DType::F32, {1, 128, 9, 7}}};
+  probe.inputs = {{DType::F32, {2, 150, 9, 7}}, {DType::F32, {128, 150, 3, 3}}};
+  probe.outputs = {{DType::F32, {2, 128, 9, 7}}};
   probe.attrs["pads"] = Ints{1, 1, 1, 1};
   REQUIRE(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "wino");
-  check_conv(DType::F32, {1, 150, 9, 7}, {128, 150, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 730);
+  check_conv(DType::F32, {2, 150, 9, 7}, {128, 150, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 730);
   check_conv(DType::F32, {2, 16, 10, 13}, {64, 16, 3, 3}, false, {{"pads", Ints{0, 2, 1, 0}}}, 733);
-  check_conv(DType::F32, {1, 32, 5, 6}, {64, 32, 3, 3}, true, {}, 736);  // no padding: 3x4 outputs
-  check_conv(DType::F32, {1, 512, 7, 7}, {512, 512, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 739);
+  check_conv(DType::F32, {12, 32, 5, 6}, {64, 32, 3, 3}, true, {}, 736);  // no padding: 3x4 outputs
+  check_conv(DType::F32, {2, 512, 7, 7}, {512, 512, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 739);  // 32 tiles
+  probe.inputs = {{DType::F32, {1, 512, 7, 7}}, {DType::F32, {512, 512, 3, 3}}};
+  probe.outputs = {{DType::F32, {1, 512, 7, 7}}};
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");  // 16 tiles: direct
   check_conv(DType::F32, {1, 64, 56, 56}, {64, 64, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}}, 742);
   GraphBuilder b("winograd_epilogue");
-  auto x = b.input("x", DType::F32, {1, 40, 11, 9});
-  auto r = b.input("r", DType::F32, {1, 64, 11, 9});
+  auto x = b.input("x", DType::F32, {1, 40, 12, 11});
+  auto r = b.input("r", DType::F32, {1, 64, 12, 11});
   auto y = b.op1("Conv", {x, b.constant(random_tensor({64, 40, 3, 3}, DType::F32, 745)),
                           b.constant(random_tensor({64}, DType::F32, 746))}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
   y = b.op1("Relu", {b.op1("Add", {y, r}, {}, "residual")}, {}, "relu");
   b.output(y, "out");
   CHECK(step_labels(b) == std::vector<std::string>{"conv+residual+relu"});
-  check_graph(b, {random_tensor({1, 40, 11, 9}, DType::F32, 747), random_tensor({1, 64, 11, 9}, DType::F32, 748)},
+  check_graph(b, {random_tensor({1, 40, 12, 11}, DType::F32, 747), random_tensor({1, 64, 12, 11}, DType::F32, 748)},
               4e-5, true);
 }
 

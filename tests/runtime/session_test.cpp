@@ -595,16 +595,17 @@ TEST_CASE("session: a Conv over a small map runs as gathered patches and a 1x1 C
   b.output(b.op1("Conv", {x, b.constant(test::random_tensor({8, 32, 1, 1}, 86))}, {}, "pointwise"), "y5");
   auto x2 = b.input("x2", DType::F32, make_shape(V{1, 2, 7, 7}));
   b.output(b.op1("Conv", {x2, b.constant(test::random_tensor({4, 2, 3, 3}, 87))}, {}, "shallow"), "y6");
-  // 3x3 with unit strides filling 64 output channels: the Winograd kernel's.
-  b.output(b.op1("Conv", {x, b.constant(test::random_tensor({64, 32, 3, 3}, 92))}, {{"pads", V{1, 1, 1, 1}}}, "winograd"),
-           "y8");
   // A map over kSmallMapPositions: 16x16.
   auto x3 = b.input("x3", DType::F32, make_shape(V{1, 32, 16, 16}));
   b.output(b.op1("Conv", {x3, b.constant(test::random_tensor({8, 32, 3, 3}, 88))}, {{"pads", V{1, 1, 1, 1}}}, "large"), "y7");
+  // 3x3 with unit strides filling 64 output channels, two images (32 tiles): the Winograd kernel's.
+  auto x4 = b.input("x4", DType::F32, make_shape(V{2, 32, 7, 7}));
+  b.output(b.op1("Conv", {x4, b.constant(test::random_tensor({64, 32, 3, 3}, 92))}, {{"pads", V{1, 1, 1, 1}}}, "winograd"),
+           "y8");
   auto g = b.build();
   REQUIRE(g.ok());
   const std::vector<Tensor> in = {test::random_tensor({1, 32, 7, 7}, 89), test::random_tensor({1, 2, 7, 7}, 90),
-                                  test::random_tensor({1, 32, 16, 16}, 91)};
+                                  test::random_tensor({1, 32, 16, 16}, 91), test::random_tensor({2, 32, 7, 7}, 93)};
   auto want = ref::run(*g, in);
   REQUIRE(want.ok());
 
