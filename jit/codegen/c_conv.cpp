@@ -170,6 +170,9 @@ constexpr int64_t kMaxTableTaps = 64;
 // K x 64 FP32 panel on the stack (256 KiB, the direct kernel's window budget); deeper ones take
 // the implicit GEMM.
 constexpr int64_t kPointwiseRowsDepth = 1024;
+// Work items of the rows-layout pointwise kernel, at least (channel blocks split further): the
+// threads take items one at a time, and a layer of few, large items ends with one thread alone.
+constexpr int64_t kPointwiseMinItems = 16;
 // Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
 constexpr int64_t kPointwiseTiles = 16;
 
@@ -429,7 +432,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   const int64_t P = z.H * z.W, K = z.CG, PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
   const int64_t T = (z.MG + kGemmMR - 1) / kGemmMR;  // tiles of the packed weights per group
   HPF_ASSIGN_OR_RETURN(const int64_t max_rows, tile_rows(spec));
-  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR);
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR, kPointwiseMinItems);
   const char* xt = c_storage_type(X.dtype);
   const bool x32 = X.dtype == DType::F32, copies = !x32 || P % kGemmNC != 0;
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
