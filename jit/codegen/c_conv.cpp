@@ -151,6 +151,18 @@ std::string store_row(const KernelSpec& spec, const std::string& dst, const std:
   return "for (i64 jj = 0; jj < " + n + "; ++jj) " + dst + "[jj] = " + c_store(t, row + "[jj]") + ";\n";
 }
 
+std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::string& dst, const std::string& row,
+                         const std::string& n) {
+  const DType t = spec.outputs[0].dtype;
+  if (fin.per_value.empty() || t == DType::BF16) return fin.loop(n) + "      " + store_row(spec, dst, row, n);
+  // The value in a local (`row`[jj] renamed): stored back into the row, it ran as slowly as two loops.
+  std::string per_value = fin.per_value;
+  const std::string at = row + "[jj]";
+  for (size_t k; (k = per_value.find(at)) != std::string::npos;) per_value.replace(k, at.size(), "v");
+  return "      {\n" + fin.setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n        float v = " + at + ";\n" +
+         per_value + "        " + dst + "[jj] = " + c_store(t, "v") + ";\n      }\n      }\n";
+}
+
 }  // namespace conv
 
 namespace {
@@ -405,10 +417,9 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "      float* restrict a = acc + ii * HPF_NC;\n"
     << "      (void)yo;\n";
-  s << fin.loop("nc");
   // The next work item usually continues these rows with the next pixel block: its lines of the
   // row are fetched while it computes (see hpf_prefetch_w).
-  s << "      " << store_row(spec, "(Y + yo)", "a", "nc")
+  s << finish_store(spec, fin, "(Y + yo)", "a", "nc")
     << "      if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + HPF_NC, HPF_NC * sizeof(*Y));\n"
     << "    }\n  }\n"
     << "}\n";
@@ -474,8 +485,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "        float* restrict a = acc + ii * HPF_NC;\n"
     << "        (void)yo;\n";
-  s << fin.loop("nc");
-  s << "        " << store_row(spec, "(Y + yo)", "a", "nc") << "      }\n    }\n  }\n}\n";
+  s << finish_store(spec, fin, "(Y + yo)", "a", "nc") << "      }\n    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * K * kGemmNC);
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }
@@ -552,8 +562,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "      (void)yo;\n"
     << "      float* restrict a = ct + j * " << L(PX16) << ";\n";
-  s << fin.loop("np");
-  s << "      " << store_row(spec, "(Y + yo)", "a", "np") << "    }\n  }\n}\n";
+  s << finish_store(spec, fin, "(Y + yo)", "a", "np") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, PX * kConvColBlock * K);
   return GeneratedKernel{name, s.str(), z.N * z.G * PBn * CB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }

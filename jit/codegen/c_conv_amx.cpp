@@ -212,8 +212,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
     << "      const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "      float* restrict a = acc + ii * " << L(PX) << ";\n"
     << "      (void)yo;\n"
-    << fin.loop("nc")
-    << "      " << store_row(spec, "(Y + yo)", "a", "nc")
+    << finish_store(spec, fin, "(Y + yo)", "a", "nc")
     << "      if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + " << L(PX) << ", " << L(PX) << " * sizeof(*Y));\n"
     << "    }\n  }\n"
     << "#if defined(HPF_CONV_AMX)\n  __builtin_ia32_tilerelease();\n#endif\n"

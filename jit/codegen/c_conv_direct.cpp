@@ -158,8 +158,7 @@ Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const s
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + (oh0 + oh) * " << L(z.OW) << ";\n"
     << "        (void)yo;\n"
     << "        float* restrict a = ct + j * " << L(TP16) << " + oh * " << L(WPP) << ";\n";
-  s << fin.loop(L(z.OW));
-  s << "        " << store_row(spec, "(Y + yo)", "a", L(z.OW)) << "      }\n    }\n  }\n}\n";
+  s << finish_store(spec, fin, "(Y + yo)", "a", L(z.OW)) << "      }\n    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, RB * z.OW * kConvColBlock * K);
   return GeneratedKernel{name, s.str(), z.N * z.G * CB * RBn, std::max<int64_t>(1, (1 << 20) / per_item)};
 }

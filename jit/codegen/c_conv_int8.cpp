@@ -310,8 +310,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "      const i32 zm = I8_ZP ? Z[mo] : 0;\n"
     << "      const i32* restrict at = acc + ii * " << kPixels << ";\n"
     << "      for (i64 jj = 0; jj < nc; ++jj) a[jj] = (float)(at[jj] - zm) * sm;\n";
-  s << fin.loop("nc");
-  s << "      " << conv::store_row(spec, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
+  s << conv::finish_store(spec, fin, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * KG * 4 * kPixels);
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 21) / per_item)};
 }

@@ -52,6 +52,11 @@ std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, cons
 
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
+// `fin` (made with v = `row`[jj]) applied to `n` values of `row` and the values stored at `dst`,
+// in one pass where the output is FP32 or F16 (a second loop re-reading the row just written
+// cost ResNet-50's stem with its Relu 20%); BF16 rows are finished, then stored by store_row.
+std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::string& dst, const std::string& row,
+                         const std::string& n);
 
 // The C statement of a work item's block of output channels: `ic`, its first in the group, and
 // `mc`, how many (MT, or fewer in the group's last block), from the block index `mb`.

@@ -164,8 +164,7 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
     << "            const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + (oh0 + ol) * " << L(z.OW) << " + ow;\n"
     << "            float* restrict a = acc + ii * HPF_NR + (q - q0);\n"
     << "            (void)yo;\n";
-  s << fin.loop("len");
-  s << "            " << store_row(spec, "(Y + yo)", "a", "len") << "            q += len;\n"
+  s << finish_store(spec, fin, "(Y + yo)", "a", "len") << "            q += len;\n"
     << "          }\n"
     << "        }\n"
     << "      }\n"

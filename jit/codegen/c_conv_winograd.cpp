@@ -195,8 +195,7 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
     << "            }\n"
     << "            const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + oh * " << L(z.OW) << ";\n"
     << "            (void)yo;\n";
-  s << fin.loop(L(z.OW));
-  s << "            " << store_row(spec, "(Y + yo)", "a", L(z.OW)) << "          }\n"
+  s << finish_store(spec, fin, "(Y + yo)", "a", L(z.OW)) << "          }\n"
     << "      }\n"
     << "    }\n"
     << "  }\n}\n";
