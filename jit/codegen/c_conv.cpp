@@ -443,7 +443,8 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   const int64_t P = z.H * z.W, K = z.CG, PB = std::max<int64_t>(1, (P + kGemmNC - 1) / kGemmNC);
   const int64_t T = (z.MG + kGemmMR - 1) / kGemmMR;  // tiles of the packed weights per group
   HPF_ASSIGN_OR_RETURN(const int64_t max_rows, tile_rows(spec));
-  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR, kPointwiseMinItems);
+  // Small maps (a block or two of pixels, copied per work item when ragged) keep few items.
+  const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR, PB >= 4 ? kPointwiseMinItems : 4);
   const char* xt = c_storage_type(X.dtype);
   const bool x32 = X.dtype == DType::F32, copies = !x32 || P % kGemmNC != 0;
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
