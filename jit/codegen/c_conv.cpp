@@ -598,6 +598,14 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << L((z.KH - 1) * z.DH + 1) << ";\n"
     << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
     << ";\n"
+    // The next block's new input rows and its output rows, fetched while this one computes: a
+    // block's rows are short runs (a few KiB) for the hardware prefetchers, and in a model they
+    // may be in no cache near the core (MobileNetV2's 112x112x32 layer 0.24 -> 0.15 ms with its
+    // input and output cold; 0.12 either way with them in cache).
+    << "    hpf_prefetch_r(X + ((n * " << L(z.C) << " + c) * " << L(z.H) << " + ib + nr) * " << L(z.W) << ", "
+    << L(RB * z.SH * z.W) << " * sizeof(*X));\n"
+    << "    hpf_prefetch_w(Y + ((n * " << L(z.M) << " + mo) * " << L(z.OH) << " + oh1) * " << L(z.OW) << ", "
+    << L(RB * z.OW) << " * sizeof(*Y));\n"
     << "    for (i64 i = 0; i < nr; ++i) {\n"
     << "      const i64 ih = ib + i;\n"
     << "      if ((unsigned long long)ih >= " << L(z.H) << ") continue;  // outside: no tap reads it\n"
