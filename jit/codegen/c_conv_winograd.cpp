@@ -13,19 +13,20 @@
 // A work item is a block of RT tile rows (all TW tile columns, at most kMaxTiles tiles) and 64
 // output channels of one image; tile-row blocks innermost, so that a range keeps its channels'
 // U (16 x CG x 64 values) in cache. Per slice of up to kSlice input channels: the slice's input
-// rows (zero-padded, each split into even and odd columns) are copied into a window, and
-// V = B^T d B of every tile and channel is written element-major (V[xi][c][t], tiles
-// contiguous; every block of output channels transforms its input again, a few percent of its
-// multiply-adds). Per group of 6 tiles the 16 GEMMs go into a 16 x 6 x 64 tile (in L1), whose
-// output transform A^T M A is added to the item's 2x2-output accumulators (Y4[o][t][64]). After
-// the last slice each output quarter o = 2 * row + column is transposed into channel rows
-// (hpf_tile_cols), the two column phases interleaved into output rows, finished (bias,
+// rows (zero-padded) are copied into a window with the channels innermost, V = B^T d B is
+// computed per tile, vectorised over the channels, into V[xi][t][c] (every block of output
+// channels transforms its input again, a few percent of its multiply-adds), and per element xi
+// the GEMM over the block's tiles (U's slice, 16 KiB, stays in L1) adds into M[xi][t][64].
+// After the last slice the output transform A^T M A turns M's 16 planes into the four quarters
+// o = 2 * row + column of each tile's outputs, in place; each quarter is transposed into channel
+// rows (hpf_tile_cols), the two column phases interleaved into output rows, finished (bias,
 // epilogue) and stored.
 //
 // Numerics: the transforms add and subtract (and halve, exactly, in G) in FP32; sums run over
 // input channels per element, then over the 16 elements: the rounding differs from the direct
 // kernel's (errors of a few ulps of the sums' magnitude, as oneDNN's and ONNX Runtime's
 // Winograd convolutions have).
+#include <algorithm>
 #include <sstream>
 
 #include "jit/codegen/c_conv_parts.hpp"
