@@ -42,15 +42,14 @@ namespace conv {
 std::vector<std::string> gemm_tile_variants() { return {"r240", "r120", "r48"}; }
 
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, int bias,
-                              const std::string& v, const std::string& yoff, const std::string& j,
-                              const std::string& after_bias) {
+                              const std::string& yoff, const std::string& j, const std::string& after_bias) {
   Finish f;
   if (bias >= 0) {
     f.setup = "const float bias = " + c_load(lifted.inputs[bias].dtype, "B[mo]") + ";\n";
-    f.per_value = v + " += bias;\n";
+    f.per_value = "v += bias;\n";
   }
   f.per_value += after_bias;
-  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(lifted, v, [&](int k) {
+  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(lifted, "v", [&](int k) {
     const int kind = kinds[k];
     const std::string idx = kind == 0 ? "0" : kind == 1 ? "mo" : yoff + " + " + j;
     return c_load(lifted.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
@@ -154,13 +153,9 @@ std::string store_row(const KernelSpec& spec, const std::string& dst, const std:
 std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::string& dst, const std::string& row,
                          const std::string& n) {
   const DType t = spec.outputs[0].dtype;
-  if (fin.per_value.empty() || t == DType::BF16) return fin.loop(n) + "      " + store_row(spec, dst, row, n);
-  // The value in a local (`row`[jj] renamed): stored back into the row, it ran as slowly as two loops.
-  std::string per_value = fin.per_value;
-  const std::string at = row + "[jj]";
-  for (size_t k; (k = per_value.find(at)) != std::string::npos;) per_value.replace(k, at.size(), "v");
-  return "      {\n" + fin.setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n        float v = " + at + ";\n" +
-         per_value + "        " + dst + "[jj] = " + c_store(t, "v") + ";\n      }\n      }\n";
+  if (fin.per_value.empty() || t == DType::BF16) return fin.loop(row, n) + "      " + store_row(spec, dst, row, n);
+  return "      {\n" + fin.setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n        float v = " + row + "[jj];\n" +
+         fin.per_value + "        " + dst + "[jj] = " + c_store(t, "v") + ";\n      }\n      }\n";
 }
 
 }  // namespace conv
@@ -231,7 +226,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
   const bool w32 = Wt.dtype == DType::F32;
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   // BF16 input and weights where the BF16 microkernel is preferred (HPF_BF16_DOT, see
   // c_gemm_micro.hpp): pairs of k packed as they are (no conversion) and multiplied by
   // vdpbf16ps; the source holds both forms.
@@ -447,7 +442,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   const auto [MB, MT] = conv::row_blocks(z.MG, z.N * z.G * PB, max_rows, kGemmMR, PB >= 4 ? kPointwiseMinItems : 4);
   const char* xt = c_storage_type(X.dtype);
   const bool x32 = X.dtype == DType::F32, copies = !x32 || P % kGemmNC != 0;
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, "float", has_b, epi_ptrs)
@@ -511,7 +506,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   PBn = (tiles + TPB - 1) / TPB;
   const char* xt = c_storage_type(X.dtype);
   const bool x32 = X.dtype == DType::F32;
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << conv::tile_cols_source() << "\nvoid " << name
     << "(void* const* args, i64 begin, i64 end) {\n"
@@ -576,7 +571,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   const int64_t NB = (z.OH + RB - 1) / RB, RR = depthwise_rows(z, RB);
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "j0 + jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "j0 + jj"));
   // A 16-bit output is staged: the block's finished rows in FP32, then converted and stored as
   // one run (rows of 7 or 14 values stored one at a time took a third of a BF16 7x7 layer).
   const bool stage = spec.outputs[0].dtype != DType::F32;
@@ -676,7 +671,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
       << "#pragma clang loop unroll(full)\n"
       << "          for (int jj = 0; jj < " << cw << "; ++jj) a[jj] += wk * xr[jj];\n"
       << "        }\n"
-      << fin.loop(L(fw), cw <= 16);
+      << fin.loop("a", L(fw), cw <= 16);
     if (stage)
       b << "#pragma clang loop unroll(full)\n"
         << "      for (int jj = 0; jj < " << width << "; ++jj) stg[(oh - oh0) * " << L(z.OW) << " + j0 + jj] = a[jj];\n";

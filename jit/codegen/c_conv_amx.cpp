@@ -67,7 +67,7 @@ Expected<GeneratedKernel> amx_gemm(const KernelSpec& spec, const Shape& z, const
   const int64_t PB = std::max<int64_t>(1, (P + PX - 1) / PX);
   const auto [MB, MT] = row_blocks(z.MG, z.N * z.G * PB, max_rows, kConvAmxRows);
   const int64_t HW = H * W, half = SL / 2;  // half: pairs per slice
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   const std::string hi = z.CG % 2 ? "(c0 + 2 * q + 1 < " + L(z.CG) + " ? (u32)xa[" + L(HW) + " + i] << 16 : 0u)"
                                   : "(u32)xa[" + L(HW) + " + i] << 16";
   const std::string hi_pw = z.CG % 2 ? "(c0 + 2 * q + 1 < " + L(z.CG) + " ? pv[t] << 16 : 0u)" : "pv[t] << 16";

@@ -81,7 +81,7 @@ Expected<GeneratedKernel> direct(const KernelSpec& spec, const Shape& z, const s
   // Window rows (padded coordinates) of a block, all phases.
   const int64_t YR = RP * z.SH;
   const char* xt = c_storage_type(X.dtype);
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << tile_cols_source() << "\nvoid " << name
     << "(void* const* args, i64 begin, i64 end) {\n"

@@ -103,11 +103,11 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
   const float out_scale = attr_f(in_spec.attrs, "out_scale", 0.0f);
   std::string fq;
   if (out_scale > 0)  // the emulation's fake quantisation of the node's output
-    fq = "{ float r = a[jj] / " + c_float(out_scale) + ";\n"
+    fq = "{ float r = v / " + c_float(out_scale) + ";\n"
          "  r = r != r ? 0.0f : (__builtin_fabsf(r) < 8388608.0f ? __builtin_rintf(r) : r);\n"
          "  r = r < -128.0f ? -128.0f : (r > 127.0f ? 127.0f : r);\n"
-         "  a[jj] = r * " + c_float(out_scale) + "; }\n";
-  HPF_ASSIGN_OR_RETURN(conv::Finish fin, conv::finish_value(spec, kinds, has_b ? 4 : -1, "a[jj]", "yo", "jj", fq));
+         "  v = r * " + c_float(out_scale) + "; }\n";
+  HPF_ASSIGN_OR_RETURN(conv::Finish fin, conv::finish_value(spec, kinds, has_b ? 4 : -1, "yo", "jj", fq));
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(in_spec, 1));
   const char* xt = c_storage_type(X.dtype);
   const char* yt = c_storage_type(Y.dtype);

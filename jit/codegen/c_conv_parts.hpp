@@ -21,20 +21,21 @@ struct Shape {
   int64_t N, C, H, W, M, CG, MG, G, KH, KW, OH, OW, SH, SW, DH, DW, PH, PW;
 };
 
-// The bias (if any) and epilogue of one value `v` at column expression `j` of the output row
+// The bias (if any) and epilogue of one value at column expression `j` of the output row
 // starting at flat offset `yoff`, output channel `mo`: the per-channel setup (statements before
-// the row's loop) and the per-value statements.
+// the row's loop) and the per-value statements, on the float local `v`.
 struct Finish {
   std::string setup, per_value;
-  // The loop applying it to `n` values of a row, setup first: empty when there is nothing to apply.
-  // `as_loop`: vectorised as a loop rather than unrolled first, for short rows of a constant
-  // length: unrolled, the straight-line code of an epilogue rounding to BF16 stayed scalar, and
-  // the accumulators with it (a BF16 7x7 depthwise layer with a Clip: 0.066 -> 0.036 ms); rows of
-  // 32 in registers are faster unrolled.
-  std::string loop(const std::string& n, bool as_loop = false) const {
+  // The loop applying it to `n` values of the FP32 row `row`, in place, setup first: empty when
+  // there is nothing to apply. `as_loop`: vectorised as a loop rather than unrolled first, for
+  // short rows of a constant length: unrolled, the straight-line code of an epilogue rounding to
+  // BF16 stayed scalar, and the accumulators with it (a BF16 7x7 depthwise layer with a Clip:
+  // 0.066 -> 0.036 ms); rows of 32 in registers are faster unrolled.
+  std::string loop(const std::string& row, const std::string& n, bool as_loop = false) const {
     if (per_value.empty()) return "";
     return "      {\n" + setup + (as_loop ? "#pragma clang loop vectorize(enable) unroll(disable)\n" : "") +
-           "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n" + per_value + "      }\n      }\n";
+           "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n        float v = " + row + "[jj];\n" + per_value +
+           "        " + row + "[jj] = v;\n      }\n      }\n";
   }
 };
 // `kinds`: per input, how an epilogue operand broadcasts (epilogue_operand_kind); `bias`: the
@@ -42,8 +43,7 @@ struct Finish {
 // statements on `v` between the bias and the epilogue (the INT8 kernel's output fake
 // quantisation).
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, int bias,
-                              const std::string& v, const std::string& yoff, const std::string& j,
-                              const std::string& after_bias = "");
+                              const std::string& yoff, const std::string& j, const std::string& after_bias = "");
 
 // The declarations opening a float Conv kernel: X (args[0]) in its format, the weight Wt as C
 // type `wt` (args[1]), the bias B (args[2]) when `has_b`, the epilogue's operands (`epi_ptrs`)
@@ -52,9 +52,9 @@ std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, cons
 
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
-// `fin` (made with v = `row`[jj]) applied to `n` values of `row` and the values stored at `dst`,
-// in one pass where the output is FP32 or F16 (a second loop re-reading the row just written
-// cost ResNet-50's stem with its Relu 20%); BF16 rows are finished, then stored by store_row.
+// `fin` applied to `n` values of the FP32 row `row` and the values stored at `dst`, in one pass
+// where the output is FP32 or F16 (finishing the row in place, then copying it, cost ResNet-50's
+// stem with its Relu 20%); BF16 rows are finished, then stored by store_row.
 std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::string& dst, const std::string& row,
                          const std::string& n);
 

@@ -57,7 +57,7 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
   const int64_t RBn = (z.OH + RB - 1) / RB, RP = plane_rows(z, RB), PLANE = RP * WPP, CPLANE = z.SH * z.SW * PLANE;
   const auto [MB, MT] = row_blocks(z.MG, z.N * z.G * RBn, max_rows, kGemmMR);
   const char* xt = c_storage_type(X.dtype);
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source()
     // The microkernel with B row p at bp + boff[p] (HPF_NR values, any alignment), A packed

@@ -81,7 +81,7 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
   const Blocking b = blocking(z);
   const int64_t TH = b.TH, TW = b.TW, RT = b.RT, TS = b.TS, CS = b.CS, MP = b.MP, CB = MP / kConvColBlock;
   const int64_t RBn = (TH + RT - 1) / RT, WR = 2 * RT + 2, WC = 2 * TW + 2, P = z.OH * z.OW;
-  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "a[jj]", "yo", "jj"));
+  HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << tile_cols_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << kernel_args(spec, "float", has_b, epi_ptrs)
