@@ -48,6 +48,15 @@ DeviceFormats all_formats() {
   return d;
 }
 
+// Options for the planning tests on the built-in MLP: a budget of 1e-2, every format, test_device().
+PlannerOptions mlp_options() {
+  PlannerOptions o;
+  o.kl_budget = 1e-2;
+  o.device = all_formats();
+  o.device_model = test_device();
+  return o;
+}
+
 NodePlan plan_of(const Graph& g, Mode m) {
   Plan p = *plan_from_policy(g, Policy::uniform(m), all_formats());
   return p.nodes[0];
@@ -346,10 +355,7 @@ TEST_CASE("plan_auto: measured times replace the roofline") {
     for (const NodePlan& n : p.nodes) t[n.name] = n.mode == Mode::fp32 ? 1.0 : 2.0;
     return t;
   };
-  PlannerOptions o;
-  o.kl_budget = 1e-2;
-  o.device = all_formats();
-  o.device_model = test_device();
+  PlannerOptions o = mlp_options();
   o.beta = 0;
   PlannerReport r;
   auto plan = plan_auto(g, o, e, &batches, &r);
@@ -376,10 +382,7 @@ TEST_CASE("plan_auto: a plan measured slower than FP32 end to end is refused") {
       HPF_ASSIGN_OR_RETURN(double d, ev->divergence(p));
       return Evaluation{d, 10.0 + per_lowered * double(lowered_nodes(p))};
     };
-    PlannerOptions o;
-    o.kl_budget = 1e-2;
-    o.device = all_formats();
-    o.device_model = test_device();
+    PlannerOptions o = mlp_options();
     PlannerReport r;
     auto plan = plan_auto(g, o, e, &batches, &r);
     REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
@@ -415,10 +418,7 @@ TEST_CASE("plan_auto: a move measured slower than the plan it leaves is refused"
       const double lowered = double(lowered_nodes(p)) / double(p.nodes.size());
       return Evaluation{d, 10.0 * (1 - 0.5 * lowered) * (fp16_nodes(p) ? 1.3 : 1.0)};
     };
-    PlannerOptions o;
-    o.kl_budget = 1e-2;
-    o.device = all_formats();
-    o.device_model = test_device();
+    PlannerOptions o = mlp_options();
     o.max_move_slowdown = slowdown;
     PlannerReport r;
     auto plan = plan_auto(g, o, e, &batches, &r);
@@ -450,10 +450,7 @@ TEST_CASE("plan_auto: a plan timed slow once is timed again before a move is ref
     const double ms = lowered ? 7.0 : 10.0;
     return Evaluation{d, lowered && timings[modes]++ == 0 ? ms * 2.0 : ms};
   };
-  PlannerOptions o;
-  o.kl_budget = 1e-2;
-  o.device = all_formats();
-  o.device_model = test_device();
+  PlannerOptions o = mlp_options();
   PlannerReport r;
   auto plan = plan_auto(g, o, e, &batches, &r);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
