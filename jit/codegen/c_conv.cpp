@@ -21,8 +21,9 @@
 // Depthwise (one input channel per group) runs a direct kernel instead: a block of output rows
 // of one channel per work item (the whole plane when it is small), the input rows it reads
 // copied (converted) once into zero-padded stack rows (with a column stride S, each row split
-// into S phases, so that taps read contiguous values), then blocks of up to 32 output columns
-// accumulate over the taps in registers.
+// into S phases, so that taps read contiguous values), then blocks of 4 output rows (AVX-512)
+// by up to 32 columns accumulate over the taps in registers, each input vector loaded once for
+// all the rows it feeds.
 #include <algorithm>
 #include <cstdio>
 #include <sstream>
@@ -576,7 +577,12 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   // one run (rows of 7 or 14 values stored one at a time took a third of a BF16 7x7 layer).
   const bool stage = spec.outputs[0].dtype != DType::F32;
   std::ostringstream s;
-  s << head << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+  // DW_R output rows per register block: R x (CB / 16) accumulators and the taps' weights fit
+  // AVX-512's 32 vector registers; AVX2's 16 take two rows.
+  s << head
+    << "#if defined(__AVX512F__)\n#define DW_R 4\n#else\n#define DW_R 2\n#endif\n"
+    << "typedef float hpf_dw8 __attribute__((vector_size(32), aligned(4)));\n"
+    << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, wt, has_b, epi_ptrs)
     << "  float xp[" << RR * WP << "] __attribute__((aligned(64)));\n"
     << (stage ? "  float stg[" + std::to_string(RB * z.OW) + "] __attribute__((aligned(64)));\n" : "")
@@ -593,17 +599,15 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << L((z.KH - 1) * z.DH + 1) << ";\n"
     << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
     << ";\n"
-    // The next block's new input rows and its output rows, fetched while this one computes: a
-    // block's rows are short runs (a few KiB) for the hardware prefetchers, and in a model they
-    // may be in no cache near the core (MobileNetV2's 112x112x32 layer 0.24 -> 0.15 ms with its
-    // input and output cold; 0.12 either way with them in cache).
-    << "    hpf_prefetch_r(X + ((n * " << L(z.C) << " + c) * " << L(z.H) << " + ib + nr) * " << L(z.W) << ", "
-    << L(RB * z.SH * z.W) << " * sizeof(*X));\n"
-    << "    hpf_prefetch_w(Y + ((n * " << L(z.M) << " + mo) * " << L(z.OH) << " + oh1) * " << L(z.OW) << ", "
-    << L(RB * z.OW) << " * sizeof(*Y));\n"
+    // No software prefetch: fetching the next block's input and output rows at the start of an
+    // item, as this kernel did, made it 7-29% slower on Zen 4 with the rows in L1, L3 or memory
+    // alike (MobileNetV2's 112x112x32 and 112x112x96 stride-2 layers, alternated in one process).
     << "    for (i64 i = 0; i < nr; ++i) {\n"
     << "      const i64 ih = ib + i;\n"
-    << "      if ((unsigned long long)ih >= " << L(z.H) << ") continue;  // outside: no tap reads it\n"
+    << "      if ((unsigned long long)ih >= " << L(z.H) << ") {  // outside: a zero row\n"
+    << "        for (i64 j = 0; j < " << L(WP) << "; ++j) xp[i * " << L(WP) << " + j] = 0.0f;\n"
+    << "        continue;\n"
+    << "      }\n"
     << "      const " << xt << "* restrict xs = X + ((n * " << L(z.C) << " + c) * " << L(z.H) << " + ih) * " << L(z.W)
     << ";\n";
   // With a stride S the row is split by phase: phase q holds padded columns q, q + S, ..., read
@@ -623,13 +627,30 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     // t with t * S - PW >= 0 and t * S + S - 1 - PW < W.
     const int64_t tlo = std::min(WT, (z.PW + S - 1) / S);
     const int64_t thi = std::max(tlo, std::min(WT, z.W + z.PW - S >= 0 ? (z.W + z.PW - S) / S + 1 : 0));
-    // Left to itself, clang unrolls the loop (its trip count is a constant) into scalar copies.
-    s << "      float* restrict xq = xp + i * " << L(WP) << ";\n"
-      << "#pragma clang loop vectorize(enable) vectorize_width(8) unroll(disable)\n"
-      << "      for (i64 t = " << L(tlo) << "; t < " << L(thi) << "; ++t)\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "        for (int q = 0; q < " << S << "; ++q) xq[q * " << L(WT) << " + t] = "
-      << c_load_operand(X.dtype, "xs[t * " + std::to_string(S) + " + q - " + L(z.PW) + "]") << ";\n"
+    s << "      float* restrict xq = xp + i * " << L(WP) << ";\n";
+    if (S == 2 && X.dtype == DType::F32 && thi - tlo >= 16)
+      // FP32, stride 2: 32 inputs, two loads, split into the two phases by two permutes; the
+      // last block ends at thi, overlapping the one before (the vectorised loop below did 8 at
+      // a time, then the rest one by one: the copy took over half of MobileNetV2's 112x112x96
+      // stride-2 layer).
+      s << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
+        << "        if (t0 > " << L(thi - 16) << ") t0 = " << L(thi - 16) << ";\n"
+        << "        const hpf_f32x16 lo = *(const hpf_f32x16*)(xs + t0 * 2 - " << L(z.PW) << ");\n"
+        << "        const hpf_f32x16 hi = *(const hpf_f32x16*)(xs + t0 * 2 - " << L(z.PW) << " + 16);\n"
+        << "        *(hpf_f32x16*)(xq + t0) = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, "
+           "24, 26, 28, 30);\n"
+        << "        *(hpf_f32x16*)(xq + " << L(WT) << " + t0) = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, "
+           "17, 19, 21, 23, 25, 27, 29, 31);\n"
+        << "        if (t0 == " << L(thi - 16) << ") break;\n"
+        << "      }\n";
+    else
+      // Left to itself, clang unrolls the loop (its trip count is a constant) into scalar copies.
+      s << "#pragma clang loop vectorize(enable) vectorize_width(8) unroll(disable)\n"
+        << "      for (i64 t = " << L(tlo) << "; t < " << L(thi) << "; ++t)\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "        for (int q = 0; q < " << S << "; ++q) xq[q * " << L(WT) << " + t] = "
+        << c_load_operand(X.dtype, "xs[t * " + std::to_string(S) + " + q - " + L(z.PW) + "]") << ";\n";
+    s << ""
       << "      for (i64 t = 0; t < " << L(WT) << "; ++t) {\n"
       << "        if (t == " << L(tlo) << ") t = " << L(thi) << ";\n"
       << "        if (t >= " << L(WT) << ") break;\n"
@@ -640,49 +661,88 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
       << "        }\n"
       << "      }\n";
   }
-  s << "    }\n"
-    << "    for (i64 oh = oh0; oh < oh1; ++oh) {\n"
-    << "    const i64 ih0 = oh * " << L(z.SH) << " - " << L(z.PH) << ";\n"
-    << "    i64 kh_lo = 0, kh_hi = " << L(z.KH) << ";\n"
-    << "    while (kh_lo < kh_hi && kh_lo * " << L(z.DH) << " + ih0 < 0) ++kh_lo;\n"
-    << "    while (kh_hi > kh_lo && (kh_hi - 1) * " << L(z.DH) << " + ih0 >= " << L(z.H) << ") --kh_hi;\n"
-    << "    const float* restrict xb = xp + (ih0 - ib) * " << L(WP) << ";\n"
-    << "    const i64 yo = ((n * " << L(z.M) << " + mo) * " << L(z.OH) << " + oh) * " << L(z.OW) << ";\n"
-    << "    (void)yo;\n";
-  // A block of `width` output columns from j0, the width a constant (the accumulators stay in
-  // registers, the finish and the store are whole vectors): full blocks of CB, then the rest.
-  // The rest is computed over whole 8-lane vectors (the window covers them), and finished over
-  // them too unless an epilogue operand has a value per output (it would be read past the row):
-  // 7 lanes as 4 + 3 scalars made a BF16 7x7 layer with a Clip 3x its FP32 time.
+  s << "    }\n";
+  // Blocks of R output rows x up to CB columns, R = DW_R (then the block's last rows one at a
+  // time): the accumulators (R rows of vectors) stay in registers while the input rows the R
+  // rows read are swept once, each vector loaded once per tap column and added into every row
+  // whose taps use it (one row at a time loaded each input vector once per row it fed: three
+  // loads per FMA for 3x3, most of them split across cache lines). Rows outside the input are
+  // zero rows of xp, so every tap of every row is in the unrolled sum; each output still adds
+  // its taps row-major (kh, then kw), the reference's order. Vectors of 16 lanes, and one of 8
+  // for a block's width past a multiple of 16.
+  const int64_t WT = WP / S, RI = (z.KH - 1) * z.DH + 1;  // RI: input rows one output row reads
   bool per_output = false;
   for (size_t k = 0; k < kinds.size(); ++k) per_output = per_output || kinds[k] > 1;
-  auto block = [&](int64_t width) {
-    const int64_t cw = round_up(width, 8), fw = per_output ? width : cw;
+  auto block = [&](const std::string& R, int64_t width) {
+    // Computed over whole 8-lane vectors (the window covers them), and finished over them too
+    // unless an epilogue operand has a value per output (it would be read past the row): 7
+    // lanes as 4 + 3 scalars made a BF16 7x7 layer with a Clip 3x its FP32 time.
+    const int64_t cw = round_up(width, 8), fw = per_output ? width : cw, NV = cw / 16, tail = cw % 16;
     std::ostringstream b;
-    b << "      float a[" << cw << "];\n"
+    b << "      hpf_f32x16 acc[" << R << "][" << std::max<int64_t>(NV, 1) << "];\n"
+      << (tail ? "      hpf_dw8 acct[" + R + "];\n" : "")
       << "#pragma clang loop unroll(full)\n"
-      << "      for (int jj = 0; jj < " << cw << "; ++jj) a[jj] = 0.0f;\n"
-      << "      for (i64 kh = kh_lo; kh < kh_hi; ++kh)\n"
-      << "        for (i64 kw = 0; kw < " << L(z.KW) << "; ++kw) {\n"
-      << "          const float wk = wv[kh * " << L(z.KW) << " + kw];\n"
-      << "          const i64 o = kw * " << L(z.DW) << ";\n"
-      << "          const float* restrict xr = xb + kh * " << L(z.DH * WP) << " + (o % " << S << ") * " << L(WP / S)
-      << " + o / " << S << " + j0;\n"
+      << "      for (int r = 0; r < " << R << "; ++r) {\n"
       << "#pragma clang loop unroll(full)\n"
-      << "          for (int jj = 0; jj < " << cw << "; ++jj) a[jj] += wk * xr[jj];\n"
+      << "        for (int v = 0; v < " << NV << "; ++v) acc[r][v] = (hpf_f32x16){};\n"
+      << (tail ? "        acct[r] = (hpf_dw8){};\n" : "")
+      << "      }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int i = 0; i < (" << R << " - 1) * " << z.SH << " + " << RI << "; ++i)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "        for (int kw = 0; kw < " << z.KW << "; ++kw) {\n"
+      << "          const float* restrict xr = xb + i * " << L(WP) << " + (kw * " << z.DW << " % " << S << ") * " << L(WT)
+      << " + kw * " << z.DW << " / " << S << " + j0;\n"
+      // The taps (kh, kw) of row r that read input row i: kh = (i - r * SH) / DH.
+      << "#define HPF_DW_TAPS(X, ACC) \\\n"
+      << "          for (int r = 0; r < " << R << "; ++r) { \\\n"
+      << "            const int d = i - r * " << z.SH << "; \\\n"
+      << "            if (d >= 0 && d % " << z.DH << " == 0 && d / " << z.DH << " < " << z.KH << ") ACC += wv[d / " << z.DH
+      << " * " << z.KW << " + kw] * (X); \\\n"
+      << "          }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "          for (int v = 0; v < " << NV << "; ++v) {\n"
+      << "            const hpf_f32x16 x = *(const hpf_f32x16*)(xr + v * 16);\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "            HPF_DW_TAPS(x, acc[r][v])\n"
+      << "          }\n";
+    if (tail)
+      b << "          const hpf_dw8 x8 = *(const hpf_dw8*)(xr + " << NV * 16 << ");\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "          HPF_DW_TAPS(x8, acct[r])\n";
+    b << "#undef HPF_DW_TAPS\n"
       << "        }\n"
+      // Each row finished and stored.
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int r = 0; r < " << R << "; ++r) {\n"
+      << "      const i64 yo = ((n * " << L(z.M) << " + mo) * " << L(z.OH) << " + oh + r) * " << L(z.OW) << ";\n"
+      << "      (void)yo;\n"
+      << "      float a[" << cw << "] __attribute__((aligned(64)));\n"
+      << (NV ? "      __builtin_memcpy(a, acc[r], " + std::to_string(NV * 64) + ");\n" : "")
+      << (tail ? "      __builtin_memcpy(a + " + std::to_string(NV * 16) + ", &acct[r], 32);\n" : "")
       << fin.loop("a", L(fw), cw <= 16);
     if (stage)
       b << "#pragma clang loop unroll(full)\n"
-        << "      for (int jj = 0; jj < " << width << "; ++jj) stg[(oh - oh0) * " << L(z.OW) << " + j0 + jj] = a[jj];\n";
+        << "      for (int jj = 0; jj < " << width << "; ++jj) stg[(oh + r - oh0) * " << L(z.OW) << " + j0 + jj] = a[jj];\n";
     else
       b << "      " << store_row(spec, "(Y + yo + j0)", "a", L(width));
+    b << "      }\n";
     return b.str();
   };
   const int64_t rest = z.OW % CB;
-  s << "    for (i64 j0 = 0; j0 + " << CB << " <= " << L(z.OW) << "; j0 += " << CB << ") {\n" << block(CB) << "    }\n";
-  if (rest) s << "    {\n      const i64 j0 = " << L(z.OW - rest) << ";\n" << block(rest) << "    }\n";
-  s << "    }\n";
+  auto row_blocks = [&](const std::string& R) {
+    std::ostringstream t;
+    t << "    const float* restrict xb = xp + (oh - oh0) * " << L(z.SH * WP) << ";\n"
+      << "    for (i64 j0 = 0; j0 + " << CB << " <= " << L(z.OW) << "; j0 += " << CB << ") {\n" << block(R, CB) << "    }\n";
+    if (rest) t << "    {\n      const i64 j0 = " << L(z.OW - rest) << ";\n" << block(R, rest) << "    }\n";
+    return t.str();
+  };
+  // Rows of at most 8 (7x7 maps) one at a time: the first block of R rows read the rows just
+  // copied into xp before their stores had left the store buffer (960 7x7 channels, 3x3: 0.034
+  // ms one row at a time, 0.047 four at a time).
+  s << "    i64 oh = oh0;\n";
+  if (z.OW > 8) s << "    for (; oh + DW_R <= oh1; oh += DW_R) {\n" << row_blocks("DW_R") << "    }\n";
+  s << "    for (; oh < oh1; ++oh) {\n" << row_blocks("1") << "    }\n";
   if (stage)  // the block's rows, contiguous in Y, stored at once
     s << "    " << store_row(spec, "(Y + ((n * " + L(z.M) + " + mo) * " + L(z.OH) + " + oh0) * " + L(z.OW) + ")", "stg",
                            "(oh1 - oh0) * " + L(z.OW));
