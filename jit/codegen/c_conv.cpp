@@ -473,9 +473,15 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
     // The packed slice's tile (conv_packing.hpp, "rows"); a ragged last tile (64 channels: 10 x 6
-    // + 4) exactly, in pieces of 4, 2 and 1 rows.
-    << "        if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bp + pc * bsk, bsk, HPF_VW, acc, HPF_NC);\n"
-    << "        else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bp + pc * bsk, bsk, HPF_VW, acc, HPF_NC);\n"
+    // + 4) exactly, in pieces of 4, 2 and 1 rows; the block's HPF_NC pixels in panels of HPF_NR
+    // (AVX2: 4), a ragged block's last panel in whole vectors only (MobileNetV2's 14x14 maps: 196
+    // pixels computed as 208, not 256).
+    << "        for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+    << "          const float* restrict bj = bp + pc * bsk + jp;\n"
+    << "          if (nc - jp < HPF_NR) hpf_mm_micro_cols(mr, nc - jp, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "          else if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "          else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "        }\n"
     << "      }\n"
     << "      for (i64 ii = 0; ii < mr; ++ii) {\n"
     << "        const i64 mo = g * " << L(z.MG) << " + ic + ir + ii;\n"

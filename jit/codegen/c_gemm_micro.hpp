@@ -14,6 +14,13 @@
 //       (hpf_mm_micro_ex is bsk = HPF_NR, bsv = HPF_VW), e.g. straight from 16-column panels;
 //       B needs only float alignment (acc stays 64-byte aligned)
 //   hpf_mm_micro(kc, ap, bp, acc)  the packed form, ldc = HPF_NC.
+//   hpf_mm_micro_r(mr, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)  the first mr rows only (mr a
+//       constant); hpf_mm_micro_rest(mr, ...) any mr < HPF_MR at run time, in pieces of 4, 2, 1;
+//       hpf_mm_micro_rn / hpf_mm_micro_rest_n(mr, nv, ...) the same over the first nv vectors of
+//       the NR columns (nv a constant)
+//   hpf_mm_micro_cols(mr, cols, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)  any mr <= HPF_MR rows
+//       and the first `cols` (1..HPF_NR, run time) columns in whole vectors: a ragged last panel
+//       (the lanes past `cols` in its last vector are computed from what B holds there).
 // The vector width is chosen by the preprocessor in the kernel (AVX-512: 6x64, else 6x16), so
 // the source does not depend on the host. Pure text: no state, safe from any thread.
 #pragma once

@@ -65,29 +65,32 @@ typedef float hpf_vfu __attribute__((vector_size(32), aligned(4)));
 #define HPF_NC 64
 #define HPF_MC 132
 /* acc (mr x NR, row stride ldc) += A (mr x kc: a(i, p) at ap[p * ask + i * asi]) times B (kc x NR:
-   vector v of row p at bp + p * bsk + v * bsv). mr is a constant at every call (the full tile or a
-   piece of a ragged one), so the rows past it vanish when this is inlined.
+   vector v of row p at bp + p * bsk + v * bsv), over the first nv vectors of the NR columns only.
+   mr and nv are constants at every call (the full tile or a piece of a ragged one), so the rows
+   and vectors past them vanish when this is inlined.
    min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
    accumulators in two and spill them. */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_r(
-    int mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rn(
+    int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
     float* restrict acc, i64 ldc) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v)
-      if (i < mr) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
+      if (i < mr && v < nv) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
   for (i64 p = 0; p < kc; ++p) {
     hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
-    for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);  /* any alignment */
+    for (int v = 0; v < HPF_NV; ++v)
+      if (v < nv) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);  /* any alignment */
 #pragma clang loop unroll(full)
     for (int i = 0; i < HPF_MR; ++i) {
       if (i < mr) {
         const float a = ap[p * ask + i * asi];
 #pragma clang loop unroll(full)
-        for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
+        for (int v = 0; v < HPF_NV; ++v)
+          if (v < nv) c[i][v] += a * b[v];
       }
     }
   }
@@ -95,26 +98,57 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v)
-      if (i < mr) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+      if (i < mr && v < nv) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+}
+/* All NR columns. */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_r(
+    int mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc) {
+  hpf_mm_micro_rn(mr, HPF_NV, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
 }
 #define hpf_mm_micro_bx(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc) \
   hpf_mm_micro_r(HPF_MR, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
 /* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
-   none read past mr). */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest(
-    i64 mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+   none read past mr), over nv vectors. */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest_n(
+    i64 mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
     float* restrict acc, i64 ldc) {
   if (mr & 4) {
-    hpf_mm_micro_r(4, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+    hpf_mm_micro_rn(4, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
     ap += 4 * asi;
     acc += 4 * ldc;
   }
   if (mr & 2) {
-    hpf_mm_micro_r(2, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+    hpf_mm_micro_rn(2, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
     ap += 2 * asi;
     acc += 2 * ldc;
   }
-  if (mr & 1) hpf_mm_micro_r(1, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+  if (mr & 1) hpf_mm_micro_rn(1, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+}
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest(
+    i64 mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc) {
+  hpf_mm_micro_rest_n(mr, HPF_NV, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+}
+/* Any mr <= HPF_MR rows and the first `cols` columns (1 <= cols <= HPF_NR, both run-time values),
+   computed in whole vectors: a ragged last panel (columns past `cols` up to the next vector are
+   computed from whatever B holds there, and stored to acc). */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_cols(
+    i64 mr, i64 cols, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc) {
+#define HPF_MM_COLS(n)                                                                  \
+  do {                                                                                  \
+    if (mr == HPF_MR) hpf_mm_micro_rn(HPF_MR, (n), kc, ap, ask, asi, bp, bsk, bsv, acc, ldc); \
+    else hpf_mm_micro_rest_n(mr, (n), kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);        \
+  } while (0)
+  const i64 nv = (cols + HPF_VW - 1) / HPF_VW;
+  if (nv == 1) HPF_MM_COLS(1);
+#if HPF_NV > 2
+  else if (nv == 2) HPF_MM_COLS(2);
+  else if (nv == 3) HPF_MM_COLS(3);
+#endif
+  else HPF_MM_COLS(HPF_NV);
+#undef HPF_MM_COLS
 }
 #define hpf_mm_micro_ex(kc, ap, ask, asi, bp, acc, ldc) hpf_mm_micro_bx((kc), (ap), (ask), (asi), (bp), HPF_NR, HPF_VW, (acc), (ldc))
 #define hpf_mm_micro(kc, ap, bp, acc) hpf_mm_micro_ex((kc), (ap), HPF_MR, 1, (bp), (acc), HPF_NC)

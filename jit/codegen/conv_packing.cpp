@@ -64,6 +64,9 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   int64_t pixels = 1;
   for (size_t a = 2; a < ys.size(); ++a) pixels *= ys[a];
   const bool rows_waste = pixels * 10 < blocks(pixels, kGemmNC) * kGemmNC * 9;
+  // The pixels the rows kernel computes: whole 64-pixel blocks, a ragged last one in 16-lane
+  // vectors (196 as 208).
+  const int64_t rows_pixels = pixels / kGemmNC * kGemmNC + blocks(pixels % kGemmNC, 16) * 16;
   pointwise = pointwise && rows_waste && d.k >= 256;
   bool direct = false;
   KernelSpec own = spec;  // X, W and the bias: the geometry
@@ -78,11 +81,13 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   }
   if (geo.ok()) direct = conv::direct_fits(conv::shape_of(*geo));
   // Output channels filling their blocks to 10%; for a pointwise Conv, or about as well as the
-  // rows layout fills its pixel blocks or better (5% slack: the rows kernel copies a ragged
-  // block): MobileNetV2's 7x7 960 -> 160 (160 of 192 channels against 49 of 64 pixels) 0.17 ->
-  // 0.11 ms in the model, its 14x14 576 -> 96 (96 of 128 against 196 of 256) 0.16 -> 0.14.
+  // rows layout fills the pixels it computes or better (5% slack: the rows kernel copies a
+  // ragged block): MobileNetV2's 7x7 960 -> 160 (160 of 192 channels against 49 of 64 pixels)
+  // 0.17 -> 0.11 ms in the model; its 14x14 576 -> 96 (96 of 128 channels against 196 of 208
+  // pixels) takes the rows layout (0.28 -> 0.255 ms), ResNet-50's 14x14 layers (256 of 256
+  // channels) the cols layout (the rows kernel 1.13 against 0.96 ms for 1024 -> 256).
   const int64_t padded_rows = blocks(d.rows, kConvColBlock) * kConvColBlock;
-  const bool cols = (pointwise && d.rows * blocks(pixels, kGemmNC) * kGemmNC * 21 > pixels * padded_rows * 20) ||
+  const bool cols = (pointwise && d.rows * rows_pixels * 21 > pixels * padded_rows * 20) ||
                     ((pointwise || direct) && padded_rows * 10 <= d.rows * 11);
   s.attrs["w_layout"] = std::string(cols ? "cols" : "rows");
   const int64_t rows = cols ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
