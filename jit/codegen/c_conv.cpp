@@ -532,6 +532,8 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     << ";\n"
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n"
     << "    const float* restrict wp = Wt + (g * " << L(CB) << " + cb) * " << L(K * kConvColBlock) << ";\n"
+    << "    const i64 mcn = " << L(z.MG) << " - cb * " << L(kConvColBlock) << " < " << L(kConvColBlock) << " ? " << L(z.MG)
+    << " - cb * " << L(kConvColBlock) << " : " << L(kConvColBlock) << ";\n"
     << "    for (i64 x = 0; x < " << L(PX * kConvColBlock) << "; ++x) acc[x] = 0.0f;\n"
     << "    for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "      const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
@@ -550,15 +552,16 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
       << ";\n"
       << "        const float* restrict ap = apack;\n"
       << "        const i64 ask = HPF_MR;\n";
+  // The block's mcn channels in panels of HPF_NR, a ragged last one in whole vectors only (the
+  // weights are zero past mcn): MobileNetV2's 160 channels computed as 160, not 192.
   const std::string b = "wp + pc * " + L(kConvColBlock) + " + jp, " + L(kConvColBlock) + ", HPF_VW, at + jp, " + L(kConvColBlock);
-  s << "        for (i64 jp = 0; jp < " << L(kConvColBlock) << "; jp += HPF_NR)\n"
-    << "          if (mr == HPF_MR) hpf_mm_micro_bx(kc, ap, ask, 1, " << b << ");\n"
+  s << "        for (i64 jp = 0; jp < mcn; jp += HPF_NR)\n"
+    << "          if (mcn - jp < HPF_NR) hpf_mm_micro_cols(mr, mcn - jp, kc, ap, ask, 1, " << b << ");\n"
+    << "          else if (mr == HPF_MR) hpf_mm_micro_bx(kc, ap, ask, 1, " << b << ");\n"
     << "          else hpf_mm_micro_rest(mr, kc, ap, ask, 1, " << b << ");\n"
     << "      }\n"
     << "    }\n"
     // Each output channel's pixels, a column of the tile, transposed into a row, finished and stored.
-    << "    const i64 mcn = " << L(z.MG) << " - cb * " << L(kConvColBlock) << " < " << L(kConvColBlock) << " ? " << L(z.MG)
-    << " - cb * " << L(kConvColBlock) << " : " << L(kConvColBlock) << ";\n"
     << "    hpf_tile_cols(acc, (np + 15) / 16 * 16, ct, " << L(PX16) << ");\n"
     << "    for (i64 j = 0; j < mcn; ++j) {\n"
     << "      const i64 mo = g * " << L(z.MG) << " + cb * " << L(kConvColBlock) << " + j;\n"

@@ -87,7 +87,9 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   // pixels) takes the rows layout (0.28 -> 0.255 ms), ResNet-50's 14x14 layers (256 of 256
   // channels) the cols layout (the rows kernel 1.13 against 0.96 ms for 1024 -> 256).
   const int64_t padded_rows = blocks(d.rows, kConvColBlock) * kConvColBlock;
-  const bool cols = (pointwise && d.rows * rows_pixels * 21 > pixels * padded_rows * 20) ||
+  // The channels the cols pointwise kernel computes: a ragged last block in 16-lane vectors.
+  const int64_t cols_rows = d.rows / kConvColBlock * kConvColBlock + blocks(d.rows % kConvColBlock, 16) * 16;
+  const bool cols = (pointwise && d.rows * rows_pixels * 21 > pixels * cols_rows * 20) ||
                     ((pointwise || direct) && padded_rows * 10 <= d.rows * 11);
   s.attrs["w_layout"] = std::string(cols ? "cols" : "rows");
   const int64_t rows = cols ? blocks(d.rows, kConvColBlock) * kConvColBlock : blocks(d.rows, kGemmMR) * kGemmMR;
