@@ -585,7 +585,22 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   // A 16-bit output is staged: the block's finished rows in FP32, then converted and stored as
   // one run (rows of 7 or 14 values stored one at a time took a third of a BF16 7x7 layer).
   const bool stage = spec.outputs[0].dtype != DType::F32;
+  const bool dbuf = RR * WP * 4 <= 4096;  // two copies of the rows: see below
   std::ostringstream s;
+  // Work item `item`: its block of output rows, channel and image, and the input rows its taps
+  // read (ib, nr), each copied once (a row of outputs at a time read each input row KH / SH times).
+  auto decode = [&](const std::string& item) {
+    std::ostringstream d;
+    d << "    const i64 ob = " << item << " % " << L(NB) << ", mo = (" << item << " / " << L(NB) << ") % " << L(z.M)
+      << ", n = " << item << " / " << L(NB * z.M) << ";\n"
+      << "    const i64 c = mo / " << L(z.MG) << ";\n"
+      << "    const i64 oh0 = ob * " << L(RB) << ", oh1 = oh0 + " << L(RB) << " < " << L(z.OH) << " ? oh0 + " << L(RB)
+      << " : " << L(z.OH) << ";\n"
+      << "    const i64 ib = oh0 * " << L(z.SH) << " - " << L(z.PH) << ", nr = (oh1 - 1 - oh0) * " << L(z.SH) << " + "
+      << L((z.KH - 1) * z.DH + 1) << ";\n"
+      << "    (void)c; (void)ib; (void)nr;\n";
+    return d.str();
+  };
   // DW_R output rows per register block: R x (CB / 16) accumulators and the taps' weights fit
   // AVX-512's 32 vector registers; AVX2's 16 take two rows.
   s << head
@@ -593,25 +608,17 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     << "typedef float hpf_dw8 __attribute__((vector_size(32), aligned(4)));\n"
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, wt, has_b, epi_ptrs)
-    << "  float xp[" << RR * WP << "] __attribute__((aligned(64)));\n"
+    << (dbuf ? "  float xpb[2][" + std::to_string(RR * WP) + "] __attribute__((aligned(64)));\n"
+             : "  float xp[" + std::to_string(RR * WP) + "] __attribute__((aligned(64)));\n")
     << (stage ? "  float stg[" + std::to_string(RB * z.OW) + "] __attribute__((aligned(64)));\n" : "")
     << "  float wv[" << KK << "];\n"
-    << "  for (i64 r = begin; r < end; ++r) {\n"
-    << "    const i64 ob = r % " << L(NB) << ", mo = (r / " << L(NB) << ") % " << L(z.M) << ", n = r / "
-    << L(NB * z.M) << ";\n"
-    << "    const i64 c = mo / " << L(z.MG) << ";\n"
-    << "    const i64 oh0 = ob * " << L(RB) << ", oh1 = oh0 + " << L(RB) << " < " << L(z.OH) << " ? oh0 + " << L(RB)
-    << " : " << L(z.OH) << ";\n"
-    // The input rows the block's taps read, each copied once (a row of outputs at a time read
-    // each input row KH / SH times).
-    << "    const i64 ib = oh0 * " << L(z.SH) << " - " << L(z.PH) << ", nr = (oh1 - 1 - oh0) * " << L(z.SH) << " + "
-    << L((z.KH - 1) * z.DH + 1) << ";\n"
-    << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
-    << ";\n"
-    // No software prefetch: fetching the next block's input and output rows at the start of an
-    // item, as this kernel did, made it 7-29% slower on Zen 4 with the rows in L1, L3 or memory
-    // alike (MobileNetV2's 112x112x32 and 112x112x96 stride-2 layers, alternated in one process).
-    << "    for (i64 i = 0; i < nr; ++i) {\n"
+    << "  for (i64 r = begin; r < end; ++r) {\n";
+  // The item's input rows into xp (f). No software prefetch: fetching the next block's input and
+  // output rows at the start of an item, as this kernel did, made it 7-29% slower on Zen 4 with
+  // the rows in L1, L3 or memory alike (MobileNetV2's 112x112x32 and 112x112x96 stride-2 layers,
+  // alternated in one process).
+  std::ostringstream f;
+  f << "    for (i64 i = 0; i < nr; ++i) {\n"
     << "      const i64 ih = ib + i;\n"
     << "      if ((unsigned long long)ih >= " << L(z.H) << ") {  // outside: a zero row\n"
     << "        for (i64 j = 0; j < " << L(WP) << "; ++j) xp[i * " << L(WP) << " + j] = 0.0f;\n"
@@ -626,7 +633,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   // copy's stores; phase by phase, each loop read every S-th value, one at a time: MobileNetV2's
   // 56x56x144 stride-2 layer 0.13 -> 0.07 ms.)
   if (S == 1)
-    s << "      float* restrict xd = xp + i * " << L(WP) << ";\n"
+    f << "      float* restrict xd = xp + i * " << L(WP) << ";\n"
       << "      for (i64 j = 0; j < " << L(z.PW) << "; ++j) xd[j] = 0.0f;\n"
       << "      for (i64 j = 0; j < " << L(z.W) << "; ++j) xd[" << L(z.PW) << " + j] = " << c_load_operand(X.dtype, "xs[j]")
       << ";\n"
@@ -636,13 +643,25 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     // t with t * S - PW >= 0 and t * S + S - 1 - PW < W.
     const int64_t tlo = std::min(WT, (z.PW + S - 1) / S);
     const int64_t thi = std::max(tlo, std::min(WT, z.W + z.PW - S >= 0 ? (z.W + z.PW - S) / S + 1 : 0));
-    s << "      float* restrict xq = xp + i * " << L(WP) << ";\n";
-    if (S == 2 && X.dtype == DType::F32 && thi - tlo >= 16)
+    f << "      float* restrict xq = xp + i * " << L(WP) << ";\n";
+    if (S == 2 && X.dtype == DType::BF16 && thi - tlo >= 16)
+      // BF16: 32 inputs in one load, split by two permutes, widened (BF16 bits to FP32 bits).
+      f << "      typedef u16 hpf_u16x32 __attribute__((vector_size(64), aligned(2)));\n"
+        << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
+        << "        if (t0 > " << L(thi - 16) << ") t0 = " << L(thi - 16) << ";\n"
+        << "        const hpf_u16x32 v = *(const hpf_u16x32*)(xs + t0 * 2 - " << L(z.PW) << ");\n"
+        << "        *(hpf_f32x16*)(xq + t0) = (hpf_f32x16)(__builtin_convertvector(__builtin_shufflevector(v, v, 0, 2, 4, 6, 8, "
+           "10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hpf_u32x16) << 16);\n"
+        << "        *(hpf_f32x16*)(xq + " << L(WT) << " + t0) = (hpf_f32x16)(__builtin_convertvector(__builtin_shufflevector(v, "
+           "v, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hpf_u32x16) << 16);\n"
+        << "        if (t0 == " << L(thi - 16) << ") break;\n"
+        << "      }\n";
+    else if (S == 2 && X.dtype == DType::F32 && thi - tlo >= 16)
       // FP32, stride 2: 32 inputs, two loads, split into the two phases by two permutes; the
       // last block ends at thi, overlapping the one before (the vectorised loop below did 8 at
       // a time, then the rest one by one: the copy took over half of MobileNetV2's 112x112x96
       // stride-2 layer).
-      s << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
+      f << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
         << "        if (t0 > " << L(thi - 16) << ") t0 = " << L(thi - 16) << ";\n"
         << "        const hpf_f32x16 lo = *(const hpf_f32x16*)(xs + t0 * 2 - " << L(z.PW) << ");\n"
         << "        const hpf_f32x16 hi = *(const hpf_f32x16*)(xs + t0 * 2 - " << L(z.PW) << " + 16);\n"
@@ -654,13 +673,12 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
         << "      }\n";
     else
       // Left to itself, clang unrolls the loop (its trip count is a constant) into scalar copies.
-      s << "#pragma clang loop vectorize(enable) vectorize_width(8) unroll(disable)\n"
+      f << "#pragma clang loop vectorize(enable) vectorize_width(8) unroll(disable)\n"
         << "      for (i64 t = " << L(tlo) << "; t < " << L(thi) << "; ++t)\n"
         << "#pragma clang loop unroll(full)\n"
         << "        for (int q = 0; q < " << S << "; ++q) xq[q * " << L(WT) << " + t] = "
         << c_load_operand(X.dtype, "xs[t * " + std::to_string(S) + " + q - " + L(z.PW) + "]") << ";\n";
-    s << ""
-      << "      for (i64 t = 0; t < " << L(WT) << "; ++t) {\n"
+    f << "      for (i64 t = 0; t < " << L(WT) << "; ++t) {\n"
       << "        if (t == " << L(tlo) << ") t = " << L(thi) << ";\n"
       << "        if (t >= " << L(WT) << ") break;\n"
       << "        for (int q = 0; q < " << S << "; ++q) {\n"
@@ -670,7 +688,20 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
       << "        }\n"
       << "      }\n";
   }
-  s << "    }\n";
+  f << "    }\n";
+  // Small planes copy the next item's rows into the other of two buffers before computing
+  // this one: computed right after the copy, a block's first loads read rows still in the store
+  // buffer, which do not forward to loads spanning several stores (7x7x960: FP32 0.030 -> 0.020
+  // ms, BF16 0.060 -> 0.027; 14x14x576 FP32 0.046 -> 0.039).
+  if (dbuf)
+    s << "    if (r == begin) {\n" << decode("r") << "      float* restrict xp = xpb[r & 1];\n" << f.str() << "    }\n"
+      << "    if (r + 1 < end) {\n" << decode("(r + 1)") << "      float* restrict xp = xpb[(r + 1) & 1];\n" << f.str()
+      << "    }\n"
+      << decode("r") << "    const float* restrict xp = xpb[r & 1];\n";
+  else
+    s << decode("r") << f.str();
+  s << "    for (i64 i = 0; i < " << L(KK) << "; ++i) wv[i] = " << c_load_operand(Wt.dtype, "Wt[mo * " + L(KK) + " + i]")
+    << ";\n";
   // Blocks of R output rows x up to CB columns, R = DW_R (then the block's last rows one at a
   // time): the accumulators (R rows of vectors) stay in registers while the input rows the R
   // rows read are swept once, each vector loaded once per tap column and added into every row
@@ -746,12 +777,9 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     if (rest) t << "    {\n      const i64 j0 = " << L(z.OW - rest) << ";\n" << block(R, rest) << "    }\n";
     return t.str();
   };
-  // Rows of at most 8 (7x7 maps) one at a time: the first block of R rows read the rows just
-  // copied into xp before their stores had left the store buffer (960 7x7 channels, 3x3: 0.034
-  // ms one row at a time, 0.047 four at a time).
-  s << "    i64 oh = oh0;\n";
-  if (z.OW > 8) s << "    for (; oh + DW_R <= oh1; oh += DW_R) {\n" << row_blocks("DW_R") << "    }\n";
-  s << "    for (; oh < oh1; ++oh) {\n" << row_blocks("1") << "    }\n";
+  s << "    i64 oh = oh0;\n"
+    << "    for (; oh + DW_R <= oh1; oh += DW_R) {\n" << row_blocks("DW_R") << "    }\n"
+    << "    for (; oh < oh1; ++oh) {\n" << row_blocks("1") << "    }\n";
   if (stage)  // the block's rows, contiguous in Y, stored at once
     s << "    " << store_row(spec, "(Y + ((n * " + L(z.M) + " + mo) * " + L(z.OH) + " + oh0) * " + L(z.OW) + ")", "stg",
                            "(oh1 - oh0) * " + L(z.OW));
