@@ -577,7 +577,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
                                          bool has_b, const std::string& head, const std::string& epi_ptrs,
                                          const std::string& name, int64_t WP, int64_t CB, int64_t RB) {
   const TensorDesc &X = spec.inputs[0], &Wt = spec.inputs[1];
-  const int64_t KK = z.KH * z.KW, S = z.SW;  // WP is a multiple of S (see the caller)
+  const int64_t KK = z.KH * z.KW, S = z.SW, WT = WP / S;  // WP is a multiple of S (see the caller)
   const int64_t NB = (z.OH + RB - 1) / RB, RR = depthwise_rows(z, RB);
   const char* xt = c_storage_type(X.dtype);
   const char* wt = c_storage_type(Wt.dtype);
@@ -639,38 +639,32 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
       << ";\n"
       << "      for (i64 j = " << L(z.PW + z.W) << "; j < " << L(WP) << "; ++j) xd[j] = 0.0f;\n";
   else {
-    const int64_t WT = WP / S;
     // t with t * S - PW >= 0 and t * S + S - 1 - PW < W.
     const int64_t tlo = std::min(WT, (z.PW + S - 1) / S);
     const int64_t thi = std::max(tlo, std::min(WT, z.W + z.PW - S >= 0 ? (z.W + z.PW - S) / S + 1 : 0));
     f << "      float* restrict xq = xp + i * " << L(WP) << ";\n";
-    if (S == 2 && X.dtype == DType::BF16 && thi - tlo >= 16)
-      // BF16: 32 inputs in one load, split by two permutes, widened (BF16 bits to FP32 bits).
-      f << "      typedef u16 hpf_u16x32 __attribute__((vector_size(64), aligned(2)));\n"
+    if (S == 2 && (X.dtype == DType::F32 || X.dtype == DType::BF16) && thi - tlo >= 16) {
+      // Stride 2: 32 inputs (FP32: two loads; BF16: one, widened to FP32 bits), split into the
+      // two phases by two permutes; the last block ends at thi, overlapping the one before (the
+      // vectorised loop below did 8 at a time, then the rest one by one: the copy took over half
+      // of MobileNetV2's 112x112x96 stride-2 layer).
+      const bool f32 = X.dtype == DType::F32;
+      auto phase = [&](const std::string& lanes) {
+        return f32 ? "__builtin_shufflevector(lo, hi, " + lanes + ")"
+                   : "(hpf_f32x16)(__builtin_convertvector(__builtin_shufflevector(v, v, " + lanes + "), hpf_u32x16) << 16)";
+      };
+      const std::string at = "xs + t0 * 2 - " + L(z.PW);
+      f << (f32 ? "" : "      typedef u16 hpf_u16x32 __attribute__((vector_size(64), aligned(2)));\n")
         << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
         << "        if (t0 > " << L(thi - 16) << ") t0 = " << L(thi - 16) << ";\n"
-        << "        const hpf_u16x32 v = *(const hpf_u16x32*)(xs + t0 * 2 - " << L(z.PW) << ");\n"
-        << "        *(hpf_f32x16*)(xq + t0) = (hpf_f32x16)(__builtin_convertvector(__builtin_shufflevector(v, v, 0, 2, 4, 6, 8, "
-           "10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30), hpf_u32x16) << 16);\n"
-        << "        *(hpf_f32x16*)(xq + " << L(WT) << " + t0) = (hpf_f32x16)(__builtin_convertvector(__builtin_shufflevector(v, "
-           "v, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), hpf_u32x16) << 16);\n"
+        << (f32 ? "        const hpf_f32x16 lo = *(const hpf_f32x16*)(" + at + "), hi = *(const hpf_f32x16*)(" + at + " + 16);\n"
+                : "        const hpf_u16x32 v = *(const hpf_u16x32*)(" + at + ");\n")
+        << "        *(hpf_f32x16*)(xq + t0) = " << phase("0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30") << ";\n"
+        << "        *(hpf_f32x16*)(xq + " << L(WT) << " + t0) = "
+        << phase("1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31") << ";\n"
         << "        if (t0 == " << L(thi - 16) << ") break;\n"
         << "      }\n";
-    else if (S == 2 && X.dtype == DType::F32 && thi - tlo >= 16)
-      // FP32, stride 2: 32 inputs, two loads, split into the two phases by two permutes; the
-      // last block ends at thi, overlapping the one before (the vectorised loop below did 8 at
-      // a time, then the rest one by one: the copy took over half of MobileNetV2's 112x112x96
-      // stride-2 layer).
-      f << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
-        << "        if (t0 > " << L(thi - 16) << ") t0 = " << L(thi - 16) << ";\n"
-        << "        const hpf_f32x16 lo = *(const hpf_f32x16*)(xs + t0 * 2 - " << L(z.PW) << ");\n"
-        << "        const hpf_f32x16 hi = *(const hpf_f32x16*)(xs + t0 * 2 - " << L(z.PW) << " + 16);\n"
-        << "        *(hpf_f32x16*)(xq + t0) = __builtin_shufflevector(lo, hi, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, "
-           "24, 26, 28, 30);\n"
-        << "        *(hpf_f32x16*)(xq + " << L(WT) << " + t0) = __builtin_shufflevector(lo, hi, 1, 3, 5, 7, 9, 11, 13, 15, "
-           "17, 19, 21, 23, 25, 27, 29, 31);\n"
-        << "        if (t0 == " << L(thi - 16) << ") break;\n"
-        << "      }\n";
+    }
     else
       // Left to itself, clang unrolls the loop (its trip count is a constant) into scalar copies.
       f << "#pragma clang loop vectorize(enable) vectorize_width(8) unroll(disable)\n"
@@ -710,7 +704,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
   // zero rows of xp, so every tap of every row is in the unrolled sum; each output still adds
   // its taps row-major (kh, then kw), the reference's order. Vectors of 16 lanes, and one of 8
   // for a block's width past a multiple of 16.
-  const int64_t WT = WP / S, RI = (z.KH - 1) * z.DH + 1;  // RI: input rows one output row reads
+  const int64_t RI = (z.KH - 1) * z.DH + 1;  // input rows one output row reads
   bool per_output = false;
   for (size_t k = 0; k < kinds.size(); ++k) per_output = per_output || kinds[k] > 1;
   auto block = [&](const std::string& R, int64_t width) {
