@@ -130,31 +130,33 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
     }
     return pw;
   }
+  // i4: K padded to whole blocks of 8 rows (the padding, like the columns past N, holds q = 0).
+  const int64_t KB = (K + 7) / 8;
   if (t == DType::I8) {
     pw.data = Tensor(DType::U8, {P * K * kPanel});
     pw.scales = Tensor(DType::F32, {P * kPanel});
   } else {
-    pw.data = Tensor(DType::U8, {P * K * kPanel / 2});
+    pw.data = Tensor(DType::U8, {P * KB * kPanel * 4});
     pw.scales = Tensor(DType::F32, {P * NG * kPanel});
   }
   auto* d = reinterpret_cast<uint8_t*>(pw.data.bytes().data());
   auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
   std::memset(sc, 0, pw.scales.nbytes());
   for (int64_t p = 0; p < P; ++p)
-    for (int64_t k = 0; k < K; ++k)
+    for (int64_t k = 0; k < (t == DType::I8 ? K : KB * 8); ++k)
       for (int64_t j = 0; j < kPanel; ++j) {
         const int64_t n = p * kPanel + j;
-        const int32_t v = n < N ? stored_int(qs, t, at(k, n)) : 0;
+        const int32_t v = n < N && k < K ? stored_int(qs, t, at(k, n)) : 0;
         if (t == DType::I8) {
           d[(p * K + k) * kPanel + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
           if (n < N && k == 0) sc[p * kPanel + j] = q->scales[slot(k, n)];
         } else {
-          // Even columns 2i in the row's low 32 bits, odd columns 2i+1 in its high 32 bits, each at
-          // bits 4i (c_matmul_wq.cpp: one broadcast and one variable shift decode a row).
-          uint8_t& byte = d[(p * K + k) * (kPanel / 2) + (j & 1) * 4 + (j >> 2)];
+          // Column j's rows 8b..8b+7 in the little-endian u32 of block b at j, row 8b + r at bits
+          // 4r, each as q + 8 (c_matmul_wq.cpp: one load gives 8 rows of 16 columns).
+          uint8_t& byte = d[((p * KB + k / 8) * kPanel + j) * 4 + (k % 8) / 2];
           const auto u = static_cast<uint8_t>(v + 8);
-          byte = (j >> 1) & 1 ? static_cast<uint8_t>((byte & 0x0F) | (u << 4)) : static_cast<uint8_t>((byte & 0xF0) | u);
-          if (n < N && k % pw.group == 0) sc[(p * NG + k / pw.group) * kPanel + j] = q->scales[slot(k, n)];
+          byte = k % 2 ? static_cast<uint8_t>((byte & 0x0F) | (u << 4)) : static_cast<uint8_t>((byte & 0xF0) | u);
+          if (n < N && k < K && k % pw.group == 0) sc[(p * NG + k / pw.group) * kPanel + j] = q->scales[slot(k, n)];
         }
       }
   return pw;

@@ -34,7 +34,7 @@ struct PackedWeights {
 
 // Packs `b` (F32; [K, N], or [N, K] when trans_b) into `format`. i8/i4 need `q`, symmetric,
 // with scales: i8 per output column (or one per tensor), i4 groups along K (one scale per
-// column and group). i8vnni: the same INT8 values in matmul_i8's order, [P][ceil(K/4)][16][4]
+// column and group; [P][ceil(K/8)][16] u32 of 8 rows each, c_matmul_wq.cpp). i8vnni: the same INT8 values in matmul_i8's order, [P][ceil(K/4)][16][4]
 // (K padded with zeros). Errors: another layout of parameters (unsupported), a non-F32 or
 // non-2-D weight (invalid).
 Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format,

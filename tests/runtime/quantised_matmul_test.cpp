@@ -31,6 +31,7 @@ struct Case {
   int64_t batch = 0;  // > 0: A is [batch, m, k]
   bool epilogue = false;  // mm -> Add(bias) -> Relu: consumers the lowering would fuse into mm
   bool pre_relu = false;  // a -> Relu -> mm: in a 16-bit plan A arrives in that format (BF16: the pair kernel)
+  int int4_group = 0;     // > 0: the plan's INT4 weights in groups of this many rows (as a plan file may say)
 };
 
 Graph build(const Case& c) {
@@ -90,6 +91,12 @@ Result run_case(const Case& c, Mode mode) {
                                                          c.epilogue ? std::vector<std::string>{"y", "mm:out"}
                                                                     : std::vector<std::string>{"y"}));
   REQUIRE(plan->find("mm")->mode == mode);
+  if (c.int4_group > 0) {
+    const Tensor& w = *g.value(*g.find_value("w")).constant;
+    auto q = int4_weight_params(w, c.trans_b ? 1 : 0, c.int4_group);
+    REQUIRE_MESSAGE(q.ok(), q.status().to_string());
+    plan->nodes[static_cast<size_t>(*g.find_node("mm"))].weight_quant = *q;
+  }
   auto emu = emulation_for_plan(g, *plan);
   REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
   ref::RunOptions ro;
@@ -144,7 +151,7 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
       if (mode == Mode::bf16 || mode == Mode::fp16) want_bytes = P * c.k * 16 * 2 + 4;  // + a placeholder scale
       // int8: u8 x s8 (A quantised per row as it arrives): K padded to 4, scales, column sums
       if (mode == Mode::int8) want_bytes = w8a8 ? P * ((c.k + 3) / 4 * 4) * 16 + P * 16 * 4 * 2 : P * c.k * 16 + P * 16 * 4;
-      if (mode == Mode::int4_weights) want_bytes = P * c.k * 8 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
+      if (mode == Mode::int4_weights) want_bytes = P * ((c.k + 7) / 8) * 64 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
       if (c.gemm) want_bytes += c.n * 4;  // the bias: Gemm's C is a wide input, kept FP32
       CHECK(r.stats.weight_bytes == want_bytes);
       // FP32 sums in another order than the emulation's (FP64 for int8, sequential FP32
@@ -154,6 +161,20 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
       // land one step away from the FP64 one; rare.
       CHECK(r.step_diffs * 100 <= r.elements);
     }
+  }
+}
+
+TEST_CASE("matmul_wq: INT4 groups that are not whole blocks of 8 rows (a plan file's) match their emulation") {
+  // Calibrated groups are multiples of 8 rows or all of K; a plan file may say 4 or 12: the GEMV
+  // then decodes row by row, the GEMM as always.
+  for (const Case& c : {Case{1, 37, 40, false, false, 0, false, false, 4}, Case{3, 20, 48, true, true, 0, false, false, 12},
+                        Case{9, 37, 40, false, false, 0, false, false, 4}}) {
+    CAPTURE(c.m);
+    CAPTURE(c.int4_group);
+    const Result r = run_case(c, Mode::int4_weights);
+    CHECK(r.stats.fallbacks == 0);
+    CHECK(r.stats.packed_weight_nodes == std::vector<std::string>{"mm"});
+    CHECK_MESSAGE(r.worst <= 2e-5, "worst relative error " << r.worst);
   }
 }
 
@@ -179,10 +200,12 @@ TEST_CASE("matmul_wq: a MatMul with a fused bias and activation gets packed weig
 TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's values") {
   for (bool trans_b : {false, true}) {
     CAPTURE(trans_b);
-    const int64_t K = 40, N = 20;
-    const Tensor w = random(trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 11);
+    for (const auto& [K, group] : {std::pair<int64_t, int>{40, 8}, {40, 4}, {13, 13}})
     for (DType t : {DType::I8, DType::I4}) {
-      auto q = t == DType::I8 ? int8_weight_params(w, trans_b ? 0 : 1) : int4_weight_params(w, trans_b ? 1 : 0, 8);
+      CAPTURE(K);
+      const int64_t N = 20;
+      const Tensor w = random(trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 11);
+      auto q = t == DType::I8 ? int8_weight_params(w, trans_b ? 0 : 1) : int4_weight_params(w, trans_b ? 1 : 0, group);
       REQUIRE(q.ok());
       std::vector<std::byte> qs(storage_bytes(t, K * N));
       REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs).ok());
@@ -201,10 +224,10 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
           if (t == DType::I8) {
             v = float(int8_t(d[(p * K + k) * 16 + j])) * sc[p * 16 + j];
           } else {
-            // even columns 2i at bits 4i of the row's low 32 bits, odd ones in its high 32 bits
-            uint64_t row;
-            std::memcpy(&row, d + (p * K + k) * 8, 8);
-            const int u = static_cast<int>((row >> ((j & 1) * 32 + (j >> 1) * 4)) & 15);
+            // blocks of 8 rows: the u32 of column j holds row 8b + r at bits 4r
+            uint32_t word;
+            std::memcpy(&word, d + (((p * ((K + 7) / 8)) + k / 8) * 16 + j) * 4, 4);
+            const int u = static_cast<int>((word >> (4 * (k % 8))) & 15);
             v = float(u - 8) * sc[(p * NG + k / pw->group) * 16 + j];
           }
           mismatches += v != deq[trans_b ? n * K + k : k * N + n];
