@@ -168,6 +168,9 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  for (int r = 0; r < I8_MR; ++r)\n"
     << "#pragma clang loop unroll(full)\n"
     << "    for (int c = 0; c < I8_NP; ++c) acc[r][c] = (i8_v16){};\n"
+    // The tile's output lines, asked for now and written after the whole K: stored cold, each
+    // would wait for its read-for-ownership (1024^3 on one Zen 4 core: 5.40 -> 5.15 ms).
+    << "  for (int r = 0; r < mr; ++r) hpf_prefetch_w(Y + (i0 + r) * " << L(N) << " + p * 16, np * 16 * (i64)sizeof(*Y));\n"
     << "  const u8* restrict wp = W + p * " << L(KG * 64) << ";\n"
     << "  for (i64 g = 0; g < " << L(KG) << "; ++g) {\n"
     << "    i8_v16 b[I8_NP];\n"
