@@ -159,10 +159,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "#define I8C_PAD ((u32)(I8_ZP * 0x01010101u))\n"
     // x / s, NaN -> 0, clamped, rounded half to even, plus the zero point.
     << "static inline __attribute__((always_inline)) i8_v16 i8c_q(hpf_f32x16 x) {\n"
-    << "  x = x / ((hpf_f32x16){} + " << c_float(a_scale) << ");\n"
-    << "  x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));\n"
-    << "  x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);\n"
-    << "  return __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;\n"
+    << "  return i8_quant(x / ((hpf_f32x16){} + " << c_float(a_scale) << "));\n"
     << "}\n"
     // One register tile: I8_MR rows of a weight block (48 bytes per k-group) by NP vectors of
     // 16 pixels, over ng k-groups; the accumulators start at zero (first slice) or from acc.

@@ -123,6 +123,22 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 #else
 #define I8_ZP 128 /* A stored as u8 q + 128; Z holds 128 * the weights' column sums */
 #endif
+/* x (already divided by the scale) quantised as hpf::quantize does it: NaN -> 0, rounded half to
+   even, clamped to [-128, 127]; plus the zero point. With AVX-512 three instructions do the
+   NaN mask, the rounding and the conversion (vcvtps2dq, round to nearest even, masked), with the
+   clamp above done first in floats (past 2^31 it would convert to INT_MIN) and below in integers. */
+static inline __attribute__((always_inline)) i8_v16 i8_quant(hpf_f32x16 x) {
+#if defined(__AVX512F__)
+  const unsigned short ord = __builtin_ia32_cmpps512_mask(x, x, 7 /* ordered */, 0xffff, 4);
+  const i8_v16 q = __builtin_ia32_cvtps2dq512_mask(__builtin_elementwise_min(x, (hpf_f32x16){} + 127.0f), (i8_v16){},
+                                                   ord, 8 /* nearest even, no exceptions */);
+  return __builtin_elementwise_max(q, (i8_v16){} - 128) + I8_ZP;
+#else
+  x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));
+  x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);
+  return __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;
+#endif
+}
 )";
 }
 
@@ -242,10 +258,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "      const hpf_f32x16 sv = (hpf_f32x16){} + s;\n"
     << "      for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
     << "        hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
-    << "        x = x / sv;\n"
-    << "        x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));\n"
-    << "        x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);\n"
-    << "        const i8_v16 qi = __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;\n"
+    << "        const i8_v16 qi = i8_quant(x / sv);\n"
     << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
     << "        __builtin_memcpy(ap + r * " << L(KR) << " + (k >> 2), &qb, 16);\n"
     << "      }\n"

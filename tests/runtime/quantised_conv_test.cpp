@@ -86,15 +86,18 @@ struct Result {
 
 // `out_quant`: the plan stores the Conv's output in INT8 (fake-quantised in the kernel), else
 // in F32 (the sums themselves are compared, not their rounding to the output's grid).
-Result run_case(const Case& c, bool out_quant) {
+// `specials`: planned on the random inputs, run on them with special values in the first
+// (test::with_special_values).
+Result run_case(const Case& c, bool out_quant, bool specials = false) {
   Result r;
   const Graph g = build(c);
-  const std::vector<Tensor> in = inputs_of(g, 3);
+  std::vector<Tensor> in = inputs_of(g, 3);
   SessionOptions o;
   o.use_cache = false;
   auto s = Session::create(o);
   REQUIRE_MESSAGE(s.ok(), s.status().to_string());
   auto plan = std::make_shared<Plan>(int8_plan(g, s->device_formats(), in));
+  if (specials) in[0] = test::with_special_values(in[0]);
   NodePlan& np = plan->nodes[static_cast<size_t>(*g.find_node("conv"))];
   if (!out_quant) {
     np.activation_quant.reset();
@@ -155,6 +158,20 @@ TEST_CASE("conv_i8: int8 Convs match the emulation of their calibrated plan") {
       CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"conv"});
       if (c.epilogue) CHECK(r.stats.kernels == 1);  // the Add and the Relu run in the conv's epilogue
       // FP32 sums of exact products against the emulation's FP64 ones: a few ulps.
+      CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
+}
+
+TEST_CASE("conv_i8: NaN, infinities and values past the INT32 range in the input quantise as the emulation's") {
+  // NaN -> 0, the rest clamped to [-128, 127]: the outputs are finite and the emulation's.
+  for (const Case& c : {kCases[0], kCases[2], kCases[13]})
+    for (bool out_quant : {true, false}) {
+      const std::string what = c.what;
+      CAPTURE(what);
+      CAPTURE(out_quant);
+      const Result r = run_case(c, out_quant, true);
+      CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"conv"});
       CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
       CHECK(r.step_diffs * 100 <= r.elements);
     }

@@ -22,6 +22,11 @@ inline QuantisedDiff quantised_diff(const Tensor& got, const Tensor& want, float
   QuantisedDiff r;
   r.elements = static_cast<int64_t>(std::min(gv.size(), wv.size()));
   for (size_t i = 0; i < gv.size() && i < wv.size(); ++i) {
+    if (std::isnan(gv[i]) != std::isnan(wv[i])) {  // one side NaN: no distance says how far
+      r.worst = INFINITY;
+      continue;
+    }
+    if (std::isnan(gv[i])) continue;
     const double d = std::abs(double(gv[i]) - wv[i]);
     if (step > 0 && d > 0 && std::abs(d - step) <= step * 1e-3) {
       ++r.step_diffs;

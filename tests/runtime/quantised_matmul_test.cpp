@@ -79,10 +79,11 @@ struct Result {
   CompileStats stats;
 };
 
-Result run_case(const Case& c, Mode mode) {
+// `specials`: planned on random values, run with special values among them (test::with_special_values).
+Result run_case(const Case& c, Mode mode, bool specials = false) {
   Result r;
   const Graph g = build(c);
-  const Tensor a = random(c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k}, 3, -2, 2);
+  Tensor a = random(c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k}, 3, -2, 2);
   SessionOptions o;
   o.use_cache = false;
   auto s = Session::create(o);
@@ -97,6 +98,7 @@ Result run_case(const Case& c, Mode mode) {
     REQUIRE_MESSAGE(q.ok(), q.status().to_string());
     plan->nodes[static_cast<size_t>(*g.find_node("mm"))].weight_quant = *q;
   }
+  if (specials) a = test::with_special_values(a);
   auto emu = emulation_for_plan(g, *plan);
   REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
   ref::RunOptions ro;
@@ -175,6 +177,17 @@ TEST_CASE("matmul_wq: INT4 groups that are not whole blocks of 8 rows (a plan fi
     CHECK(r.stats.fallbacks == 0);
     CHECK(r.stats.packed_weight_nodes == std::vector<std::string>{"mm"});
     CHECK_MESSAGE(r.worst <= 2e-5, "worst relative error " << r.worst);
+  }
+}
+
+TEST_CASE("matmul_i8: NaN, infinities and values past the INT32 range in A quantise as the emulation's") {
+  // u8 x s8 (A quantised per row as it arrives): NaN -> 0, the rest clamped; finite outputs.
+  for (const Case& c : {Case{70, 150, 200}, Case{9, 65, 137, true, true}}) {
+    CAPTURE(c.m);
+    const Result r = run_case(c, Mode::int8, true);
+    CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"mm"});
+    CHECK_MESSAGE(r.worst <= 2e-5, "worst relative error " << r.worst);
+    CHECK(r.step_diffs * 100 <= r.elements);
   }
 }
 
