@@ -124,6 +124,9 @@ class CostModel {
 struct Evaluation {
   double divergence = 0;
   double ms = -1;
+  // Peak memory of the plan as compiled (weights and the activation arena's peak,
+  // Executable::peak_memory_bytes); -1 when the evaluator does not compile plans.
+  int64_t peak_bytes = -1;
 };
 
 struct Evaluators {
@@ -273,6 +276,10 @@ struct PlannerOptions {
   // feeds off the AMX tiles, which take BF16 only: BERT-base's FFN projection 1.3 -> 8 ms). The
   // 10% is timing noise on a shared machine.
   double max_move_slowdown = 1.1;
+  // With measured peaks (Evaluation::peak_bytes), rounds of the peak pass: the FP32 auto nodes
+  // whose outputs are live at the plan's peak are lowered to 16 bits while that pays (see
+  // plan_auto). 0 turns the pass off.
+  int peak_rounds = 4;
   DeviceFormats device;  // candidate modes: bf16, fp16, tf32, fp8, int8, int4-weights
                          // as the device has them (plan_from_policy's availability)
   Policy policy = Policy::uniform(Mode::auto_);  // `auto` nodes are planned, others fixed
@@ -302,6 +309,8 @@ struct PlannerReport {
   int accepted = 0, rejected_budget = 0, rejected_metropolis = 0, rejected_slower = 0, backed_off = 0;
   double fp32_ms = 0, plan_ms = 0;  // cost model totals
   double fp32_measured_ms = -1, plan_measured_ms = -1;  // end to end, where measured
+  int64_t fp32_peak_bytes = -1, plan_peak_bytes = -1;    // Evaluation::peak_bytes, where measured
+  int peak_moves = 0;                                    // moves the peak pass kept
   int64_t fp32_bytes = 0, plan_bytes = 0;
   double objective = 0;
   std::map<std::string, int> modes;  // nodes per mode in the result
@@ -325,6 +334,15 @@ struct PlannerReport {
 //      plan the move leaves, is rejected too; T falls
 //      geometrically per sweep; sweeps end when one accepts nothing or the evaluations run out;
 //      the best plan wins;
+//   3b. with measured peaks (Evaluation::peak_bytes), the peak pass: the objective's memory term
+//      counts the bytes each node moves, not what is live at once, and a class lowered whole
+//      can measure too slow where a few nodes would not (MobileNetV2's 112x112 activations set
+//      its peak; all of its elementwise nodes in BF16 measured 18% slower on one core, those of
+//      the first blocks a few %). Per round: the FP32 auto nodes producing the values live at
+//      the plan's peak (a walk of the graph in order, each value in its plan's storage) move to
+//      their 16-bit candidate (BF16, else FP16), kept when the plan stays within the budget,
+//      its measured peak falls, and alpha * dms / ms(FP32) + beta * dpeak / peak(FP32) < 0 on
+//      times taken alternately (peak_rounds rounds at most, ending at the first refusal);
 //   4. final end-to-end check; if over the budget, the last accepted moves are undone until
 //      it fits; with measured times, then also while the plan, timed alternately with the FP32
 //      plan, is slower than max_latency_ratio x FP32.

@@ -131,6 +131,7 @@ Expected<Evaluation> DeviceEvaluator::evaluate(const Plan& plan) const {
   for (double d : per_output)
     e.divergence = std::isnan(d) ? std::numeric_limits<double>::infinity() : std::max(e.divergence, d);
   e.ms = fastest;
+  e.peak_bytes = static_cast<int64_t>(exe.peak_memory_bytes());
   return e;
 }
 

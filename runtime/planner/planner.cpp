@@ -134,6 +134,7 @@ class Planner {
     if (d0 <= search_budget()) {
       HPF_RETURN_IF_ERROR(measure_sensitivity());
       HPF_RETURN_IF_ERROR(anneal());
+      HPF_RETURN_IF_ERROR(reduce_peak());
     }
     return finish();
   }
@@ -501,6 +502,100 @@ class Planner {
     return Status();
   }
 
+  // The node's 16-bit candidate (BF16, else FP16; FP32 when it has neither).
+  Mode sixteen_bit(size_t id) const {
+    for (Mode m : {Mode::bf16, Mode::fp16})
+      if (std::count(candidates_[id].begin(), candidates_[id].end(), m)) return m;
+    return Mode::fp32;
+  }
+
+  // The FP32 auto nodes with a 16-bit candidate whose outputs are live at the peak of `s`: the
+  // graph walked in order, each value (constants aside) held from its producer to its last
+  // reader, in its producer's storage format (graph inputs and outputs in their own).
+  std::vector<int32_t> live_at_peak(const State& s) const {
+    auto order = g_.topological_order();
+    if (!order.ok()) return {};
+    const size_t steps = order->size(), nv = g_.values().size();
+    std::vector<size_t> at(g_.nodes().size(), 0);
+    for (size_t i = 0; i < steps; ++i) at[static_cast<size_t>((*order)[i])] = i;
+    std::vector<size_t> first(nv, steps), last(nv, 0);
+    std::vector<double> bytes(nv, 0);
+    std::vector<bool> boundary(nv, false);
+    for (ValueId v : g_.inputs()) boundary[v] = true, first[v] = 0;
+    for (ValueId v : g_.outputs()) boundary[v] = true, last[v] = steps;
+    for (size_t id = 0; id < g_.nodes().size(); ++id) {
+      const Node& n = g_.node(static_cast<int32_t>(id));
+      for (ValueId v : n.outputs)
+        if (v != kNoValue) first[v] = at[id];
+      for (ValueId v : n.inputs)
+        if (v != kNoValue) last[v] = std::max(last[v], at[id]);
+    }
+    for (size_t v = 0; v < nv; ++v) {
+      const Value& val = g_.value(static_cast<ValueId>(v));
+      if (g_.constant(static_cast<ValueId>(v)) || first[v] >= steps) continue;
+      const DType t = !boundary[v] && val.producer >= 0 && val.dtype == DType::F32
+                          ? node_plan(static_cast<size_t>(val.producer), s[static_cast<size_t>(val.producer)]).storage
+                          : val.dtype;
+      bytes[v] = double(planner_detail::elements(val)) * bit_width(t) / 8;
+    }
+    std::vector<double> live(steps + 1, 0);
+    for (size_t v = 0; v < nv; ++v)
+      for (size_t t = first[v]; bytes[v] > 0 && t <= last[v] && t < steps; ++t) live[t] += bytes[v];
+    const size_t peak = static_cast<size_t>(std::max_element(live.begin(), live.end()) - live.begin());
+    std::set<int32_t> nodes;
+    for (size_t v = 0; v < nv; ++v) {
+      const int32_t p = g_.value(static_cast<ValueId>(v)).producer;
+      if (bytes[v] > 0 && !boundary[v] && p >= 0 && first[v] <= peak && peak <= last[v] && is_auto(static_cast<size_t>(p)) &&
+          s[static_cast<size_t>(p)] == Mode::fp32 && sixteen_bit(static_cast<size_t>(p)) != Mode::fp32)
+        nodes.insert(p);
+    }
+    return {nodes.begin(), nodes.end()};
+  }
+
+  // The peak pass (plan_auto's step 3b), from the best plan of the annealing.
+  Status reduce_peak() {
+    if (!ev_.evaluate || o_.peak_rounds <= 0 || !(ms0_ > 0)) return Status();
+    State cur = best_.empty() ? start_ : best_;
+    HPF_ASSIGN_OR_RETURN(const Evaluation e0, evaluate(start_));
+    HPF_ASSIGN_OR_RETURN(Evaluation ec, evaluate(cur));
+    if (e0.peak_bytes <= 0 || ec.peak_bytes <= 0) return Status();
+    for (int round = 0; round < o_.peak_rounds && report_.evaluations < o_.max_evaluations; ++round) {
+      State next = cur;
+      for (int32_t id : live_at_peak(cur)) next[static_cast<size_t>(id)] = sixteen_bit(static_cast<size_t>(id));
+      if (next == cur) break;
+      HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(next));
+      if (!(e.divergence <= search_budget())) {
+        ++report_.rejected_budget;
+        break;
+      }
+      if (!(e.peak_bytes >= 0 && e.peak_bytes < ec.peak_bytes)) break;
+      // Both timed alternately: one timing moves by 10-30% on a shared machine.
+      double ms_cur = ec.ms, ms_next = e.ms;
+      for (int t = 0; t < kFinalTimingRounds; ++t) {
+        HPF_ASSIGN_OR_RETURN(const Evaluation a, evaluate(cur, true));
+        HPF_ASSIGN_OR_RETURN(const Evaluation b, evaluate(next, true));
+        if (a.ms > 0) ms_cur = std::min(ms_cur, a.ms);
+        if (b.ms > 0) ms_next = std::min(ms_next, b.ms);
+      }
+      const double gain = o_.alpha * (ms_next - ms_cur) / ms0_ +
+                          o_.beta * double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes);
+      Evaluation timed = e;
+      timed.ms = ms_next;
+      if (ms_next > o_.max_move_slowdown * ms_cur || too_slow(timed) || !(gain < 0)) {
+        ++report_.rejected_slower;
+        break;
+      }
+      log(LogLevel::debug, "plan_auto: peak pass: " + std::to_string(ec.peak_bytes) + " -> " + std::to_string(e.peak_bytes) +
+                               " bytes, " + std::to_string(ms_cur) + " -> " + std::to_string(ms_next) + " ms");
+      cur = next;
+      ec = timed;
+      history_.push_back(cur);
+      ++report_.peak_moves;
+    }
+    best_ = cur;
+    return Status();
+  }
+
   // The final end-to-end check (a fresh evaluation, not the cache), backing off along the
   // accepted moves while over the budget, then, with measured times, while slower than the FP32
   // plan (max_latency_ratio), timed against it alternately.
@@ -564,6 +659,8 @@ class Planner {
     report_.plan_bytes = cost_.plan_bytes(plan);
     report_.fp32_measured_ms = ms0_;
     report_.plan_measured_ms = e.ms;
+    if (const auto it = seen_.find(start_); it != seen_.end()) report_.fp32_peak_bytes = it->second.peak_bytes;
+    report_.plan_peak_bytes = e.peak_bytes;
     report_.objective = objective(s, e.divergence);
   }
 

@@ -44,42 +44,51 @@ MemoryPlan plan_memory(const Graph& g, const std::vector<size_t>& bytes,
   for (size_t v = 0; v < nv; ++v)
     if (root[v] == static_cast<ValueId>(v) && persistent[v]) p.slot_of[v] = new_slot(bytes[v]);
 
-  std::vector<int> free_slots;
+  // Intermediates: one arena, each value at an offset, the largest first, each at the lowest
+  // offset free over its lifetime (first write to last read) among those placed: values alive at
+  // once never overlap, and a step's outputs never share memory with its own inputs. (Slots
+  // reused whole, each as large as the largest value it ever held, took MobileNetV2 8.6 MiB.)
+  std::vector<int> def(nv, -1), end(nv, -1);
   for (size_t s = 0; s < ns; ++s) {
     if (alias_step[s]) continue;
     for (ValueId o : step_outputs[s]) {
       const ValueId r = root[o];
-      if (p.slot_of[r] >= 0) continue;
-      // Best fit among free slots; grow the largest one when none is big enough.
-      int best = -1;
-      for (int sl : free_slots)
-        if (p.slot_bytes[sl] >= bytes[r] && (best < 0 || p.slot_bytes[sl] < p.slot_bytes[best])) best = sl;
-      if (best < 0 && !free_slots.empty()) {
-        best = *std::max_element(free_slots.begin(), free_slots.end(),
-                                 [&](int a, int b) { return p.slot_bytes[a] < p.slot_bytes[b]; });
-        p.slot_bytes[best] = bytes[r];
-      }
-      if (best >= 0) free_slots.erase(std::find(free_slots.begin(), free_slots.end(), best));
-      else best = new_slot(bytes[r]);
-      p.slot_of[r] = best;
-    }
-    // Free after the step: a step's outputs never share memory with its own inputs.
-    for (ValueId v : step_inputs[s]) {
-      if (v == kNoValue) continue;
-      const ValueId r = root[v];
-      if (!persistent[r] && last_use[r] == static_cast<int>(s) && p.slot_of[r] >= 0 &&
-          std::find(free_slots.begin(), free_slots.end(), p.slot_of[r]) == free_slots.end())
-        free_slots.push_back(p.slot_of[r]);
-    }
-    // Outputs nobody reads are dead at once.
-    for (ValueId o : step_outputs[s]) {
-      const ValueId r = root[o];
-      if (!persistent[r] && last_use[r] < static_cast<int>(s) && p.slot_of[r] >= 0 &&
-          std::find(free_slots.begin(), free_slots.end(), p.slot_of[r]) == free_slots.end())
-        free_slots.push_back(p.slot_of[r]);
+      if (def[r] < 0) def[r] = static_cast<int>(s);
     }
   }
-  for (size_t v = 0; v < nv; ++v) p.slot_of[v] = p.slot_of[root[v]];
+  constexpr size_t kAlign = 64;
+  std::vector<ValueId> order;
+  for (size_t v = 0; v < nv; ++v)
+    if (root[v] == static_cast<ValueId>(v) && needed[v] && !persistent[v] && def[v] >= 0) {
+      end[v] = std::max(def[v], last_use[v]);
+      order.push_back(static_cast<ValueId>(v));
+    }
+  auto span = [&](ValueId v) { return (bytes[v] + kAlign - 1) / kAlign * kAlign; };
+  std::stable_sort(order.begin(), order.end(), [&](ValueId a, ValueId b) { return span(a) > span(b); });
+  std::vector<ValueId> placed;
+  size_t arena = 0;
+  for (ValueId v : order) {
+    std::vector<ValueId> live;  // placed values alive with v, by offset
+    for (ValueId u : placed)
+      if (def[u] <= end[v] && def[v] <= end[u]) live.push_back(u);
+    std::sort(live.begin(), live.end(), [&](ValueId a, ValueId b) { return p.offset_of[a] < p.offset_of[b]; });
+    size_t off = 0;
+    for (ValueId u : live) {
+      if (off + span(v) <= p.offset_of[u]) break;
+      off = std::max(off, p.offset_of[u] + span(u));
+    }
+    p.offset_of[v] = off;
+    arena = std::max(arena, off + span(v));
+    placed.push_back(v);
+  }
+  if (!order.empty()) {
+    const int slot = new_slot(arena);
+    for (ValueId v : order) p.slot_of[v] = slot;
+  }
+  for (size_t v = 0; v < nv; ++v) {
+    p.slot_of[v] = p.slot_of[root[v]];
+    p.offset_of[v] = p.offset_of[root[v]];
+  }
   for (size_t b : p.slot_bytes) p.total_bytes += b;
   return p;
 }

@@ -1,6 +1,7 @@
-// The memory plan of an executable: which device buffer ("slot") holds each value. Weights,
-// graph inputs and graph outputs get slots of their own; intermediate values share slots once
-// their lifetimes (first write to last read) no longer overlap. View ops alias their input.
+// The memory plan of an executable: which device buffer ("slot") holds each value, at which
+// offset. Weights, graph inputs and graph outputs get slots of their own; intermediate values
+// share one arena slot, at offsets that never overlap while their lifetimes (first write to last
+// read) do. View ops alias their input.
 #pragma once
 
 #include <cstddef>
