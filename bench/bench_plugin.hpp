@@ -45,6 +45,26 @@ inline double median_ms(const std::function<void()>& fn, int runs) {
   return t[t.size() / 2];
 }
 
+// Medians in ms of `fns` timed in turn, round after round (two untimed rounds first): on a shared
+// machine a neighbour's burst then falls on every variant alike, not on the one timed meanwhile.
+inline std::vector<double> medians_interleaved(const std::vector<std::function<void()>>& fns, int runs) {
+  for (int w = 0; w < 2; ++w)
+    for (const auto& fn : fns) fn();
+  std::vector<std::vector<double>> t(fns.size());
+  for (int r = 0; r < runs; ++r)
+    for (size_t i = 0; i < fns.size(); ++i) {
+      const double t0 = now_ms();
+      fns[i]();
+      t[i].push_back(now_ms() - t0);
+    }
+  std::vector<double> out;
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back(v.empty() ? -1 : v[v.size() / 2]);
+  }
+  return out;
+}
+
 struct Plugin {
   const hpf_plugin_api* api = nullptr;
   hpf_plugin* p = nullptr;
@@ -86,15 +106,21 @@ struct Plugin {
     if (fail(e, "load")) return false;
     return !fail(api->kernel_get(p, prog, k.name.c_str(), &kern), "kernel_get");
   }
+  // One launch of `kern` over `args` (kept by the closure).
+  std::function<void()> launcher(const jit::GeneratedKernel& k, hpf_kernel* kern, std::vector<void*> args) {
+    return [this, kern, args, items = k.work_items, grain = k.grain]() mutable {
+      hpf_launch l{};
+      l.struct_size = sizeof l;
+      l.args = args.data();
+      l.arg_count = args.size();
+      l.work_items = items;
+      l.grain = grain;
+      api->kernel_launch(p, kern, &l);
+    };
+  }
   // Times launches of `kern` over `args`: the median in ms.
   double time(const jit::GeneratedKernel& k, hpf_kernel* kern, std::vector<void*> args, int runs) {
-    hpf_launch l{};
-    l.struct_size = sizeof l;
-    l.args = args.data();
-    l.arg_count = args.size();
-    l.work_items = k.work_items;
-    l.grain = k.grain;
-    return median_ms([&] { api->kernel_launch(p, kern, &l); }, runs);
+    return median_ms(launcher(k, kern, std::move(args)), runs);
   }
 };
 

@@ -164,27 +164,37 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
   jit::GeneratedKernel k;
   hpf_kernel* kern = nullptr;
-  double base = -1;  // the f32-weights GEMV
-  std::vector<std::pair<std::string, double>> rows;
-  if (hpf_kernel_for(cpu, s, k, kern))
-    rows.emplace_back("libhpf f32 (matmul, B input)", cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs));
+  // Every variant timed in turn per round (medians_interleaved): these GEMVs stream 8-64 MiB
+  // from memory, whose bandwidth a neighbour's burst moves by 20-40%.
+  std::vector<std::string> names;
+  std::vector<std::function<void()>> fns;
+  std::vector<std::vector<Tensor>> held(5);
+  if (hpf_kernel_for(cpu, s, k, kern)) {
+    names.push_back("libhpf f32 (matmul, B input)");
+    fns.push_back(cpu.launcher(k, kern, {A.data(), B.bytes().data(), C.data()}));
+  }
+  size_t base = SIZE_MAX;  // the f32-weights GEMV
+  int fi = 0;
   for (const char* f : {"f32", "bf16", "f16", "i8", "i4"}) {
-    std::vector<Tensor> held;
-    if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, held)) {
+    std::vector<Tensor>& h = held[static_cast<size_t>(fi++)];
+    if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, h)) {
       std::printf("  %s: %s\n", f, cpu.error.c_str());
       continue;
     }
-    const double ms = cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), C.data()}, runs);
-    if (std::string(f) == "f32") base = ms;
-    rows.emplace_back(std::string("libhpf ") + f + " weights (matmul_wq)", ms);
+    if (std::string(f) == "f32") base = fns.size();
+    names.push_back(std::string("libhpf ") + f + " weights (matmul_wq)");
+    fns.push_back(cpu.launcher(k, kern, {A.data(), h[0].bytes().data(), h[1].bytes().data(), C.data()}));
   }
 #ifdef HPF_BENCH_OPENBLAS
-  rows.emplace_back("OpenBLAS sgemv f32", median_ms([&] {
-        cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1);
-      }, runs));
+  names.push_back("OpenBLAS sgemv f32");
+  fns.push_back([&] { cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1); });
 #endif
+  const std::vector<double> med = bench::medians_interleaved(fns, runs);
+  std::vector<std::pair<std::string, double>> rows;
+  for (size_t i = 0; i < names.size(); ++i) rows.emplace_back(names[i], med[i]);
+  const double base_ms = base < med.size() ? med[base] : -1;
   for (const auto& [what, ms] : rows)
-    std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, what.c_str(), ms, base > 0 ? base / ms : 0.0);
+    std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, what.c_str(), ms, base_ms > 0 ? base_ms / ms : 0.0);
   std::fflush(stdout);
 }
 
