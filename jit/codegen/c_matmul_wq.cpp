@@ -192,6 +192,16 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
              "; ++c) __builtin_prefetch((const u8*)W + ((p0 + c) * " + L(KP) + " + k + " +
              std::to_string(kGemvPrefetchBytes / row_bytes) + ") * " + std::to_string(row_bytes) + ");\n";
     };
+    // Rows k0..k1 one at a time: into `full` (indexed by c) for a whole item of panels, else
+    // into `one` for panel c0.
+    auto row_loop = [&](const std::string& in, const std::string& k0, const std::string& k1, const std::string& full,
+                        const std::string& one) {
+      return in + "for (i64 k = " + k0 + "; k < " + k1 + "; ++k) {\n" + in + "  const float av = arow[k];\n" +
+             prefetch(in + "  ") + in + "  if (nc == " + std::to_string(kPanelsPerItem) + ") {\n" +
+             "#pragma clang loop unroll(full)\n" + in + "    for (int c = 0; c < " + std::to_string(kPanelsPerItem) +
+             "; ++c) " + full + " += av * wq_row(W, p0 + c, k);\n" + in + "  } else " + one +
+             " += av * wq_row(W, p0 + c0, k);\n" + in + "}\n";
+    };
     s << "  float arow[" << KP << "] __attribute__((aligned(64)));\n"
       << "  for (i64 p = " << L(K) << "; p < " << L(KP) << "; ++p) arow[p] = 0.0f;  // an i4 block's rows past K\n"
       << "  for (i64 i = 0; i < " << L(M) << "; ++i) {\n"
@@ -237,28 +247,14 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
           << "            }\n"
           << "          }\n";
       } else {
-        s << "          for (i64 k = g * " << L(G) << "; k < (g + 1) * " << L(G) << "; ++k) {\n"
-          << "            const float av = arow[k];\n"
-          << prefetch("            ")
-          << "            if (nc == " << kPanelsPerItem << ") {\n"
-          << "#pragma clang loop unroll(full)\n"
-          << "              for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] += av * wq_row(W, p0 + c, k);\n"
-          << "            } else t[0] += av * wq_row(W, p0 + c0, k);\n"
-          << "          }\n";
+        s << row_loop("          ", "g * " + L(G), "(g + 1) * " + L(G), "t[c]", "t[0]");
       }
       s << "          for (int c = 0; c < nc; ++c)\n"
         << "            acc[c0 + c] += t[c] * *(const hpf_f32x16*)(S + ((p0 + c0 + c) * " << L(NG)
         << " + g) * 16);\n"
         << "        }\n";
     } else {
-      s << "        for (i64 k = 0; k < " << L(K) << "; ++k) {\n"
-        << "          const float av = arow[k];\n"
-        << prefetch("          ")
-        << "          if (nc == " << kPanelsPerItem << ") {\n"
-        << "#pragma clang loop unroll(full)\n"
-        << "            for (int c = 0; c < " << kPanelsPerItem << "; ++c) acc[c] += av * wq_row(W, p0 + c, k);\n"
-        << "          } else acc[c0] += av * wq_row(W, p0 + c0, k);\n"
-        << "        }\n";
+      s << row_loop("        ", "0", L(K), "acc[c]", "acc[c0]");
     }
     s << "      }\n";
     if (f == "i8") s << "      for (int c = 0; c < np; ++c) acc[c] *= *(const hpf_f32x16*)(S + (p0 + c) * 16);\n";
