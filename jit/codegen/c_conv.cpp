@@ -469,7 +469,10 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   const std::string wt = "Wt + " + L(T * kGemmMR * K) + " * g + pc * " + L(T * kGemmMR) + " + (ic + ir) * kc";
   s << "    for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
     << "      const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-    << "      for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) acc[x] = 0.0f;\n"
+    // With the whole K in one slice, a full tile of whole panels starts its sums at zero in
+    // registers instead of zeroing acc and loading it (MobileNetV2's 112x112 32->32: 0.28 -> 0.26 ms).
+    << "      const int fresh = " << L(K) << " <= HPF_KC && mr == HPF_MR && nc % HPF_NR == 0;\n"
+    << "      if (!fresh) for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
     // The packed slice's tile (conv_packing.hpp, "rows"); a ragged last tile (64 channels: 10 x 6
@@ -479,6 +482,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << "        for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
     << "          const float* restrict bj = bp + pc * bsk + jp;\n"
     << "          if (nc - jp < HPF_NR) hpf_mm_micro_cols(mr, nc - jp, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "          else if (fresh) hpf_mm_micro_bx0(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
     << "          else if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
     << "          else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
     << "        }\n"

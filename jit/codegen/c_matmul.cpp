@@ -70,15 +70,15 @@ typedef float hpf_vfu __attribute__((vector_size(32), aligned(4)));
    and vectors past them vanish when this is inlined.
    min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
    accumulators in two and spill them. */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rn(
-    int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
-    float* restrict acc, i64 ldc) {
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rnz(
+    int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
+    i64 bsv, float* restrict acc, i64 ldc) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v)
-      if (i < mr && v < nv) c[i][v] = *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
+      if (i < mr && v < nv) c[i][v] = zero ? (hpf_vf){} : *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
   for (i64 p = 0; p < kc; ++p) {
     hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
@@ -100,6 +100,11 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
     for (int v = 0; v < HPF_NV; ++v)
       if (i < mr && v < nv) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
 }
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rn(
+    int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc) {
+  hpf_mm_micro_rnz(0, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+}
 /* All NR columns. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_r(
     int mr, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
@@ -108,6 +113,9 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 }
 #define hpf_mm_micro_bx(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc) \
   hpf_mm_micro_r(HPF_MR, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
+/* A full tile whose sums start at zero (acc is only written): the whole K in one slice. */
+#define hpf_mm_micro_bx0(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc) \
+  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
 /* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
    none read past mr), over nv vectors. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest_n(
