@@ -296,7 +296,14 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << " ? j0 + " << L(col_group) << " : " << L(N) << ";\n"
     << "    for (i64 jc = j0; jc < j1; jc += HPF_NC) {\n"
     << "      const i64 nc = " << L(N) << " - jc < HPF_NC ? " << L(N) << " - jc : HPF_NC;\n"
-    << "      for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
+    // Whole tiles of whole panels (the FP32 microkernel) start their sums at zero in registers
+    // in the first slice instead of zeroing acc and loading it (hpf_mm_micro_bx0).
+    << "#if defined(WQ_PAIRS)\n"
+    << "      const int fresh = 0;\n"
+    << "#else\n"
+    << "      const int fresh = mc % HPF_MR == 0 && nc % HPF_NR == 0;\n"
+    << "#endif\n"
+    << "      if (!fresh) for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n";
   if (pairs)
@@ -362,7 +369,8 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "          const i64 asi = HPF_KC;\n";
   // B in place (direct) or from bpack, each with constant strides in the microkernel.
   auto micro = [&](const std::string& indent, const std::string& b) {
-    return indent + "if (mr == HPF_MR) hpf_mm_micro_bx(kc, ar, 1, asi, " + b + ", acc + ir * HPF_NC + jp, HPF_NC);\n" +
+    return indent + "if (fresh && pc == 0) hpf_mm_micro_bx0(kc, ar, 1, asi, " + b + ", acc + ir * HPF_NC + jp, HPF_NC);\n" +
+           indent + "else if (mr == HPF_MR) hpf_mm_micro_bx(kc, ar, 1, asi, " + b + ", acc + ir * HPF_NC + jp, HPF_NC);\n" +
            indent + "else hpf_mm_micro_rest(mr, kc, ar, 1, asi, " + b + ", acc + ir * HPF_NC + jp, HPF_NC);\n";
   };
   s << "          for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
