@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <deque>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -168,15 +169,14 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   // from memory, whose bandwidth a neighbour's burst moves by 20-40%.
   std::vector<std::string> names;
   std::vector<std::function<void()>> fns;
-  std::vector<std::vector<Tensor>> held(5);
+  std::deque<std::vector<Tensor>> held;  // each variant's packed weights (references stay valid)
   if (hpf_kernel_for(cpu, s, k, kern)) {
     names.push_back("libhpf f32 (matmul, B input)");
     fns.push_back(cpu.launcher(k, kern, {A.data(), B.bytes().data(), C.data()}));
   }
   size_t base = SIZE_MAX;  // the f32-weights GEMV
-  int fi = 0;
   for (const char* f : {"f32", "bf16", "f16", "i8", "i4"}) {
-    std::vector<Tensor>& h = held[static_cast<size_t>(fi++)];
+    std::vector<Tensor>& h = held.emplace_back();
     if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, h)) {
       std::printf("  %s: %s\n", f, cpu.error.c_str());
       continue;
@@ -190,11 +190,9 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   fns.push_back([&] { cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1); });
 #endif
   const std::vector<double> med = bench::medians_interleaved(fns, runs);
-  std::vector<std::pair<std::string, double>> rows;
-  for (size_t i = 0; i < names.size(); ++i) rows.emplace_back(names[i], med[i]);
   const double base_ms = base < med.size() ? med[base] : -1;
-  for (const auto& [what, ms] : rows)
-    std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, what.c_str(), ms, base_ms > 0 ? base_ms / ms : 0.0);
+  for (size_t i = 0; i < names.size(); ++i)
+    std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, names[i].c_str(), med[i], base_ms > 0 ? base_ms / med[i] : 0.0);
   std::fflush(stdout);
 }
 

@@ -17,7 +17,8 @@
 //   hpf_mm_micro_r(mr, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)  the first mr rows only (mr a
 //       constant); hpf_mm_micro_rest(mr, ...) any mr < HPF_MR at run time, in pieces of 4, 2, 1;
 //       hpf_mm_micro_rn / hpf_mm_micro_rest_n(mr, nv, ...) the same over the first nv vectors of
-//       the NR columns (nv a constant)
+//       the NR columns (nv a constant); hpf_mm_micro_bx0(...) as hpf_mm_micro_bx with the sums
+//       starting at zero (acc only written: the first slice of K)
 //   hpf_mm_micro_cols(mr, cols, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)  any mr <= HPF_MR rows
 //       and the first `cols` (1..HPF_NR, run time) columns in whole vectors: a ragged last panel
 //       (the lanes past `cols` in its last vector are computed from what B holds there).
