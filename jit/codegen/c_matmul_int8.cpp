@@ -1,17 +1,25 @@
-// INT8 x INT8 MatMul / Gemm ("matmul_i8"): u8 activations x s8 weights -> s32, for int8 plans.
+// INT8 x INT8 MatMul / Gemm ("matmul_i8"): u8 activations x s8 weights -> s32, for int8 plans
+// and for ONNX MatMulInteger with constant INT8 weights.
 //
-// Activations are quantised on the fly, exactly as hpf::quantize does (x / s rounded half to
-// even, NaN -> 0, clamped to [-128, 127]), with s the per-tensor attr a_scale (static, calibrated)
-// or, with attr a_dynamic, one scale per row chosen from the row as hpf::fake_quantize_rows_i8
-// does (s = max|row| / 127; the output then also multiplies by the row's s), and stored as
-// u8 = q + 128. The zero point is compensated with the weights' column sums:
+// Float A (int8 plans): activations are quantised on the fly, exactly as hpf::quantize does (x / s
+// rounded half to even, NaN -> 0, clamped to [-128, 127]), with s the per-tensor attr a_scale
+// (static, calibrated) or, with attr a_dynamic, one scale per row chosen from the row as
+// hpf::fake_quantize_rows_i8 does (s = max|row| / 127; the output then also multiplies by the
+// row's s), and stored as u8 = q + 128. Output (float) = (acc - 128 * colsum[n]) * S[n], then
+// the epilogue: the zero point is compensated with the weights' column sums,
 //   sum_k (q_a + 128) q_w = sum_k q_a q_w + 128 * colsum[n],
-// so the s32 result is exact. Weights come pre-packed (runtime/session/weight_packing.hpp):
-// panels of 16 columns, K padded to a multiple of 4, each group of 4 k one 64-byte vector
+// so the s32 result is exact. Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
+// attrs k, n, a_scale | a_dynamic and the epilogue's (alpha, beta, out_scale).
+// U8 or I8 A (MatMulInteger): A is already quantised; its rows are copied (the sign bit flipped
+// where the dot product's operand is of the other signedness) and the output is the exact s32
+//   sum_k (a - za) q_w = acc - (za - off) * colsum[n]
+// with za the scalar zero point (optional input 3, U8/I8 like A; absent: 0) and off what the copy
+// subtracted (0 or +-128). Inputs: A, W, Z; output I32; no epilogue. Exact while K * 255 * 128
+// fits in 31 bits (K < 65793), as the vpdpbusd sums are 32-bit.
+// Weights come pre-packed (runtime/session/weight_packing.hpp): panels of 16 columns, K padded
+// to a multiple of 4, each group of 4 k one 64-byte vector
 //   W[p][k / 4][lane][k % 4] (s8; the padding 0),
-// the order vpdpbusd multiplies. Inputs: A (float), W (U8 bytes), S (F32 [P*16], s_a * s_w[n]),
-// Z (I32 [P*16], 128 * colsum[n]), optional C; attrs k, n, a_scale and the epilogue's (alpha,
-// beta, out_scale). Output (float) = (acc - Z[n]) * S[n], then the epilogue.
+// the order vpdpbusd multiplies; Z (I32 [P*16]) the column sums of the INT8 weights.
 //
 // The dot products, chosen by the preprocessor on the host's features:
 //   AVX512-VNNI   vpdpbusd zmm: 64 multiply-adds per instruction; tile 6 rows x 64 columns
@@ -25,7 +33,7 @@
 //   otherwise     (or weights holding -128) bytes widened to 16 bits and multiplied pairwise into
 //                 32 bits (vpmaddwd), exact.
 // Row items of 12 rows (a multiple of both tiles' row counts) make chunks of up to 4 items, whose
-// rows are quantised once into a row-major buffer; work items are (chunk, column group); per block of
+// rows are quantised (or copied) once into a row-major buffer; work items are (chunk, column group); per block of
 // panels (~128 KiB of weights, kept in L2 across the chunk), per group of panels (kept in L1
 // across the chunk's rows), every row tile runs over the whole K
 // (the packed panels are already in the multiply's order: nothing of B is repacked at run time).
@@ -121,7 +129,7 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 #if defined(I8_SIGNED)
 #define I8_ZP 0   /* A stored as s8 q; no zero point to compensate */
 #else
-#define I8_ZP 128 /* A stored as u8 q + 128; Z holds 128 * the weights' column sums */
+#define I8_ZP 128 /* A stored as u8 q + 128: 128 times the weights' column sums to subtract */
 #endif
 /* x (already divided by the scale) quantised as hpf::quantize does it: NaN -> 0, rounded half to
    even, clamped to [-128, 127]; plus the zero point. With AVX-512 three instructions do the
@@ -143,15 +151,20 @@ static inline __attribute__((always_inline)) i8_v16 i8_quant(hpf_f32x16 x) {
 }
 
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name) {
-  if (spec.inputs.size() < 4 || spec.outputs.size() != 1) return Status::invalid("matmul_i8: needs A, W, S, Z and one output");
+  if (spec.inputs.size() < 3 || spec.outputs.size() != 1) return Status::invalid("matmul_i8: needs A, W, Z (and S for a float A) and one output");
   const TensorDesc &A = spec.inputs[0], &Y = spec.outputs[0];
-  if (!is_float(A.dtype) || !is_float(Y.dtype))
+  // U8/I8 A (MatMulInteger): copied, not quantised; an exact I32 output.
+  const bool integer = A.dtype == DType::U8 || A.dtype == DType::I8;
+  if (integer ? Y.dtype != DType::I32 || !spec.epilogue.empty() || spec.inputs.size() > 4 ||
+                    (spec.inputs.size() == 4 && spec.inputs[3].dtype != A.dtype)
+              : !is_float(A.dtype) || !is_float(Y.dtype) || spec.inputs.size() < 4)
     return Status::unsupported("C codegen: matmul_i8 on " + std::string(dtype_name(A.dtype)) + " -> " +
                                std::string(dtype_name(Y.dtype)));
   const int64_t K = attr_i(spec.attrs, "k", 0), N = attr_i(spec.attrs, "n", 0);
   const float a_scale = attr_f(spec.attrs, "a_scale", 0.0f);
   const bool dynamic = attr_i(spec.attrs, "a_dynamic", 0) != 0;
-  if (K <= 0 || N <= 0 || (dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K || Y.shape.empty() || Y.shape.back() != N)
+  if (K <= 0 || N <= 0 || (!integer && dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K ||
+      Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
                            shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4, KP = (K + 15) / 16 * 16, KR = KP / 4;
@@ -169,7 +182,15 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
                                     : std::clamp<int64_t>((4 + RC - 1) / RC, 1, std::max<int64_t>(1, P / 8));
   const int64_t PG = (P + CS0 - 1) / CS0, CS = (P + PG - 1) / PG;
   const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
-  HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 4));
+  const size_t zi = integer ? 2 : 3;  // the column sums' input
+  std::string out_fn;
+  if (!integer) {
+    HPF_ASSIGN_OR_RETURN(out_fn, c_matmul_epilogue(spec, 4));
+  }
+  // The stored value of an output: (acc - zc * colsum) exactly (I32) or dequantised.
+  const std::string out_value =
+      integer ? "(i32)((u32)o[jj] - (u32)zc * (u32)Z[j])"
+              : c_store(Y.dtype, "wq_out((float)(o[jj] - zc * Z[j]) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f), args, i0 + r, j)");
   std::ostringstream s;
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
     << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
@@ -178,7 +199,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
     << "    const i32* restrict ap, const float* restrict rs, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
-    << "    void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
+    << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
+    << "  (void)rs; (void)S; (void)args;\n"
     << "  i8_v16 acc[I8_MR][I8_NP];\n"
     << "#pragma clang loop unroll(full)\n"
     << "  for (int r = 0; r < I8_MR; ++r)\n"
@@ -205,18 +227,28 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     // A whole panel's 16 columns without a bound check, so that the loop vectorises.
     << "      const int full = " << (N % 16 == 0 ? "1" : "(p + c) * 16 + 16 <= " + L(N)) << ";\n"
     << "      for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p + c) * 16 + jj; if (!full && j >= " << L(N) << ") break;\n"
-    << "        const float v = (float)(o[jj] - (I8_ZP ? Z[j] : 0)) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f);\n"
-    << "        Y[(i0 + r) * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(v, args, i0 + r, j)") << "; }\n"
+    << "        Y[(i0 + r) * " << L(N) << " + j] = " << out_value << "; }\n"
     << "    }\n"
     << "}\n"
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
     << "  const u8* restrict W = (const u8*)args[1];\n"
-    << "  const float* restrict S = (const float*)args[2];\n"
-    << "  const i32* restrict Z = (const i32*)args[3];\n"
+    << "  const float* restrict S = " << (integer ? "0" : "(const float*)args[2]") << ";\n"
+    << "  const i32* restrict Z = (const i32*)args[" << zi << "];\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
-    << "];\n"
-    << "  i32 ap[" << KR * chunk << "] __attribute__((aligned(64)));\n"
+    << "];\n";
+  if (integer) {
+    // What the copy subtracts from a (u8 a as is for a u8 operand, as a - 128 for the signed
+    // one; s8 a the other way round) and so the multiple of the column sums to take off.
+    const bool u8a = A.dtype == DType::U8;
+    s << "#if defined(I8_SIGNED)\n  enum { I8_OFF = " << (u8a ? 128 : 0) << ", I8_FLIP = " << (u8a ? "0x80" : "0") << " };\n"
+      << "#else\n  enum { I8_OFF = " << (u8a ? 0 : -128) << ", I8_FLIP = " << (u8a ? "0" : "0x80") << " };\n#endif\n"
+      << "  const i32 zc = " << (spec.inputs.size() == 4 ? "(i32)((const " + std::string(c_storage_type(A.dtype)) + "*)args[3])[0]" : "0")
+      << " - I8_OFF;\n";
+  } else {
+    s << "  const i32 zc = I8_ZP;\n";
+  }
+  s << "  i32 ap[" << KR * chunk << "] __attribute__((aligned(64)));\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
     << "  for (i64 w = begin; w < end;) {\n"
     // This chunk's column groups in the range: [cg0, wl - rc * CS).
@@ -227,52 +259,60 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    const i64 p0 = cg0 * " << L(PG) << ", p1 = (wl - rc * " << L(CS) << ") * " << L(PG) << " < " << L(P) << " ? (wl - rc * "
     << L(CS) << ") * " << L(PG) << " : " << L(P) << ";\n"
     << "    w = wl;\n"
+    << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
+    << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(KR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
+    << "      const i64 i = i0 + r;\n";
+  if (integer) {
+    // Copy the row (the padding past K multiplies zero weights).
+    s << "      u8* restrict dst = (u8*)(ap + r * " << L(KR) << ");\n"
+      << "      const u8* restrict src = (const u8*)(A + i * " << L(K) << ");\n"
+      << "      for (i64 k = 0; k < " << L(K) << "; ++k) dst[k] = (u8)(src[k] ^ I8_FLIP);\n"
+      << "      for (i64 k = " << L(K) << "; k < " << L(KP) << "; ++k) dst[k] = 0;\n"
+      << "    }\n";
+  } else {
     // Quantise the chunk's rows: u8 = clamp(rne(a / s), -128, 127) + 128; padding 128 (times a 0
     // weight). A row is staged in FP32 (unless it is FP32 whole vectors already), then 16 lanes
     // at a time (the division, NaN -> 0, clamp and rint as hpf::quantize does them, per lane),
     // 4 k-groups of its row of the buffer per step.
-    << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
-    << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(KR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
-    << "      const i64 i = i0 + r;\n"
-    // (An FP32 row of whole vectors is read in place.)
-    << (A.dtype == DType::F32 && K == KP
-            ? "      const float* restrict xr = A + i * " + L(K) + ";\n"
-            : "      float xr[" + std::to_string(KP) + "] __attribute__((aligned(64)));\n"
-              "      for (i64 k = 0; k < " + L(K) + "; ++k) xr[k] = " + c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") + ";\n"
-              "      for (i64 k = " + L(K) + "; k < " + L(KP) + "; ++k) xr[k] = 0.0f;\n")
-    << "      float s = " << (dynamic ? "1.0f" : c_float(a_scale)) << ";\n"
-    << "#if I8_DYNAMIC\n"
-    << "      {\n"
-    << "        hpf_f32x16 m = (hpf_f32x16){};\n"
-    << "        for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
-    << "          hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
-    << "          x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));  /* NaN -> 0: ignored by the max */\n"
-    << "          m = __builtin_elementwise_max(m, __builtin_elementwise_abs(x));\n"
-    << "        }\n"
-    << "        const float amax = __builtin_reduce_max(m);\n"
-    << "        s = amax == 0.0f ? 1.0f : amax / 127.0f;\n"
-    << "        s = s < 1.17549435e-38f ? 1.17549435e-38f : s;\n"
-    << "      }\n"
-    << "      rs[r] = s;\n"
-    << "#endif\n"
-    << "      const hpf_f32x16 sv = (hpf_f32x16){} + s;\n"
-    << "      for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
-    << "        hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
-    << "        const i8_v16 qi = i8_quant(x / sv);\n"
-    << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
-    << "        __builtin_memcpy(ap + r * " << L(KR) << " + (k >> 2), &qb, 16);\n"
-    << "      }\n"
-    << "    }\n"
-    // Column blocks of B small enough to stay in L2 across the chunk's rows; inside a block, the
-    // row tiles run under one group of NP panels at a time, which stays in L1 meanwhile.
-    << "    for (i64 pb = p0; pb < p1; pb += " << block << ") {\n"
+    s << (A.dtype == DType::F32 && K == KP
+              ? "      const float* restrict xr = A + i * " + L(K) + ";\n"
+              : "      float xr[" + std::to_string(KP) + "] __attribute__((aligned(64)));\n"
+                "      for (i64 k = 0; k < " + L(K) + "; ++k) xr[k] = " + c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") + ";\n"
+                "      for (i64 k = " + L(K) + "; k < " + L(KP) + "; ++k) xr[k] = 0.0f;\n")
+      << "      float s = " << (dynamic ? "1.0f" : c_float(a_scale)) << ";\n"
+      << "#if I8_DYNAMIC\n"
+      << "      {\n"
+      << "        hpf_f32x16 m = (hpf_f32x16){};\n"
+      << "        for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
+      << "          hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
+      << "          x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));  /* NaN -> 0: ignored by the max */\n"
+      << "          m = __builtin_elementwise_max(m, __builtin_elementwise_abs(x));\n"
+      << "        }\n"
+      << "        const float amax = __builtin_reduce_max(m);\n"
+      << "        s = amax == 0.0f ? 1.0f : amax / 127.0f;\n"
+      << "        s = s < 1.17549435e-38f ? 1.17549435e-38f : s;\n"
+      << "      }\n"
+      << "      rs[r] = s;\n"
+      << "#endif\n"
+      << "      const hpf_f32x16 sv = (hpf_f32x16){} + s;\n"
+      << "      for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
+      << "        hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
+      << "        const i8_v16 qi = i8_quant(x / sv);\n"
+      << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
+      << "        __builtin_memcpy(ap + r * " << L(KR) << " + (k >> 2), &qb, 16);\n"
+      << "      }\n"
+      << "    }\n";
+  }
+  // Column blocks of B small enough to stay in L2 across the chunk's rows; inside a block, the
+  // row tiles run under one group of NP panels at a time, which stays in L1 meanwhile.
+  s << "    for (i64 pb = p0; pb < p1; pb += " << block << ") {\n"
     << "      const i64 pe = pb + " << block << " < p1 ? pb + " << block << " : p1;\n"
     << "      for (i64 p = pb; p < pe;) {\n"
     << "        const int np = p + I8_NP <= pe ? I8_NP : 1;\n"
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "          if (np == I8_NP) i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "          else i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, args, Y, i0 + r0, mr, p, 1);\n"
+    << "          if (np == I8_NP) i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "          else i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
     << "        }\n"
     << "        p += np;\n"
     << "      }\n"

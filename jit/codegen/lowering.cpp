@@ -326,6 +326,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     std::string family;
     Attributes baked;  // reduce and data movement: constant operands (axes, starts, pads, scales) read here
     if (n.op == "MatMul" || n.op == "Gemm") family = "matmul";
+    else if (n.op == "MatMulInteger") family = "matmul_integer";  // a kernel where its weight is packed (weight_packing.hpp)
     else if (n.op == "Softmax" || n.op == "LogSoftmax") family = "softmax";
     else if (n.op == "LayerNormalization" && n.outputs.size() == 1) family = "layernorm";
     else if (n.op == "Gather") family = "gather";

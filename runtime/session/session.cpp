@@ -590,6 +590,10 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
     HPF_ASSIGN_OR_RETURN(auto int8_convs, lower_int8_convs(*g, impl_->options.plan.get(), impl->storage, impl->shapes,
                                                            lowered, impl_->options.weight_cache.get()));
     packed.int8_nodes.insert(packed.int8_nodes.end(), int8_convs.begin(), int8_convs.end());
+    HPF_ASSIGN_OR_RETURN(auto integer, lower_integer_matmuls(*g, impl->storage, impl->shapes, lowered,
+                                                             impl_->options.weight_cache.get()));
+    packed.int8_nodes.insert(packed.int8_nodes.end(), integer.begin(), integer.end());
+    packed.nodes.insert(packed.nodes.end(), integer.begin(), integer.end());
     HPF_ASSIGN_OR_RETURN(impl->stats.packed_conv_nodes,
                          lower_packed_convs(*g, impl->storage, impl->shapes, lowered, impl_->options.weight_cache.get(),
                                             amx_bf16));

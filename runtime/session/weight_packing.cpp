@@ -29,6 +29,30 @@ int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
   return static_cast<int32_t>((nib ^ 8u) - 8u);
 }
 
+// INT8 values v(k, n) of a [K, N] weight in matmul_i8's order, [P][ceil(K/4)][16][4] (K and the
+// columns past N padded with zeros); `sums` gets each column's sum (I32 [P*16]), `has_m128`
+// whether some value is -128.
+Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int64_t)>& v, Tensor& sums, bool& has_m128) {
+  const int64_t P = (N + kPanel - 1) / kPanel, KG = (K + 3) / 4;
+  Tensor data(DType::U8, {P * KG * kPanel * 4});
+  sums = Tensor(DType::I32, {P * kPanel});
+  auto* d = reinterpret_cast<int8_t*>(data.bytes().data());
+  auto* cs = reinterpret_cast<int32_t*>(sums.bytes().data());
+  std::memset(d, 0, data.nbytes());
+  has_m128 = false;
+  for (int64_t n = 0; n < P * kPanel; ++n) {
+    int32_t sum = 0;
+    for (int64_t k = 0; n < N && k < K; ++k) {
+      const int32_t x = v(k, n);
+      d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(x);
+      sum += x;
+      has_m128 = has_m128 || x == -128;
+    }
+    cs[n] = sum;
+  }
+  return data;
+}
+
 }  // namespace
 
 int int4_group_for(int64_t k, int wanted) {
@@ -109,25 +133,11 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
   HPF_RETURN_IF_ERROR(quantize(x, b.shape(), *q, qs));
   const int64_t NG = K / pw.group;
   if (vnni) {
-    const int64_t KG = (K + 3) / 4;
-    pw.data = Tensor(DType::U8, {P * KG * kPanel * 4});
+    pw.data = pack_vnni(K, N, [&](int64_t k, int64_t n) { return stored_int(qs, t, at(k, n)); }, pw.column_sums,
+                        pw.has_m128);
     pw.scales = Tensor(DType::F32, {P * kPanel});
-    pw.column_sums = Tensor(DType::I32, {P * kPanel});
-    auto* d = reinterpret_cast<int8_t*>(pw.data.bytes().data());
     auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
-    auto* cs = reinterpret_cast<int32_t*>(pw.column_sums.bytes().data());
-    std::memset(d, 0, pw.data.nbytes());
-    for (int64_t n = 0; n < P * kPanel; ++n) {
-      sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
-      int32_t sum = 0;
-      for (int64_t k = 0; n < N && k < K; ++k) {
-        const int32_t v = stored_int(qs, t, at(k, n));
-        d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(v);
-        sum += v;
-        pw.has_m128 = pw.has_m128 || v == -128;
-      }
-      cs[n] = 128 * sum;
-    }
+    for (int64_t n = 0; n < P * kPanel; ++n) sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
     return pw;
   }
   // i4: K padded to whole blocks of 8 rows (the padding, like the columns past N, holds q = 0).
@@ -159,6 +169,22 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
           if (n < N && k < K && k % pw.group == 0) sc[(p * NG + k / pw.group) * kPanel + j] = q->scales[slot(k, n)];
         }
       }
+  return pw;
+}
+
+Expected<PackedWeights> pack_int8_weights(const Tensor& b) {
+  if (b.dtype() != DType::I8 || b.rank() != 2)
+    return Status::invalid("pack_int8_weights: expected a 2-D INT8 weight, got " + std::string(dtype_name(b.dtype())) +
+                           shape_string(b.shape()));
+  PackedWeights pw;
+  pw.format = "i8vnni";
+  pw.k = b.shape()[0];
+  pw.n = b.shape()[1];
+  pw.group = pw.k;
+  const auto* x = reinterpret_cast<const int8_t*>(b.bytes().data());
+  const int64_t N = pw.n;
+  pw.data = pack_vnni(pw.k, N, [&](int64_t k, int64_t n) { return int32_t{x[k * N + n]}; }, pw.column_sums, pw.has_m128);
+  pw.scales = Tensor(DType::F32, {1});
   return pw;
 }
 
@@ -346,6 +372,63 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     if (w8a8) stats.int8_nodes.push_back(n.name);
   }
   return stats;
+}
+
+Expected<std::vector<std::string>> lower_integer_matmuls(Graph& g, std::vector<DType>& storage,
+                                                        std::vector<std::vector<int64_t>>& shapes,
+                                                        std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
+  auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
+  std::vector<std::string> rewritten;
+  for (jit::LoweredStep& st : steps) {
+    if (st.kind != jit::LoweredStep::Kind::kernel || st.spec.family != "matmul_integer" || st.fused.size() != 1 ||
+        st.inputs.size() < 2)
+      continue;
+    const Node n = g.node(st.fused.front());  // a copy: adding initializers may move the node table
+    const Tensor* w = g.constant(st.inputs[1]);
+    const jit::TensorDesc& a = st.spec.inputs[0];
+    const bool a_zp = st.inputs.size() > 2, b_zp = st.inputs.size() > 3;
+    const Tensor* wz = b_zp ? g.constant(st.inputs[3]) : nullptr;
+    auto zero = [](const Tensor* t) {
+      if (!t) return false;
+      const std::vector<float> v = t->to_f32();
+      return std::all_of(v.begin(), v.end(), [](float x) { return x == 0.0f; });
+    };
+    if (!w || w->dtype() != DType::I8 || w->rank() != 2 || (a.dtype != DType::U8 && a.dtype != DType::I8) ||
+        a.shape.empty() || a.shape.back() != w->shape()[0] || st.spec.outputs[0].dtype != DType::I32 ||
+        (a_zp && (st.spec.inputs[2].dtype != a.dtype || numel(st.spec.inputs[2].shape) != 1)) || (b_zp && !zero(wz))) {
+      log(LogLevel::info, "node '" + n.name + "': MatMulInteger runs on the reference (the kernel takes a constant 2-D "
+                          "INT8 weight with zero point 0 and a scalar zero point for A)");
+      continue;
+    }
+    const std::string key = g.value(st.inputs[1]).name + "|" + shape_string(w->shape()) + "|matmul_integer";
+    std::shared_ptr<const PackedWeights> packed = packed_cache ? packed_cache->find_packed(key) : nullptr;
+    if (!packed) {
+      HPF_ASSIGN_OR_RETURN(PackedWeights pw, pack_int8_weights(*w));
+      packed = packed_cache ? packed_cache->put_packed(key, std::move(pw)) : std::make_shared<const PackedWeights>(std::move(pw));
+    }
+    const std::string base = g.value(st.inputs[1]).name + "/i8vnni";
+    auto add = [&](const std::string& name, const Tensor& member) {
+      return add_packed(g, storage, shapes, base, name, std::shared_ptr<const Tensor>(packed, &member));
+    };
+    HPF_ASSIGN_OR_RETURN(ValueId wid, add(base + "/packed", packed->data));
+    HPF_ASSIGN_OR_RETURN(ValueId zid, add(base + "/colsums", packed->column_sums));
+    jit::KernelSpec spec;
+    spec.family = "matmul_i8";
+    spec.inputs = {a, {DType::U8, shapes[wid]}, {DType::I32, shapes[zid]}};
+    std::vector<ValueId> ins = {st.inputs[0], wid, zid};
+    if (a_zp) {
+      spec.inputs.push_back(st.spec.inputs[2]);
+      ins.push_back(st.inputs[2]);
+    }
+    spec.outputs = st.spec.outputs;
+    spec.attrs["k"] = packed->k;
+    spec.attrs["n"] = packed->n;
+    spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+    st.spec = std::move(spec);
+    st.inputs = std::move(ins);
+    rewritten.push_back(n.name);
+  }
+  return rewritten;
 }
 
 Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, std::vector<DType>& storage,

@@ -27,7 +27,7 @@ struct PackedWeights {
   Tensor data;    // U8 bytes in the panel layout (conv_i8: the "i8" layout of conv_packing.hpp)
   Tensor scales;  // F32: i8 / i8vnni [P*16], i4 [P][K/group][16], float formats one placeholder 0;
                   // conv_i8 [M], s_a * s_w[m]
-  Tensor column_sums;  // i8vnni: I32 [P*16], 128 * sum over k of column n (the u8 zero point's share);
+  Tensor column_sums;  // i8vnni: I32 [P*16], the sum over k of column n (times the zero point: its share);
                        // conv_i8 [M], 128 * the sum of output channel m's weights
   bool has_m128 = false;  // i8vnni, conv_i8: some weight is -128 (the AVX2 vpmaddubsw path needs |q| <= 127)
 };
@@ -39,6 +39,10 @@ struct PackedWeights {
 // non-2-D weight (invalid).
 Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format,
                                      const QuantParams* q = nullptr);
+
+// Packs an INT8 weight `b` ([K, N], I8: a MatMulInteger's) as is into the i8vnni layout, with its
+// column sums (scales: one placeholder). Errors: another dtype or rank (invalid).
+Expected<PackedWeights> pack_int8_weights(const Tensor& b);
 
 // The INT4 group a plan's group size `wanted` gives on a reduction of `k`: the largest of
 // wanted, wanted/2, ... dividing k, or k itself when that falls below 8 (as calibrate_plan).
@@ -84,6 +88,16 @@ Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan*
                                                            std::vector<std::vector<int64_t>>& shapes,
                                                            std::vector<jit::LoweredStep>& steps,
                                                            WeightCache* cache = nullptr);
+
+// For every MatMulInteger kernel step (u8 or s8 A, a constant 2-D INT8 weight whose zero point
+// is absent or 0, A's zero point absent or a scalar): packs the weight once (pack_int8_weights),
+// adds it and its column sums to `g` as initializers and rewrites the step into a matmul_i8
+// kernel with an integer A (exact I32 output, c_matmul_int8.cpp). Other forms stay as they are
+// (the reference runs them). With `cache`, shared across compiles as
+// lower_weight_quantised_matmuls does. Returns the names of the nodes rewritten.
+Expected<std::vector<std::string>> lower_integer_matmuls(Graph& g, std::vector<DType>& storage,
+                                                        std::vector<std::vector<int64_t>>& shapes,
+                                                        std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr);
 
 // For every Conv kernel step whose plan computes it in INT8 (mode int8 with a calibrated
 // per-tensor input_quant; plan_from_policy gives it to 1-D and 2-D Convs that are not
