@@ -103,13 +103,32 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
 
 double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e6); }
 
+// The integer-A matmul_i8 kernel (as for MatMulInteger): u8 A [M, K] x s8 `B` [K, N] -> s32,
+// no zero points; `held` keeps the packed weight and its column sums alive.
+bool integer_kernel_for(Plugin& cpu, const Shape3& s, const Tensor& B, jit::GeneratedKernel& k, hpf_kernel*& kern,
+                        std::vector<Tensor>& held) {
+  auto pw = pack_int8_weights(B);
+  if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
+  jit::KernelSpec spec;
+  spec.family = "matmul_i8";
+  spec.inputs = {{DType::U8, {s.m, s.k}}, {DType::U8, pw->data.shape()}, {DType::I32, pw->column_sums.shape()}};
+  spec.outputs = {{DType::I32, {s.m, s.n}}};
+  spec.attrs["k"] = s.k;
+  spec.attrs["n"] = s.n;
+  spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
+  held = {pw->data, pw->column_sums};
+  return compile_spec(cpu, spec, k, kern);
+}
+
 // INT8 GEMM: libhpf's matmul_i8 (A quantised on the fly, u8 x s8 -> s32, dequantised FP32
-// output) against its own FP32 GEMM and oneDNN's dnnl_gemm_u8s8s32 (integer GEMM alone: A already
-// u8, s32 output, no dequantisation), same shapes and threads.
+// output) against its own FP32 GEMM; and the same kernel given u8 A as MatMulInteger gives it
+// (s32 output) against oneDNN's dnnl_gemm_u8s8s32 (integer GEMM alone: u8 A, s32 output) on the
+// same integers; same shapes and threads.
 void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>& shapes) {
   std::fflush(stdout);
-  std::printf("\n%d thread(s): INT8 GEMM (ms; ratio = other ms / libhpf int8 ms)\n", threads);
-  std::printf("thr shape              hpf f32   hpf int8  dnnl u8s8s32  int8 vs f32  int8 vs dnnl\n");
+  std::printf("\n%d thread(s): INT8 GEMM (ms; ratio = other ms / libhpf ms; f32 in: A quantised, output dequantised;\n"
+              "u8 in: A given as u8, s32 output, as oneDNN's; same: libhpf's s32 equal to oneDNN's)\n", threads);
+  std::printf("thr shape            hpf f32  hpf int8 f32 in  hpf u8s8s32  dnnl u8s8s32  f32/int8  dnnl/u8  int8-f32-in/u8  same\n");
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> d(-1, 1);
   for (const Shape3& s : shapes) {
@@ -118,7 +137,14 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     std::vector<float> bv(s.k * s.n);
     for (float& x : bv) x = d(gen);
     Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
-    double f32_ms = -1, i8_ms = -1, dnnl_ms = -1;
+    // The integers both integer GEMMs take: u8 A, s8 B.
+    std::vector<uint8_t> au(s.m * s.k);
+    Tensor bs(DType::I8, {s.k, s.n});
+    auto* bsd = reinterpret_cast<int8_t*>(bs.bytes().data());
+    for (size_t i = 0; i < au.size(); ++i) au[i] = uint8_t(int(A[i] * 127) + 128);
+    for (size_t i = 0; i < bv.size(); ++i) bsd[i] = int8_t(bv[i] * 127);
+    std::vector<int32_t> ch(s.m * s.n, 0), ci(s.m * s.n, 1);
+    double f32_ms = -1, i8_ms = -1, u8_ms = -1, dnnl_ms = -1;
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
     if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs);
@@ -127,15 +153,14 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
       i8_ms = cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), held[2].bytes().data(), C.data()}, runs);
     else
       std::printf("  %s: libhpf int8 kernel failed: %s\n", s.tag, cpu.error.c_str());
+    if (integer_kernel_for(cpu, s, bs, k, kern, held))
+      u8_ms = cpu.time(k, kern, {au.data(), held[0].bytes().data(), held[1].bytes().data(), ch.data()}, runs);
+    else
+      std::printf("  %s: libhpf integer kernel failed: %s\n", s.tag, cpu.error.c_str());
 #ifdef HPF_BENCH_DNNL
-    std::vector<uint8_t> au(s.m * s.k);
-    std::vector<int8_t> bs(s.k * s.n);
-    std::vector<int32_t> ci(s.m * s.n);
-    for (size_t i = 0; i < au.size(); ++i) au[i] = uint8_t(int(A[i] * 127) + 128);
-    for (size_t i = 0; i < bs.size(); ++i) bs[i] = int8_t(bv[i] * 127);
     const int32_t co = 0;
     dnnl_ms = median_ms([&] {
-      dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bs.data(), s.n, 0, 0.0f, ci.data(), s.n, &co);
+      dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bsd, s.n, 0, 0.0f, ci.data(), s.n, &co);
     }, runs);
 #endif
     auto ms = [](double v) {
@@ -144,9 +169,16 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
       std::snprintf(b, sizeof b, "%9.3f", v);
       return std::string(b);
     };
-    auto ratio = [&](double v) { char b[32]; if (v < 0 || i8_ms < 0) return std::string("    -"); std::snprintf(b, sizeof b, "%5.2f", v / i8_ms); return std::string(b); };
-    std::printf("%2d  %-18s %s  %s  %s     %s        %s\n", threads, s.tag, ms(f32_ms).c_str(), ms(i8_ms).c_str(),
-                ms(dnnl_ms).c_str(), ratio(f32_ms).c_str(), ratio(dnnl_ms).c_str());
+    auto ratio = [&](double v, double over) {
+      char b[32];
+      if (v < 0 || over < 0) return std::string("    -");
+      std::snprintf(b, sizeof b, "%5.2f", v / over);
+      return std::string(b);
+    };
+    const char* same = dnnl_ms < 0 || u8_ms < 0 ? "-" : ch == ci ? "yes" : "NO";
+    std::printf("%2d  %-16s %s  %s        %s     %s     %s    %s       %s  %s\n", threads, s.tag, ms(f32_ms).c_str(),
+                ms(i8_ms).c_str(), ms(u8_ms).c_str(), ms(dnnl_ms).c_str(), ratio(f32_ms, i8_ms).c_str(),
+                ratio(dnnl_ms, u8_ms).c_str(), ratio(i8_ms, u8_ms).c_str(), same);
     std::fflush(stdout);
   }
 }

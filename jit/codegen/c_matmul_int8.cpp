@@ -246,8 +246,11 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "  const i32 zc = " << (spec.inputs.size() == 4 ? "(i32)((const " + std::string(c_storage_type(A.dtype)) + "*)args[3])[0]" : "0")
       << " - I8_OFF;\n";
   } else {
-    s << "  const i32 zc = I8_ZP;\n";
+    s << "  enum { I8_FLIP = 0 };\n  const i32 zc = I8_ZP;\n";
   }
+  // An integer A of whole 16-byte rows that needs no flip is read in place by the tiles whose
+  // rows all exist; only a chunk's last partial tile is copied (with its padding rows).
+  const std::string in_place = integer && K == KP ? "(I8_FLIP == 0)" : "0";
   s << "  i32 ap[" << KR * chunk << "] __attribute__((aligned(64)));\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
     << "  for (i64 w = begin; w < end;) {\n"
@@ -259,7 +262,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    const i64 p0 = cg0 * " << L(PG) << ", p1 = (wl - rc * " << L(CS) << ") * " << L(PG) << " < " << L(P) << " ? (wl - rc * "
     << L(CS) << ") * " << L(PG) << " : " << L(P) << ";\n"
     << "    w = wl;\n"
-    << "    for (i64 r = 0; r < " << chunk << "; ++r) {\n"
+    << "    const int in_place = " << in_place << ";\n"
+    << "    for (i64 r = in_place ? rows / I8_MR * I8_MR : 0; r < " << chunk << "; ++r) {\n"
     << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(KR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n";
   if (integer) {
@@ -311,8 +315,9 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        const int np = p + I8_NP <= pe ? I8_NP : 1;\n"
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "          if (np == I8_NP) i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "          else i8_tile(ap + r0 * " << L(KR) << ", rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
+    << "          const i32* restrict at = in_place && mr == I8_MR ? (const i32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(KR) << ";\n"
+    << "          if (np == I8_NP) i8_tile(at, rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "          else i8_tile(at, rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
     << "        }\n"
     << "        p += np;\n"
     << "      }\n"

@@ -46,7 +46,11 @@ TEST_CASE("codegen: MatMulInteger with a constant INT8 weight runs u8/s8 x s8 ->
   for (const Case& c : {Case{1, 37, 45}, Case{3, 64, 33, DType::I8, Z::constant}, Case{13, 40, 96, DType::U8, Z::input, true},
                         Case{50, 100, 130, DType::I8, Z::input}, Case{100, 64, 256, DType::U8, Z::constant, true},
                         Case{2, 40, 300, DType::U8, Z::constant}, Case{7, 1000, 20, DType::U8, Z::none, false, true},
-                        Case{7, 1000, 20, DType::I8, Z::constant, false, true}, Case{5, 24, 40, DType::U8, Z::constant, false, false, 3}}) {
+                        Case{7, 1000, 20, DType::I8, Z::constant, false, true}, Case{5, 24, 40, DType::U8, Z::constant, false, false, 3},
+                        // K of whole 16-byte rows: A read in place (u8 with VNNI, s8 with AVX2),
+                        // the last partial tile of rows copied.
+                        Case{13, 32, 50, DType::U8, Z::constant}, Case{9, 48, 70, DType::I8, Z::input},
+                        Case{4, 64, 40, DType::U8, Z::none, false, false, 5}}) {
     CAPTURE(c.m);
     CAPTURE(c.k);
     CAPTURE(c.n);
