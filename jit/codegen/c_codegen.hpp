@@ -43,6 +43,7 @@ Expected<GeneratedKernel> generate_c_layernorm(const KernelSpec& spec, const std
 Expected<GeneratedKernel> generate_c_gather(const KernelSpec& spec, const std::string& name);
 // Gather from an INT8/INT4 table the runtime quantised (lower_quantised_gathers).
 Expected<GeneratedKernel> generate_c_gather_q(const KernelSpec& spec, const std::string& name);
+Expected<GeneratedKernel> generate_c_dynamic_quantize(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_transpose(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_conv(const KernelSpec& spec, const std::string& name);
 Expected<GeneratedKernel> generate_c_conv_transpose(const KernelSpec& spec, const std::string& name);

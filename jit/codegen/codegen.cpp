@@ -74,6 +74,7 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec) {
   if (spec.family == "layernorm") return generate_c_layernorm(spec, name);
   if (spec.family == "gather") return generate_c_gather(spec, name);
   if (spec.family == "gather_q") return generate_c_gather_q(spec, name);
+  if (spec.family == "dynamic_quantize") return generate_c_dynamic_quantize(spec, name);
   if (spec.family == "transpose") return generate_c_transpose(spec, name);
   if (spec.family == "conv") return generate_c_conv(spec, name);
   if (spec.family == "conv_transpose") return generate_c_conv_transpose(spec, name);

@@ -100,6 +100,8 @@ Expected<std::string> elementwise_expr(const ElementwiseStep& s, const std::vect
     return "(" + a + " != 0 ? " + in[1] + " : " + in[2] + ")";
   }
   if (s.op == "Cast") return a;  // the rounding to the target format happens on the step's result
+  if (s.op == "DequantizeLinear")  // 8-bit x and zero point: x - zp is exact, then one rounding
+    return in.size() > 2 && !in[2].empty() ? "((" + a + " - " + in[2] + ") * " + in[1] + ")" : "(" + a + " * " + in[1] + ")";
   if (s.op == "Clip") {
     std::string lo = s.attrs.count("min") ? f(attr_f(s.attrs, "min", 0)) : (in.size() > 1 && !in[1].empty() ? in[1] : "");
     std::string hi = s.attrs.count("max") ? f(attr_f(s.attrs, "max", 0)) : (in.size() > 2 && !in[2].empty() ? in[2] : "");

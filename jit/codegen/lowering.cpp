@@ -21,7 +21,7 @@ const std::set<std::string> kElementwise = {"Add", "Sub", "Mul", "Div", "Pow", "
                                             "Softsign", "Elu", "Selu", "Celu", "Mish", "ThresholdedRelu", "Shrink",
                                             "PRelu", "Mean", "Sign", "Mod", "Sum", "Where", "IsNaN", "IsInf",
                                             "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
-                                            "Xor", "Not"};
+                                            "Xor", "Not", "DequantizeLinear"};
 // The reference takes these on float tensors only (integers are its "unsupported").
 const std::set<std::string> kFloatOnly = {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
                                           "Acosh", "Atanh", "Floor", "Ceil", "Round", "Reciprocal", "Softplus",
@@ -59,6 +59,14 @@ bool chain_takes(const Graph& g, const Node& n) {
     return all([](DType d) { return d == DType::BOOL; });
   if (n.op == "Where")
     return t.size() == 3 && t[0] == DType::BOOL && is_float(t[1]) == is_float(t[2]);
+  if (n.op == "DequantizeLinear") {  // 8-bit integers (exact in FP32), per tensor: (x - zp) * scale
+    auto scalar = [&](size_t k) {
+      const auto s = concrete(g.value(n.inputs[k]).shape);
+      return g.value(n.inputs[k]).has_shape && s && numel(*s) == 1;
+    };
+    return (t[0] == DType::I8 || t[0] == DType::U8) && t.size() >= 2 && is_float(t[1]) && scalar(1) &&
+           (t.size() == 2 || (t[2] == t[0] && scalar(2)));
+  }
   if (n.op == "Mod" || n.op == "Sum")  // no mixed float/integer operands
     return all([&](DType d) { return is_float(d) == is_float(t[0]); });
   return true;
@@ -327,6 +335,8 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     Attributes baked;  // reduce and data movement: constant operands (axes, starts, pads, scales) read here
     if (n.op == "MatMul" || n.op == "Gemm") family = "matmul";
     else if (n.op == "MatMulInteger") family = "matmul_integer";  // a kernel where its weight is packed (weight_packing.hpp)
+    else if (n.op == "DynamicQuantizeLinear" && n.outputs.size() == 3 && is_float(g.value(n.inputs[0]).dtype))
+      family = "dynamic_quantize";
     else if (n.op == "Softmax" || n.op == "LogSoftmax") family = "softmax";
     else if (n.op == "LayerNormalization" && n.outputs.size() == 1) family = "layernorm";
     else if (n.op == "Gather") family = "gather";
