@@ -175,7 +175,10 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // weights) or fewer than 4 chunks (BERT's 128 rows are 3: two threads would share them 2:1). A
   // range quantises each of its chunks once, however many of the chunk's groups it holds.
   const int64_t row_items = (M + kRows - 1) / kRows;
-  const int64_t chunk = row_items < 4 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  int64_t chunk = row_items < 4 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  // Threads take the chunks one at a time: an odd handful of them leaves one thread of two a
+  // chunk more (512 rows: 11 chunks of 48, 6 against 5); smaller chunks then, up to an even count.
+  while (chunk > kRows && (M + chunk - 1) / chunk % 2 == 1 && (M + chunk - 1) / chunk < 16) chunk -= kRows;
   const int64_t RC = (M + chunk - 1) / chunk;
   const int64_t CS0 = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8)
                       : RC >= 4     ? 1
