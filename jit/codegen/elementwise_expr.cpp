@@ -100,6 +100,14 @@ Expected<std::string> elementwise_expr(const ElementwiseStep& s, const std::vect
     return "(" + a + " != 0 ? " + in[1] + " : " + in[2] + ")";
   }
   if (s.op == "Cast") return a;  // the rounding to the target format happens on the step's result
+  if (s.op == "QuantizeLinear") {  // per tensor onto 8 bits: rint(x / scale) + zp in FP32, NaN -> 0, saturated
+    const bool u8 = s.dtype == DType::U8;
+    const std::string q = "(rintf((float)" + a + " / (float)" + in[1] + ")" +
+                          (in.size() > 2 && !in[2].empty() ? " + (float)" + in[2] : std::string()) + ")";
+    const std::string lo = u8 ? "0.0f" : "-128.0f", hi = u8 ? "255.0f" : "127.0f";
+    return "(" + q + " != " + q + " ? 0.0f : " + q + " < " + lo + " ? " + lo + " : " + q + " > " + hi + " ? " + hi +
+           " : " + q + ")";
+  }
   if (s.op == "DequantizeLinear")  // 8-bit x and zero point: x - zp is exact, then one rounding
     return in.size() > 2 && !in[2].empty() ? "((" + a + " - " + in[2] + ") * " + in[1] + ")" : "(" + a + " * " + in[1] + ")";
   if (s.op == "Clip") {

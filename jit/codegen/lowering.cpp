@@ -21,7 +21,7 @@ const std::set<std::string> kElementwise = {"Add", "Sub", "Mul", "Div", "Pow", "
                                             "Softsign", "Elu", "Selu", "Celu", "Mish", "ThresholdedRelu", "Shrink",
                                             "PRelu", "Mean", "Sign", "Mod", "Sum", "Where", "IsNaN", "IsInf",
                                             "Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And", "Or",
-                                            "Xor", "Not", "DequantizeLinear"};
+                                            "Xor", "Not", "DequantizeLinear", "QuantizeLinear"};
 // The reference takes these on float tensors only (integers are its "unsupported").
 const std::set<std::string> kFloatOnly = {"Sin", "Cos", "Tan", "Asin", "Acos", "Atan", "Sinh", "Cosh", "Asinh",
                                           "Acosh", "Atanh", "Floor", "Ceil", "Round", "Reciprocal", "Softplus",
@@ -59,14 +59,18 @@ bool chain_takes(const Graph& g, const Node& n) {
     return all([](DType d) { return d == DType::BOOL; });
   if (n.op == "Where")
     return t.size() == 3 && t[0] == DType::BOOL && is_float(t[1]) == is_float(t[2]);
-  if (n.op == "DequantizeLinear") {  // 8-bit integers (exact in FP32), per tensor: (x - zp) * scale
-    auto scalar = [&](size_t k) {
-      const auto s = concrete(g.value(n.inputs[k]).shape);
-      return g.value(n.inputs[k]).has_shape && s && numel(*s) == 1;
-    };
-    return (t[0] == DType::I8 || t[0] == DType::U8) && t.size() >= 2 && is_float(t[1]) && scalar(1) &&
-           (t.size() == 2 || (t[2] == t[0] && scalar(2)));
-  }
+  // QuantizeLinear and DequantizeLinear per tensor, between a float and 8-bit integers (exact in
+  // FP32): (x - zp) * scale; rint(x / scale) + zp saturated.
+  auto scalar = [&](size_t k) {
+    const auto s = concrete(g.value(n.inputs[k]).shape);
+    return g.value(n.inputs[k]).has_shape && s && numel(*s) == 1;
+  };
+  auto int8 = [](DType d) { return d == DType::I8 || d == DType::U8; };
+  if (n.op == "DequantizeLinear")
+    return int8(t[0]) && t.size() >= 2 && is_float(t[1]) && scalar(1) && (t.size() == 2 || (t[2] == t[0] && scalar(2)));
+  if (n.op == "QuantizeLinear")
+    return is_float(t[0]) && t.size() >= 2 && is_float(t[1]) && scalar(1) && (t.size() == 2 || (int8(t[2]) && scalar(2))) &&
+           int8(g.value(n.outputs[0]).dtype) && !n.flag("block_size");
   if (n.op == "Mod" || n.op == "Sum")  // no mixed float/integer operands
     return all([&](DType d) { return is_float(d) == is_float(t[0]); });
   return true;

@@ -290,3 +290,56 @@ TEST_CASE("codegen: DequantizeLinear of 8-bit integers per tensor runs in an ele
     CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
   }
 }
+
+TEST_CASE("codegen: QuantizeLinear onto 8 bits per tensor runs in an elementwise kernel, bit for bit") {
+  // s8 and u8 zero points, none (u8), NaN, infinities, ties and values past the range; a
+  // QuantizeLinear -> DequantizeLinear pair (QDQ); then a per-axis scale, on the reference.
+  for (int form = 0; form < 5; ++form) {
+    CAPTURE(form);
+    const bool per_axis = form == 4, qdq = form == 3;
+    const DType t = form == 1 ? DType::I8 : DType::U8;
+    const int64_t n = 7 * 37;
+    Tensor x(DType::F32, {7, 37});
+    auto* xv = reinterpret_cast<float*>(x.bytes().data());
+    std::mt19937 gen(3);
+    std::uniform_real_distribution<float> d(-6, 6);
+    for (int64_t i = 0; i < n; ++i) xv[i] = d(gen);
+    xv[0] = std::numeric_limits<float>::quiet_NaN();
+    xv[1] = std::numeric_limits<float>::infinity();
+    xv[2] = -std::numeric_limits<float>::infinity();
+    xv[3] = 0.025f * 2.5f;  // a tie at scale 0.025 (as exactly as floats give it)
+    xv[4] = 1e30f;
+    GraphBuilder b("q");
+    auto in = b.input("x", DType::F32, make_shape(std::vector<int64_t>{7, 37}));
+    Tensor sc(DType::F32, per_axis ? std::vector<int64_t>{37} : std::vector<int64_t>{});
+    for (int64_t i = 0; i < sc.numel(); ++i) reinterpret_cast<float*>(sc.bytes().data())[i] = 0.025f + 0.001f * i;
+    std::vector<ValueId> ins{in, b.constant("scale", sc)};
+    if (form != 2) {
+      Tensor z(t, per_axis ? std::vector<int64_t>{37} : std::vector<int64_t>{});
+      for (std::byte& v : z.bytes()) v = std::byte{t == DType::U8 ? uint8_t{131} : uint8_t{0xfb}};
+      ins.push_back(b.constant("zp", z));
+    }
+    ValueId y = b.op1("QuantizeLinear", ins, {}, "q");
+    if (qdq) y = b.op1("DequantizeLinear", {y, ins[1], ins[2]}, {}, "dq");
+    b.output(y, "y");
+    auto g = b.build();
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    auto want = ref::run(*g, {x});
+    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+    SessionOptions o;
+    o.use_cache = false;
+    auto s = Session::create(o);
+    REQUIRE(s.ok());
+    auto exe = s->compile(*g);
+    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+    CHECK(exe->compile_stats().fallbacks == (per_axis ? 1 : 0));
+    auto got = exe->run({x});
+    REQUIRE(got.ok());
+    REQUIRE((*got)[0].dtype() == (*want)[0].dtype());
+    CHECK(std::memcmp((*got)[0].bytes().data(), (*want)[0].bytes().data(), (*want)[0].nbytes()) == 0);
+    if (!qdq) {
+      const std::vector<uint8_t> q = u8s((*got)[0]);
+      CHECK(std::set<uint8_t>(q.begin(), q.end()).size() > 60);  // spread over the range
+    }
+  }
+}
