@@ -36,6 +36,40 @@ Tensor scalar(DType t, int v) {
   return x;
 }
 
+// `g` compiled by a Session (no kernel cache) and run on `feeds`; and on the reference.
+struct Ran {
+  CompileStats stats;
+  std::vector<Tensor> out;
+};
+
+Ran on_kernels(const Graph& g, const std::vector<Tensor>& feeds) {
+  SessionOptions o;
+  o.use_cache = false;
+  auto s = Session::create(o);
+  REQUIRE(s.ok());
+  auto exe = s->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  auto got = exe->run(feeds);
+  REQUIRE_MESSAGE(got.ok(), got.status().to_string());
+  return {exe->compile_stats(), std::move(got).value()};
+}
+
+std::vector<Tensor> on_reference(const Graph& g, const std::vector<Tensor>& feeds) {
+  auto want = ref::run(g, feeds);
+  REQUIRE_MESSAGE(want.ok(), want.status().to_string());
+  return std::move(want).value();
+}
+
+std::vector<uint8_t> u8s(const Tensor& t) {
+  std::vector<uint8_t> v(static_cast<size_t>(t.nbytes()));
+  std::memcpy(v.data(), t.bytes().data(), v.size());
+  return v;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() && std::memcmp(a.bytes().data(), b.bytes().data(), a.nbytes()) == 0;
+}
+
 struct Case {
   int64_t m, k, n;
   DType a = DType::U8;
@@ -90,25 +124,17 @@ TEST_CASE("codegen: MatMulInteger with a constant INT8 weight runs u8/s8 x s8 ->
     b.output(b.op1("MatMulInteger", ins, {}, "mm"), "y");
     auto g = b.build();
     REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-    auto want = ref::run(*g, feeds);
-    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(*g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+    const std::vector<Tensor> want = on_reference(*g, feeds);
+    const Ran got = on_kernels(*g, feeds);
     // b_zp without a_zp leaves an absent input in the middle: that form stays on the reference.
     const bool kernel = !(c.b_zp && c.a_zp == Z::none);
-    CHECK(exe->compile_stats().fallbacks == (kernel ? 0 : 1));
-    CHECK(exe->compile_stats().int8_compute_nodes == (kernel ? std::vector<std::string>{"mm"} : std::vector<std::string>{}));
-    auto got = exe->run(feeds);
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    REQUIRE((*got)[0].dtype() == DType::I32);
-    REQUIRE((*got)[0].shape() == (*want)[0].shape());
-    std::vector<int32_t> gv((*got)[0].numel()), wv((*want)[0].numel());
-    std::memcpy(gv.data(), (*got)[0].bytes().data(), gv.size() * 4);
-    std::memcpy(wv.data(), (*want)[0].bytes().data(), wv.size() * 4);
+    CHECK(got.stats.fallbacks == (kernel ? 0 : 1));
+    CHECK(got.stats.int8_compute_nodes == (kernel ? std::vector<std::string>{"mm"} : std::vector<std::string>{}));
+    REQUIRE(got.out[0].dtype() == DType::I32);
+    REQUIRE(got.out[0].shape() == want[0].shape());
+    std::vector<int32_t> gv(got.out[0].numel()), wv(want[0].numel());
+    std::memcpy(gv.data(), got.out[0].bytes().data(), gv.size() * 4);
+    std::memcpy(wv.data(), want[0].bytes().data(), wv.size() * 4);
     int64_t diffs = 0;
     for (size_t i = 0; i < gv.size(); ++i) diffs += gv[i] != wv[i];
     CHECK_MESSAGE(diffs == 0, diffs << " of " << gv.size() << " differ; first " << gv[0] << " vs " << wv[0]);
@@ -136,30 +162,12 @@ TEST_CASE("codegen: MatMulInteger forms the kernel does not take run on the refe
     b.output(b.op1("MatMulInteger", ins, {}, "mm"), "y");
     auto g = b.build();
     REQUIRE(g.ok());
-    auto want = ref::run(*g, feeds);
-    REQUIRE(want.ok());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(*g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == 1);
-    auto got = exe->run(feeds);
-    REQUIRE(got.ok());
-    CHECK(std::memcmp((*got)[0].bytes().data(), (*want)[0].bytes().data(), (*want)[0].nbytes()) == 0);
+    const std::vector<Tensor> want = on_reference(*g, feeds);
+    const Ran got = on_kernels(*g, feeds);
+    CHECK(got.stats.fallbacks == 1);
+    CHECK(same_bytes(got.out[0], want[0]));
   }
 }
-
-namespace {
-
-std::vector<uint8_t> u8s(const Tensor& t) {
-  std::vector<uint8_t> v(static_cast<size_t>(t.nbytes()));
-  std::memcpy(v.data(), t.bytes().data(), v.size());
-  return v;
-}
-
-}  // namespace
 
 TEST_CASE("codegen: DynamicQuantizeLinear chooses the reference's scale and zero point and quantises as it does") {
   struct Q {
@@ -191,20 +199,12 @@ TEST_CASE("codegen: DynamicQuantizeLinear chooses the reference's scale and zero
     b.output(outs[2], "zp");
     auto g = b.build();
     REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-    auto want = ref::run(*g, {x0});
-    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(*g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == 0);
-    auto got = exe->run({x});
-    REQUIRE_MESSAGE(got.ok(), got.status().to_string());
-    CHECK((*got)[1].to_f32() == (*want)[1].to_f32());
-    CHECK(u8s((*got)[2]) == u8s((*want)[2]));
-    const std::vector<uint8_t> gv = u8s((*got)[0]), wv = u8s((*want)[0]);
+    const std::vector<Tensor> want = on_reference(*g, {x0});
+    const Ran got = on_kernels(*g, {x});
+    CHECK(got.stats.fallbacks == 0);
+    CHECK(got.out[1].to_f32() == want[1].to_f32());
+    CHECK(same_bytes(got.out[2], want[2]));
+    const std::vector<uint8_t> gv = u8s(got.out[0]), wv = u8s(want[0]);
     int64_t diffs = 0;
     for (size_t i = 0; i < gv.size(); ++i) diffs += gv[i] != wv[i];
     CHECK_MESSAGE(diffs == 0, diffs << " of " << gv.size() << " differ");
@@ -236,20 +236,12 @@ TEST_CASE("codegen: ONNX Runtime's dynamic quantisation pattern runs on kernels,
     std::mt19937 gen(5);
     std::normal_distribution<float> d(0.3f, 1.0f);
     for (int64_t i = 0; i < m * k; ++i) reinterpret_cast<float*>(xt.bytes().data())[i] = d(gen);
-    auto want = ref::run(*g, {xt});
-    REQUIRE(want.ok());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(*g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == 0);
-    CHECK(exe->compile_stats().int8_compute_nodes == std::vector<std::string>{"mm"});
-    auto got = exe->run({xt});
-    REQUIRE(got.ok());
-    CHECK(std::memcmp((*got)[1].bytes().data(), (*want)[1].bytes().data(), (*want)[1].nbytes()) == 0);
-    const std::vector<float> gy = (*got)[0].to_f32(), wy = (*want)[0].to_f32();
+    const std::vector<Tensor> want = on_reference(*g, {xt});
+    const Ran got = on_kernels(*g, {xt});
+    CHECK(got.stats.fallbacks == 0);
+    CHECK(got.stats.int8_compute_nodes == std::vector<std::string>{"mm"});
+    CHECK(same_bytes(got.out[1], want[1]));
+    const std::vector<float> gy = got.out[0].to_f32(), wy = want[0].to_f32();
     for (size_t i = 0; i < gy.size(); ++i)
       REQUIRE_MESSAGE(std::abs(gy[i] - wy[i]) <= 1e-6f * std::abs(wy[i]), i << ": " << gy[i] << " vs " << wy[i]);
   }
@@ -276,18 +268,10 @@ TEST_CASE("codegen: DequantizeLinear of 8-bit integers per tensor runs in an ele
     b.output(b.op1("Relu", {b.op1("DequantizeLinear", ins, {}, "dq")}, {}, "relu"), "y");
     auto g = b.build();
     REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-    auto want = ref::run(*g, {x});
-    REQUIRE(want.ok());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(*g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == (per_axis ? 1 : 0));
-    auto got = exe->run({x});
-    REQUIRE(got.ok());
-    CHECK((*got)[0].to_f32() == (*want)[0].to_f32());
+    const std::vector<Tensor> want = on_reference(*g, {x});
+    const Ran got = on_kernels(*g, {x});
+    CHECK(got.stats.fallbacks == (per_axis ? 1 : 0));
+    CHECK(got.out[0].to_f32() == want[0].to_f32());
   }
 }
 
@@ -324,21 +308,12 @@ TEST_CASE("codegen: QuantizeLinear onto 8 bits per tensor runs in an elementwise
     b.output(y, "y");
     auto g = b.build();
     REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-    auto want = ref::run(*g, {x});
-    REQUIRE_MESSAGE(want.ok(), want.status().to_string());
-    SessionOptions o;
-    o.use_cache = false;
-    auto s = Session::create(o);
-    REQUIRE(s.ok());
-    auto exe = s->compile(*g);
-    REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().fallbacks == (per_axis ? 1 : 0));
-    auto got = exe->run({x});
-    REQUIRE(got.ok());
-    REQUIRE((*got)[0].dtype() == (*want)[0].dtype());
-    CHECK(std::memcmp((*got)[0].bytes().data(), (*want)[0].bytes().data(), (*want)[0].nbytes()) == 0);
+    const std::vector<Tensor> want = on_reference(*g, {x});
+    const Ran got = on_kernels(*g, {x});
+    CHECK(got.stats.fallbacks == (per_axis ? 1 : 0));
+    CHECK(same_bytes(got.out[0], want[0]));
     if (!qdq) {
-      const std::vector<uint8_t> q = u8s((*got)[0]);
+      const std::vector<uint8_t> q = u8s(got.out[0]);
       CHECK(std::set<uint8_t>(q.begin(), q.end()).size() > 60);  // spread over the range
     }
   }
