@@ -198,10 +198,12 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
     << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
     << int8_dot_source() << out_fn
+    // Four bytes of A as one word: the quantised buffer's, or an integer A's own bytes read in place.
+    << "typedef i32 i8_a32 __attribute__((may_alias, aligned(4)));\n"
     // One tile: rows [0, I8_MR) of the quantised block (row-major, KR words a row), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
-    << "    const i32* restrict ap, const float* restrict rs, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+    << "    const i8_a32* restrict ap, const float* restrict rs, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
     << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
     << "  (void)rs; (void)S; (void)args;\n"
     << "  i8_v16 acc[I8_MR][I8_NP];\n"
@@ -318,7 +320,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        const int np = p + I8_NP <= pe ? I8_NP : 1;\n"
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "          const i32* restrict at = in_place && mr == I8_MR ? (const i32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(KR) << ";\n"
+    << "          const i8_a32* restrict at = in_place && mr == I8_MR ? (const i8_a32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(KR) << ";\n"
     << "          if (np == I8_NP) i8_tile(at, rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
     << "          else i8_tile(at, rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
     << "        }\n"
