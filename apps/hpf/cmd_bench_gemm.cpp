@@ -5,6 +5,7 @@
 //          FP32 activations and compute (matmul_wq kernels)
 //   int8   the int8 plan with A held in INT8 (an Identity with a calibrated scale before the
 //          MatMul): u8 x s8 -> s32 (matmul_i8), the output fake-quantised with its scale
+//   u8s8s32  ONNX MatMulInteger: u8 A, a constant s8 B, s32 C (matmul_i8 with an integer A)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,7 +24,7 @@ namespace hpf::cli {
 namespace {
 
 const char* kUsage =
-    "usage: hpf bench gemm --m M --n N --k K [--dtype f32|int8|bf16w|fp16w|int8w|int4w] [--threads N]\n"
+    "usage: hpf bench gemm --m M --n N --k K [--dtype f32|int8|bf16w|fp16w|int8w|int4w|u8s8s32] [--threads N]\n"
     "                      [--runs N] [--json]\n";
 
 Expected<int64_t> positive(const Args& a, const std::string& name, int64_t def) {
@@ -46,16 +47,24 @@ Tensor random_tensor(std::vector<int64_t> shape, uint32_t seed) {
   return *Tensor::from_f32(shape, v);
 }
 
+// Bytes uniform over 0..255 as a tensor of `t` (U8 or I8).
+Tensor random_bytes(DType t, std::vector<int64_t> shape, uint32_t seed) {
+  std::mt19937 g(seed);
+  Tensor x(t, std::move(shape));
+  for (std::byte& b : x.bytes()) b = static_cast<std::byte>(g() & 0xff);
+  return x;
+}
+
 // The plan for --dtype on the one-node graph `g` (null for f32), calibrated on `a`.
 Expected<std::shared_ptr<Plan>> plan_for(const std::string& dtype, const Graph& g, const DeviceFormats& f,
                                          const Tensor& a) {
   Mode m;
-  if (dtype == "f32") return std::shared_ptr<Plan>();
+  if (dtype == "f32" || dtype == "u8s8s32") return std::shared_ptr<Plan>();
   if (dtype == "bf16w") m = Mode::bf16;
   else if (dtype == "fp16w") m = Mode::fp16;
   else if (dtype == "int8w" || dtype == "int8") m = Mode::int8;
   else if (dtype == "int4w") m = Mode::int4_weights;
-  else return Status::invalid("--dtype " + dtype + ": expected f32, int8, bf16w, fp16w, int8w or int4w");
+  else return Status::invalid("--dtype " + dtype + ": expected f32, int8, bf16w, fp16w, int8w, int4w or u8s8s32");
   HPF_ASSIGN_OR_RETURN(Plan plan, plan_from_policy(g, Policy::uniform(m), f));
   NodePlan& p = plan.nodes[0];
   if (plan.nodes.back().mode != m)
@@ -100,14 +109,15 @@ int cmd_bench_gemm(const std::vector<std::string>& argv) {
   }
   const std::string dtype = a.option("--dtype", "f32");
 
+  const bool integer = dtype == "u8s8s32";
   GraphBuilder b("gemm");
-  auto x = b.input("a", DType::F32, make_shape(std::vector<int64_t>{*M, *K}));
-  auto w = b.constant("b", random_tensor(std::vector<int64_t>{*K, *N}, 2));
+  auto x = b.input("a", integer ? DType::U8 : DType::F32, make_shape(std::vector<int64_t>{*M, *K}));
+  auto w = b.constant("b", integer ? random_bytes(DType::I8, {*K, *N}, 2) : random_tensor(std::vector<int64_t>{*K, *N}, 2));
   if (dtype == "int8") x = b.op1("Identity", {x}, {}, "a_int8");  // holds A quantised (no kernel: a view)
-  b.output(b.op1("MatMul", {x, w}, {}, "mm"), "y");
+  b.output(b.op1(integer ? "MatMulInteger" : "MatMul", {x, w}, {}, "mm"), "y");
   auto g = b.build();
   if (!g.ok()) return fail(g.status().to_string());
-  const Tensor in = random_tensor(std::vector<int64_t>{*M, *K}, 1);
+  const Tensor in = integer ? random_bytes(DType::U8, {*M, *K}, 1) : random_tensor(std::vector<int64_t>{*M, *K}, 1);
 
   SessionOptions so;
   so.use_cache = true;
@@ -121,13 +131,15 @@ int cmd_bench_gemm(const std::vector<std::string>& argv) {
   const CompileStats& st = exe->compile_stats();
   if (dtype != "f32" && st.packed_weight_nodes.empty())
     return fail("--dtype " + dtype + ": the MatMul did not get a packed-weight kernel");
-  if (dtype == "int8" && st.int8_compute_nodes.empty()) return fail("--dtype int8: the MatMul did not get an INT8 kernel");
+  if ((dtype == "int8" || integer) && st.int8_compute_nodes.empty())
+    return fail("--dtype " + dtype + ": the MatMul did not get an INT8 kernel");
 
   using Clock = std::chrono::steady_clock;
   std::vector<double> ms;
+  const std::vector<Tensor> inputs{in};  // built once: a copy per run would be timed too
   for (int64_t r = -2; r < *runs; ++r) {  // two warm-up runs
     const auto t0 = Clock::now();
-    auto out = exe->run({in});
+    auto out = exe->run(inputs);
     const double t = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (!out.ok()) return fail(out.status().to_string());
     if (r >= 0) ms.push_back(t);

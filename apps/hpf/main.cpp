@@ -77,7 +77,7 @@ const char* kUsage =
     "                generate each kernel of MODEL in the GPU dialect and compile it for each\n"
     "                target without a GPU (sm_NN: NVRTC, gfxNNN: hipRTC): compiled, failed with\n"
     "                logs, unsupported families\n"
-    "  bench gemm --m M --n N --k K [--dtype f32|int8|bf16w|fp16w|int8w|int4w] [--threads N]\n"
+    "  bench gemm --m M --n N --k K [--dtype f32|int8|bf16w|fp16w|int8w|int4w|u8s8s32] [--threads N]\n"
     "             [--runs N] [--json]\n"
     "                one MatMul with the weights in that format: median/min/max ms, GFLOP/s\n"
     "  --version     print the version\n"
