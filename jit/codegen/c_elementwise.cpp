@@ -198,7 +198,12 @@ Expected<GeneratedKernel> generate_c_elementwise(const KernelSpec& spec, const s
         << "      float buf[64];\n";
     std::string last = spec.inputs.empty() ? "0.0f" : "v0";
     if (!staged) {
-      src << lanes << "      for (i64 q = 0; q < m; ++q) {\n";
+      // Four vectors at a time where rows fill the 64-value chunks: each value's chain (a BF16
+      // rounding after every step) is long and serial, and one vector at a time left the core
+      // waiting on it (a BF16 GELU over [128, 3072] on one Zen 4 core: 0.48 -> 0.38 ms). Short
+      // rows (a 7x7 map's 49) keep one: four vectors would leave them all to the scalar tail.
+      src << (inner >= 256 ? "#pragma clang loop vectorize_width(16) interleave_count(4)\n" : lanes)
+          << "      for (i64 q = 0; q < m; ++q) {\n";
       emit_loads("        ");
       for (size_t st = 0; st < exprs.size(); ++st) {
         src << "        const " << ct << " T" << st << "_ = " << round_to_format(spec.chain[st].dtype, exprs[st], wide) << ";\n";
