@@ -22,10 +22,17 @@ Expected<GeneratedKernel> generate_c_dynamic_quantize(const KernelSpec& spec, co
   if (!is_float(X.dtype) || Y.dtype != DType::U8 || !is_float(S.dtype) || Z.dtype != DType::U8 || Y.shape != X.shape)
     return Status::unsupported("C codegen: DynamicQuantizeLinear of " + std::string(dtype_name(X.dtype)) + " to " +
                                std::string(dtype_name(Y.dtype)));
-  const int64_t n = numel(X.shape), nv = n / 16 * 16;
+  const int64_t n = numel(X.shape);
   const std::string xt = c_storage_type(X.dtype);
   std::ostringstream s;
+  // 16 values from i as floats; past the end (the last m < 16) zeros, which change neither the
+  // range (it holds 0) nor the stored values (only m are stored).
   s << c_prelude()
+    << "static inline hpf_f32x16 dq_load(const " << xt << "* restrict X, i64 i, i64 m) {\n"
+    << "  hpf_f32x16 x;\n"
+    << "  for (int j = 0; j < 16; ++j) x[j] = j < m ? " << c_load_operand(X.dtype, "X[i + j]") << " : 0.0f;\n"
+    << "  return x;\n"
+    << "}\n"
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  if (begin >= end) return;\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
@@ -34,18 +41,12 @@ Expected<GeneratedKernel> generate_c_dynamic_quantize(const KernelSpec& spec, co
     << "  u8* restrict Z = (u8*)args[3];\n"
     // The range, NaN left out (the elementwise min and max return the other operand).
     << "  hpf_f32x16 lo = (hpf_f32x16){}, hi = (hpf_f32x16){};\n"
-    << "  for (i64 i = 0; i < " << L(nv) << "; i += 16) {\n"
-    << "    hpf_f32x16 x;\n"
-    << "    for (int j = 0; j < 16; ++j) x[j] = " << c_load_operand(X.dtype, "X[i + j]") << ";\n"
+    << "  for (i64 i = 0; i < " << L(n) << "; i += 16) {\n"
+    << "    const hpf_f32x16 x = dq_load(X, i, " << L(n) << " - i);\n"
     << "    lo = __builtin_elementwise_min(lo, x);\n"
     << "    hi = __builtin_elementwise_max(hi, x);\n"
     << "  }\n"
-    << "  float l = __builtin_reduce_min(lo), h = __builtin_reduce_max(hi);\n"
-    << "  for (i64 i = " << L(nv) << "; i < " << L(n) << "; ++i) {\n"
-    << "    const float x = " << c_load_operand(X.dtype, "X[i]") << ";\n"
-    << "    l = x < l ? x : l;\n"
-    << "    h = x > h ? x : h;\n"
-    << "  }\n"
+    << "  const float l = __builtin_reduce_min(lo), h = __builtin_reduce_max(hi);\n"
     << "  const float scale = (h - l) / 255.0f;\n"
     << "  float zp = 0.0f;\n"
     << "  if (scale != 0.0f) {\n"
@@ -56,22 +57,17 @@ Expected<GeneratedKernel> generate_c_dynamic_quantize(const KernelSpec& spec, co
     << "  Z[0] = (u8)zp;\n"
     << "  if (scale == 0.0f) { for (i64 i = 0; i < " << L(n) << "; ++i) Y[i] = 0; return; }\n"
     // x / scale as the reference divides (not times a reciprocal), NaN as 0.
+    << "  typedef u8 dq_u8x16 __attribute__((vector_size(16), aligned(1)));\n"
     << "  const hpf_f32x16 sv = (hpf_f32x16){} + scale, zv = (hpf_f32x16){} + zp;\n"
-    << "  for (i64 i = 0; i < " << L(nv) << "; i += 16) {\n"
-    << "    hpf_f32x16 x;\n"
-    << "    for (int j = 0; j < 16; ++j) x[j] = " << c_load_operand(X.dtype, "X[i + j]") << ";\n"
+    << "  for (i64 i = 0; i < " << L(n) << "; i += 16) {\n"
+    << "    const i64 m = " << L(n) << " - i < 16 ? " << L(n) << " - i : 16;\n"
+    << "    hpf_f32x16 x = dq_load(X, i, m);\n"
     << "    x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));\n"
     << "    hpf_f32x16 q = __builtin_elementwise_rint(x / sv) + zv;\n"
     << "    q = __builtin_elementwise_min(__builtin_elementwise_max(q, (hpf_f32x16){}), (hpf_f32x16){} + 255.0f);\n"
-    << "    typedef u8 dq_u8x16 __attribute__((vector_size(16), aligned(1)));\n"
-    << "    *(dq_u8x16*)(Y + i) = __builtin_convertvector(q, dq_u8x16);\n"
-    << "  }\n"
-    << "  for (i64 i = " << L(nv) << "; i < " << L(n) << "; ++i) {\n"
-    << "    float x = " << c_load_operand(X.dtype, "X[i]") << ";\n"
-    << "    x = x == x ? x : 0.0f;\n"
-    << "    float q = __builtin_rintf(x / scale) + zp;\n"
-    << "    q = q < 0.0f ? 0.0f : q > 255.0f ? 255.0f : q;\n"
-    << "    Y[i] = (u8)q;\n"
+    << "    const dq_u8x16 b = __builtin_convertvector(q, dq_u8x16);\n"
+    << "    if (m == 16) *(dq_u8x16*)(Y + i) = b;\n"
+    << "    else __builtin_memcpy(Y + i, &b, (unsigned long)m);\n"
     << "  }\n"
     << "}\n";
   return GeneratedKernel{name, s.str(), 1, 1};
