@@ -2,17 +2,21 @@
 //
 // The runtime packs the weights once (runtime/session/weight_packing.hpp) into panels of 16
 // output columns, k-major inside a panel, so one row k of a panel is one 16-lane vector:
-//   f32  float[P][K][16]     bf16 / f16  u16[P][K][16]     i8  i8[P][K][16]
-//   i4   u32[P][ceil(K / 8)][16]: a block of 8 rows; the u32 of column j holds rows 8b..8b+7
-//        at bits 4r (r = k % 8), each as q + 8 (0..15, q the signed INT4 value; rows past K
-//        hold q = 0), so that one 64-byte load gives 8 rows of the panel and row r is that
-//        vector shifted right by 4r (none for r = 0): with AVX-512 one vpermps of a table of
-//        -8..7 reads each lane's low 4 bits as a float (no mask, no convert). (Rows as 64-bit
-//        words, broadcast and shifted per lane, took a broadcast and a variable shift per row:
-//        the GEMV 4096x4096 on one Zen 4 core 0.61 -> 0.55 ms.)
+//   f32  float[P][K][16]     bf16 / f16  u16[P][K][16]
+//   i8, i4  blocks of B rows (B = 4, 8; K padded with rows of q = 0): the u32 of column j holds
+//        rows Bb..Bb+B-1, row Bb + r at bits (32 / B) r: i8 as its byte (two's complement), i4
+//        as q + 8 (0..15), so that one 64-byte load gives B rows of the panel. The panels come in
+//        items of 4 (the GEMV's work item; the last may have fewer), an item's blocks
+//        interleaved: block b of its panels one after the other (wq_at, packed_unit), so that
+//        the GEMV reads one stream (INT4 4096x4096 on one Zen 4 core: 0.53 -> 0.45 ms in a C
+//        harness, against a stream per panel). For i4 with AVX-512 row 0 is one vpermps of a
+//        table of -8..7 (it reads each lane's low 4 bits; no mask, no convert), rows 1-3 the
+//        float trick (below), rows 4-7 a shift and a vpermps. (Rows as 64-bit words, broadcast
+//        and shifted per lane, took a broadcast and a variable shift per row: 0.61 -> 0.55 ms.)
 // with P = ceil(N / 16) and the columns past N zero (q = 0). Scales (input 2, F32): i8 one per
-// column, [P][16]; i4 one per column and group of `group` rows of K, [P][K / group][16]; the
-// float formats take none (a one-element placeholder).
+// column, [P][16]; i4 one per column and group of `group` rows of K, 16 per panel and group in
+// the blocks' order (a group in place of a block); the float formats take none (a one-element
+// placeholder).
 //
 // Inputs: A (any float format, [.., M, K] row-major, not transposed), W (U8 bytes), S (F32),
 // optional C (Gemm bias, broadcast as ONNX says), then the epilogue's inputs (KernelSpec::epilogue:
@@ -24,8 +28,7 @@
 //   M <= 4 (GEMV, memory-bound): work item = 4 panels (64 columns); each row streams the panels
 //     once, dequantising in registers and accumulating in FP32. Per-column (i8) and per-group
 //     (i4) scales are factored out of the sums: i8 scales once at the end, i4 per group as
-//     s * sum a*q, so the inner loop is a load, a decode (i8: widen and convert; i4: shift and
-//     table permute) and an FMA.
+//     s * sum a*q, so the inner loop is a load, a decode and an FMA (gemv_blocked for i8 / i4).
 //   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
 //     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
 //     while its KC x NC block is packed, or read in place (F32); A rows in place (F32) or
@@ -46,11 +49,16 @@ namespace {
 constexpr int64_t kGemvMaxRows = 4;
 constexpr int64_t kColGroup = 128;    // GEMM columns per work item (two NC blocks)
 constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
-// The GEMV prefetches each panel this far ahead, one cache line at a time: the hardware
-// prefetcher alone leaves the 16-bit and integer formats 10-25% short of the bandwidth the FP32
+// The GEMV prefetches its weights this far ahead, one cache line at a time: the hardware
+// prefetcher alone left the 16-bit and integer formats 10-25% short of the bandwidth the FP32
 // GEMV gets on one core (4096x4096 on Zen 5: F16 0.96 -> 0.80 ms, INT8 0.53 -> 0.42, INT4 0.45
-// -> 0.33; FP32 unchanged).
-constexpr int64_t kGemvPrefetchBytes = 2048;
+// -> 0.33; FP32 unchanged). The block formats (one stream per item): 2048 bytes (on Zen 4
+// 2048-8192 alike). The row formats (a stream per panel): on Zen 4 (__znver4__) 256 bytes, which
+// made FP32, BF16 and F16 5-15% faster than 2048 (FP32 2.4 -> 2.2 ms, BF16 1.31 -> 1.11, F16
+// 1.35 -> 1.15; none at all about as 256), elsewhere the Zen 5 measurement's 2048.
+constexpr int64_t kGemvBlockPrefetchBytes = 2048;
+const char* const kGemvRowPrefetch =
+    "#if defined(__znver4__)\n#define WQ_PF 256\n#else\n#define WQ_PF 2048\n#endif\n";
 
 // Bytes of one panel row (16 columns) in a weight format.
 int64_t panel_row_bytes(const std::string& f) {
@@ -59,11 +67,19 @@ int64_t panel_row_bytes(const std::string& f) {
 
 // Loads of one panel row as 16 floats, per format. `wq_row(p, k)` reads panel p, row k; for
 // i4 it gives q (the signed value), as `wq_i4(block, r)` does for row r of a loaded block.
-std::string row_loader(const std::string& f, int64_t K) {
+std::string row_loader(const std::string& f, int64_t K, int64_t P) {
   std::ostringstream s;
-  s << "typedef i8 wq_i8x16 __attribute__((vector_size(16), aligned(1)));\n"
-    << "typedef i32 wq_i32x16 __attribute__((vector_size(64), aligned(4)));\n"
+  s << "typedef i32 wq_i32x16 __attribute__((vector_size(64), aligned(4)));\n"
     << "typedef u16 wq_u16x16 __attribute__((vector_size(32), aligned(2)));\n";
+  if (f == "i4" || f == "i8")  // the 16-word unit of panel p's block (or scale group) b of nb
+    s << "static inline __attribute__((always_inline)) i64 wq_at(i64 p, i64 b, i64 nb) {\n"
+      << "  const i64 it = p >> 2, npi = " << L(P) << " - 4 * it < 4 ? " << L(P) << " - 4 * it : 4;\n"
+      << "  return it * 4 * nb + b * npi + (p & 3);\n}\n";
+  if (f == "i8")  // row r (0..3) of a block x holding q + 128 (xs = x >> 16): the float trick
+    s << "static inline __attribute__((always_inline)) hpf_f32x16 wq_i8c(hpf_u32x16 x, hpf_u32x16 xs, int r) {\n"
+      << "  const int h = r & 1;\n"
+      << "  const hpf_u32x16 m = ((r < 2 ? x : xs) & (255u << (8 * h))) | ((u32)(150 - 8 * h) << 23);\n"
+      << "  return (hpf_f32x16)m - (float)((1 << (23 - 8 * h)) + 128);\n}\n";
   if (f == "i4")  // row r (0..7) of a block: each lane's bits 4r..4r+3 as q = u - 8
     s << "static inline __attribute__((always_inline)) hpf_f32x16 wq_i4(hpf_u32x16 x, i64 r) {\n"
       << "  const hpf_u32x16 u = x >> (u32)(4 * r);\n"
@@ -86,7 +102,7 @@ std::string row_loader(const std::string& f, int64_t K) {
       << "  return wq_i4(x, r);\n"
       << "}\n";
   s << "static inline __attribute__((always_inline)) hpf_f32x16 wq_row(const void* restrict W, i64 p, i64 k) {\n";
-  if (f != "i4") s << "  const i64 r = p * " << L(K) << " + k;\n";
+  if (f != "i4" && f != "i8") s << "  const i64 r = p * " << L(K) << " + k;\n";
   if (f == "f32") {
     s << "  return *(const hpf_f32x16*)((const float*)W + r * 16);\n";
   } else if (f == "bf16") {
@@ -101,13 +117,179 @@ std::string row_loader(const std::string& f, int64_t K) {
       << "  for (int j = 0; j < 16; ++j) v[j] = hpf_f16_f32(h[j]);\n"
       << "  return v;\n"
       << "#endif\n";
-  } else if (f == "i8") {
-    s << "  return __builtin_convertvector(*(const wq_i8x16*)((const i8*)W + r * 16), hpf_f32x16);\n";
+  } else if (f == "i8") {  // row k of block k / 4: byte k % 4 of each lane
+    s << "  const hpf_u32x16 x = *(const hpf_u32x16*)((const u32*)W + wq_at(p, k >> 2, " << L((K + 3) / 4) << ") * 16);\n"
+      << "  return __builtin_convertvector((wq_i32x16)(x << (u32)(24 - 8 * (k & 3))) >> 24, hpf_f32x16);\n";
   } else {  // i4: row k of block k / 8
-    s << "  return wq_i4(*(const hpf_u32x16*)((const u32*)W + (p * " << L((K + 7) / 8) << " + (k >> 3)) * 16), k & 7);\n";
+    s << "  return wq_i4(*(const hpf_u32x16*)((const u32*)W + wq_at(p, k >> 3, " << L((K + 7) / 8) << ") * 16), k & 7);\n";
   }
   s << "}\n";
   return s.str();
+}
+
+// The GEMV of the block formats (i8; i4 in groups of whole blocks or one group): the body of the
+// kernel after its pointers A, W, S, Y. Work item = an item of 4 panels; per row of A, per chunk
+// of CB blocks, sums into two sets of accumulators (even and odd rows: FMA latency), then per
+// chunk acc += sum (i8; its column scales at the end) or sum * the group's scale (i4).
+//
+// Decode, two ways:
+//   exact q: i4 as wq_i4c; i8 by the float trick on each byte (x ^ 0x80808080 holds q + 128).
+//   denormal (WQ_DENORM, a row whose largest |a| is finite and below 2^100): the masked field u
+//     (q + 8, q + 128) read as the float u * 2^(s - 149), s its bit offset (0..16, so one shift
+//     of the block by 16 serves the fields past bit 19), times a * 2^(S - s) (the row scaled
+//     once; S = 253 - the exponent of the largest |a|, so nothing overflows): the product a*u
+//     * 2^(S - 149) exactly, and one AND per 16 weights instead of a permute or an AND and a
+//     subtraction (Zen 4, GEMV 4096x4096 INT4 in a C harness: 0.50 -> 0.39 ms with the weights
+//     in L2). Per chunk the offset comes off: sum - off * sum(a) * 2^(S - 149) (off = 8 or 128;
+//     chunks of at most 32 rows keep that cancellation to a few bits of FP32), and the outputs are
+//     times 2^(149 - S), exactly. Denormal operands need DAZ off: the kernel clears DAZ and FTZ
+//     in MXCSR while it runs and restores them. Chosen on Zen 4/5 (__znver4__, __znver5__),
+//     whose FMA takes denormal operands at full speed, or where HPF_PREFER_WQ_DENORMAL is
+//     defined before the source (the tests do, to check it on any host); other hosts (Intel
+//     takes a microcode assist per denormal operand) and other rows decode exact q.
+struct GemvSource {
+  std::string helpers, body;  // before the kernel; the kernel after its pointers
+};
+GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, int64_t G, const std::string& a_load,
+                         DType y_dtype) {
+  const bool i4 = f == "i4";
+  const int64_t B = i4 ? 8 : 4, KBn = (K + B - 1) / B, KP = KBn * B, P = (N + 15) / 16, NG = K / G;
+  // Blocks per chunk: i4 a divisor of the group's blocks (at most 4), i8 8 (32 rows).
+  const int64_t GB = G % 8 == 0 ? G / 8 : KBn;
+  const int64_t CB = !i4 ? 8 : NG == 1 ? 4 : GB % 4 == 0 ? 4 : GB % 2 == 0 ? 2 : 1;
+  const int64_t NCH = (KBn + CB - 1) / CB;
+  const std::string x_of = i4 ? "" : " ^ 0x80808080u";
+  std::ostringstream s;
+  s << "  float arow[" << KP << "] __attribute__((aligned(64)));\n"
+    << "  float cg[" << NCH << "];\n"
+    << "  float ps = 1.0f;\n"
+    << "  (void)cg; (void)ps;\n"
+    << "#if defined(WQ_DENORM)\n"
+    << "  const u32 mxcsr = __builtin_ia32_stmxcsr();\n"
+    << "  __builtin_ia32_ldmxcsr(mxcsr & ~0x8040u);  // DAZ, FTZ off\n"
+    << "#endif\n"
+    << "  for (i64 p = " << L(K) << "; p < " << L(KP) << "; ++p) arow[p] = 0.0f;  // rows past K\n"
+    << "  for (i64 i = 0; i < " << L(M) << "; ++i) {\n"
+    << "    for (i64 p = 0; p < " << L(K) << "; ++p) arow[p] = " << a_load << ";\n"
+    << "    int dn = 0;\n"
+    << "#if defined(WQ_DENORM)\n"
+    << "    dn = wq_prep(arow, cg, &ps);\n"
+    << "#endif\n"
+    << "    for (i64 w = begin; w < end; ++w) {\n"
+    << "      const i64 p0 = w * 4, np = " << L(P) << " - p0 < 4 ? " << L(P) << " - p0 : 4;\n"
+    << "      const u32* restrict wb = (const u32*)W + w * " << L(4 * KBn * 16) << ";\n"
+    << "      const float* restrict sb = S + w * " << L(i4 ? 4 * NG * 16 : 0) << ";\n"
+    << "      hpf_f32x16 acc[4];\n"
+    << "      for (int c = 0; c < 4; ++c) acc[c] = (hpf_f32x16){};\n"
+    << "      if (np == 4) {\n"
+    << "#if defined(WQ_DENORM)\n"
+    << "        if (dn) wq_item(wb, 4, sb, arow, cg, acc, 4, 1); else\n"
+    << "#endif\n"
+    << "        wq_item(wb, 4, sb, arow, cg, acc, 4, 0);\n"
+    << "      } else {\n"
+    << "        for (i64 c0 = 0; c0 < np; ++c0) {\n"
+    << "#if defined(WQ_DENORM)\n"
+    << "          if (dn) wq_item(wb + c0 * 16, np, sb + c0 * 16, arow, cg, acc + c0, 1, 1); else\n"
+    << "#endif\n"
+    << "          wq_item(wb + c0 * 16, np, sb + c0 * 16, arow, cg, acc + c0, 1, 0);\n"
+    << "        }\n"
+    << "      }\n"
+    << "      for (int c = 0; c < np; ++c) {\n"
+    << (i4 ? "" : "        acc[c] *= *(const hpf_f32x16*)(S + (p0 + c) * 16);\n")
+    << "        if (dn) acc[c] *= ps;\n"
+    << "        float o[16]; __builtin_memcpy(o, &acc[c], 64);\n"
+    << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
+    << "          Y[i * " << L(N) << " + j] = " << c_store(y_dtype, "wq_out(o[jj], args, i, j)") << "; }\n"
+    << "      }\n"
+    << "    }\n"
+    << "  }\n"
+    << "#if defined(WQ_DENORM)\n"
+    << "  __builtin_ia32_ldmxcsr(mxcsr);\n"
+    << "#endif\n"
+    << "}\n";
+  const std::string body = s.str();
+
+  // Helpers, before the kernel: decodes, wq_prep, wq_item.
+  std::ostringstream h;
+  h << "#if defined(__znver4__) || defined(__znver5__) || defined(HPF_PREFER_WQ_DENORMAL)\n"
+    << "#define WQ_DENORM 1\n"
+    << "#endif\n"
+    // exact q of row r of a block (x: the block's words, xs = x >> 16)
+    << "static inline __attribute__((always_inline)) hpf_f32x16 wq_q(hpf_u32x16 x, hpf_u32x16 xs, int r) {\n"
+    << (i4 ? "  (void)xs;\n  return wq_i4c(x, r);\n" : "  return wq_i8c(x, xs, r);\n") << "}\n"
+    << "#if defined(WQ_DENORM)\n"
+    // the field of row r as a denormal: u * 2^(s - 149), s its bit offset in x or xs
+    << "static inline __attribute__((always_inline)) hpf_f32x16 wq_u(hpf_u32x16 x, hpf_u32x16 xs, int r) {\n"
+    << (i4 ? "  return (hpf_f32x16)(r <= 4 ? x & (15u << (4 * r)) : xs & (15u << (4 * (r - 4))));\n"
+           : "  return (hpf_f32x16)((r < 2 ? x : xs) & (255u << (8 * (r & 1))));\n")
+    << "}\n"
+    << "static inline float wq_pow2(i32 e) { const u32 b = (u32)(e + 127) << 23; float v; __builtin_memcpy(&v, &b, 4); return v; }\n"
+    // Scales the row in place (a * 2^(S - s) per row of a block) and fills the chunks' offset
+    // terms and the output factor; 0 (nothing changed) where the row is not for this path.
+    << "static inline int wq_prep(float* restrict a, float* restrict cg, float* restrict ps) {\n"
+    << "  u32 mx = 0;\n"
+    << "  for (i64 k = 0; k < " << L(K) << "; ++k) { u32 b; __builtin_memcpy(&b, a + k, 4); b &= 0x7fffffffu; mx = b > mx ? b : mx; }\n"
+    << "  const i32 E = (i32)(mx >> 23);\n"
+    << "  if (E >= 227) return 0;  // |a| >= 2^100, infinite or NaN\n"
+    << "  const i32 S = E >= 126 ? 253 - E : 127;\n"
+    << "  const float off = wq_pow2(S - 149 + " << (i4 ? 3 : 7) << ");\n"
+    << "  for (i64 ch = 0; ch < " << L(NCH) << "; ++ch) {\n"
+    << "    const i64 k1 = (ch + 1) * " << L(CB * B) << " < " << L(KP) << " ? (ch + 1) * " << L(CB * B) << " : " << L(KP) << ";\n"
+    << "    float sum = 0.0f;\n"
+    << "    for (i64 k = ch * " << L(CB * B) << "; k < k1; ++k) sum += a[k];\n"
+    << "    cg[ch] = sum * off;\n"
+    << "  }\n"
+    << "  float sc[" << B << "];\n"
+    << "  for (int r = 0; r < " << B << "; ++r) sc[r] = wq_pow2(S - "
+    << (i4 ? "(r <= 4 ? 4 * r : 4 * (r - 4))" : "8 * (r & 1)") << ");\n"
+    << "  for (i64 kb = 0; kb < " << L(KBn) << "; ++kb)\n"
+    << "    for (int r = 0; r < " << B << "; ++r) a[kb * " << B << " + r] *= sc[r];\n"
+    << "  *ps = wq_pow2(149 - S);\n"
+    << "  return 1;\n"
+    << "}\n"
+    << "#endif\n"
+    // Panels 0..nc-1 of the blocks at wb (a block row every npi units of 16 words), their
+    // scales at sb (i4), over the whole K; dn: denormal decode (a scaled, cg the offsets).
+    << "static inline __attribute__((always_inline)) void wq_item(const u32* restrict wb, i64 npi, const float* restrict sb,\n"
+    << "    const float* restrict a, const float* restrict cg, hpf_f32x16* restrict acc, const int nc, const int dn) {\n"
+    << "  (void)sb; (void)cg;\n"
+    << "  for (i64 ch = 0; ch < " << L(NCH) << "; ++ch) {\n"
+    << "    hpf_f32x16 t[4], t2[4];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < nc; ++c) t[c] = t2[c] = (hpf_f32x16){};\n"
+    << "    const i64 kb1 = (ch + 1) * " << L(CB) << " < " << L(KBn) << " ? (ch + 1) * " << L(CB) << " : " << L(KBn) << ";\n"
+    << "    for (i64 kb = ch * " << L(CB) << "; kb < kb1; ++kb) {\n"
+    << "      hpf_u32x16 x[4], xs[4];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int c = 0; c < nc; ++c) {\n"
+    << "        __builtin_prefetch((const u8*)(wb + (kb * npi + c) * 16) + " << kGemvBlockPrefetchBytes << ");\n"
+    << "        x[c] = *(const hpf_u32x16*)(wb + (kb * npi + c) * 16)" << x_of << ";\n"
+    << "        xs[c] = x[c] >> 16;\n"
+    << "      }\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "      for (int r = 0; r < " << B << "; ++r) {\n"
+    << "        const float av = a[kb * " << B << " + r];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "        for (int c = 0; c < nc; ++c) {\n"
+    << "#if defined(WQ_DENORM)\n"
+    << "          const hpf_f32x16 m = dn ? wq_u(x[c], xs[c], r) : wq_q(x[c], xs[c], r);\n"
+    << "#else\n"
+    << "          const hpf_f32x16 m = wq_q(x[c], xs[c], r);\n"
+    << "#endif\n"
+    << "          if (r & 1) t2[c] += av * m; else t[c] += av * m;\n"
+    << "        }\n"
+    << "      }\n"
+    << "    }\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int c = 0; c < nc; ++c) {\n"
+    << "      hpf_f32x16 v = t[c] + t2[c];\n"
+    << "      if (dn) v -= cg[ch];\n"
+    << (i4 ? "      acc[c] += v * *(const hpf_f32x16*)(sb + ((ch * " + L(CB) + ") / " + L(GB) + " * npi + c) * 16);\n"
+           : "      acc[c] += v;\n")
+    << "    }\n"
+    << "  }\n"
+    << "}\n";
+  return {h.str(), body};
 }
 
 }  // namespace
@@ -164,17 +346,20 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       Y.shape.back() != N)
     return Status::invalid("matmul_wq: inconsistent k/n/group for A " + shape_string(A.shape) + " and Y " + shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, NG = K / G;
-  // i4 rows come in blocks of 8 (K padded with zero rows): KP rows per panel as stored.
-  const int64_t KB = (K + 7) / 8, KP = f == "i4" ? KB * 8 : K;
   const bool gemv = M <= kGemvMaxRows;
 
   // BF16 weights and a BF16 A: where the BF16 pair dot product is preferred (HPF_BF16_DOT), the
   // GEMM packs B in pairs of k as stored and multiplies with vdpbf16ps (A read in place).
   const bool pairs = !gemv && f == "bf16" && A.dtype == DType::BF16;
   HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 3));
+  const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
+  // The block formats' GEMV (i4 groups of whole blocks, or one group), else row by row.
+  GemvSource blocked;
+  if (gemv && (f == "i8" || (f == "i4" && (G % 8 == 0 || NG == 1))))
+    blocked = gemv_blocked(f, K, N, M, G, a_load, Y.dtype);
   std::ostringstream s;
   s << c_prelude() << (gemv ? "" : gemm_micro_source()) << (pairs ? gemm_micro_bf16_source() : "")
-    << row_loader(f, K) << out_fn;
+    << row_loader(f, K, P) << out_fn << blocked.helpers;
 
   s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
@@ -182,16 +367,23 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "  const float* restrict S = (const float*)args[2];\n"
     << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n  (void)S;\n";
-  const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
+  if (!blocked.body.empty()) {
+    s << blocked.body;
+    return GeneratedKernel{name, s.str(), M > 0 ? (P + kPanelsPerItem - 1) / kPanelsPerItem : 0, 2};
+  }
   if (gemv) {
-    const int64_t row_bytes = panel_row_bytes(f), rows_per_line = 64 / row_bytes;
-    // Emitted right after `av` is read, at the loop's indentation.
-    auto prefetch = [&](const std::string& indent) {
+    // Row by row: the float formats, and i4 groups that are not whole blocks (a plan file's).
+    const int64_t row_bytes = f == "i4" ? 0 : panel_row_bytes(f);
+    // Emitted right after `av` is read, at the loop's indentation: a line per panel (whole items).
+    auto prefetch = [&](const std::string& indent) -> std::string {
+      if (row_bytes == 0) return "";
+      const int64_t rows_per_line = 64 / row_bytes;
       return indent + "if (nc == " + std::to_string(kPanelsPerItem) + (rows_per_line > 1 ? " && (k & " + std::to_string(rows_per_line - 1) + ") == 0" : "") +
              ")\n" + indent + "  for (int c = 0; c < " + std::to_string(kPanelsPerItem) +
-             "; ++c) __builtin_prefetch((const u8*)W + ((p0 + c) * " + L(KP) + " + k + " +
-             std::to_string(kGemvPrefetchBytes / row_bytes) + ") * " + std::to_string(row_bytes) + ");\n";
+             "; ++c) __builtin_prefetch((const u8*)W + ((p0 + c) * " + L(K) + " + k + WQ_PF / " + std::to_string(row_bytes) +
+             ") * " + std::to_string(row_bytes) + ");\n";
     };
+    s << kGemvRowPrefetch;
     // Rows k0..k1 one at a time: into `full` (indexed by c) for a whole item of panels, else
     // into `one` for panel c0.
     auto row_loop = [&](const std::string& in, const std::string& k0, const std::string& k1, const std::string& full,
@@ -202,8 +394,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
              "; ++c) " + full + " += av * wq_row(W, p0 + c, k);\n" + in + "  } else " + one +
              " += av * wq_row(W, p0 + c0, k);\n" + in + "}\n";
     };
-    s << "  float arow[" << KP << "] __attribute__((aligned(64)));\n"
-      << "  for (i64 p = " << L(K) << "; p < " << L(KP) << "; ++p) arow[p] = 0.0f;  // an i4 block's rows past K\n"
+    s << "  float arow[" << K << "] __attribute__((aligned(64)));\n"
       << "  for (i64 i = 0; i < " << L(M) << "; ++i) {\n"
       << "    for (i64 p = 0; p < " << L(K) << "; ++p) arow[p] = " << a_load << ";\n";
     s << "    for (i64 w = begin; w < end; ++w) {\n"
@@ -215,49 +406,18 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "      for (i64 c0 = 0; c0 < np; c0 += (np == " << kPanelsPerItem << " ? " << kPanelsPerItem << " : 1)) {\n"
       << "        const int nc = np == " << kPanelsPerItem << " ? " << kPanelsPerItem << " : 1;\n";
     if (f == "i4") {
-      // Groups of whole blocks (every calibrated group: a multiple of 8 rows, or all of K): a
-      // block's 8 rows of 4 panels per step, shifts by constants; other groups row by row.
       s << "        for (i64 g = 0; g < " << L(NG) << "; ++g) {\n"
         << "          hpf_f32x16 t[" << kPanelsPerItem << "];\n"
         << "#pragma clang loop unroll(full)\n"
-        << "          for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] = (hpf_f32x16){};\n";
-      if (G % 8 == 0 || NG == 1) {
-        const int64_t GB = G % 8 == 0 ? G / 8 : KB;  // blocks per group
-        auto block = [&](const std::string& panel) {
-          return "*(const hpf_u32x16*)((const u32*)W + ((" + panel + ") * " + L(KB) + " + kb) * 16)";
-        };
-        s << "          for (i64 kb = g * " << L(GB) << "; kb < (g + 1) * " << L(GB) << "; ++kb) {\n"
-          << "            if (nc == " << kPanelsPerItem << ") {\n"
-          << "              hpf_u32x16 x[" << kPanelsPerItem << "];\n"
-          << "#pragma clang loop unroll(full)\n"
-          << "              for (int c = 0; c < " << kPanelsPerItem << "; ++c) {\n"
-          << "                __builtin_prefetch((const u8*)W + ((p0 + c) * " << L(KB) << " + kb) * 64 + " << kGemvPrefetchBytes << ");\n"
-          << "                x[c] = " << block("p0 + c") << ";\n"
-          << "              }\n"
-          << "#pragma clang loop unroll(full)\n"
-          << "              for (int r = 0; r < 8; ++r) {\n"
-          << "                const float av = arow[kb * 8 + r];\n"
-          << "#pragma clang loop unroll(full)\n"
-          << "                for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] += av * wq_i4c(x[c], r);\n"
-          << "              }\n"
-          << "            } else {\n"
-          << "              const hpf_u32x16 x = " << block("p0 + c0") << ";\n"
-          << "#pragma clang loop unroll(full)\n"
-          << "              for (int r = 0; r < 8; ++r) t[0] += arow[kb * 8 + r] * wq_i4c(x, r);\n"
-          << "            }\n"
-          << "          }\n";
-      } else {
-        s << row_loop("          ", "g * " + L(G), "(g + 1) * " + L(G), "t[c]", "t[0]");
-      }
-      s << "          for (int c = 0; c < nc; ++c)\n"
-        << "            acc[c0 + c] += t[c] * *(const hpf_f32x16*)(S + ((p0 + c0 + c) * " << L(NG)
-        << " + g) * 16);\n"
+        << "          for (int c = 0; c < " << kPanelsPerItem << "; ++c) t[c] = (hpf_f32x16){};\n"
+        << row_loop("          ", "g * " + L(G), "(g + 1) * " + L(G), "t[c]", "t[0]")
+        << "          for (int c = 0; c < nc; ++c)\n"
+        << "            acc[c0 + c] += t[c] * *(const hpf_f32x16*)(S + wq_at(p0 + c0 + c, g, " << L(NG) << ") * 16);\n"
         << "        }\n";
     } else {
       s << row_loop("        ", "0", L(K), "acc[c]", "acc[c0]");
     }
     s << "      }\n";
-    if (f == "i8") s << "      for (int c = 0; c < np; ++c) acc[c] *= *(const hpf_f32x16*)(S + (p0 + c) * 16);\n";
     s << "      for (int c = 0; c < np; ++c) {\n"
       << "        float o[16]; __builtin_memcpy(o, &acc[c], 64);\n"
       << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
@@ -277,7 +437,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   const int64_t groups = (N + col_group - 1) / col_group;
   std::string deq = "wq_row(W, pp, k)";
   if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";
-  if (f == "i4") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + (pp * " + L(NG) + " + k / " + L(G) + ") * 16)";
+  if (f == "i4") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + wq_at(pp, k / " + L(G) + ", " + L(NG) + ") * 16)";
   // A vector v of a B row read in place: the next panel (AVX-512: 16 lanes) or the second half
   // of the same one (8 lanes).
   s << "#define WQ_BSV (HPF_VW == 16 ? " << L(K * 16) << " : 8LL)\n"

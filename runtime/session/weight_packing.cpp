@@ -55,6 +55,11 @@ Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int6
 
 }  // namespace
 
+int64_t packed_unit(int64_t p, int64_t b, int64_t nb, int64_t panels) {
+  const int64_t item = p / 4, npi = std::min<int64_t>(4, panels - 4 * item);
+  return item * 4 * nb + b * npi + p % 4;
+}
+
 int int4_group_for(int64_t k, int wanted) {
   int g = std::max(wanted, 1);
   while (g > 1 && k % g != 0) g /= 2;
@@ -140,33 +145,30 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
     for (int64_t n = 0; n < P * kPanel; ++n) sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
     return pw;
   }
-  // i4: K padded to whole blocks of 8 rows (the padding, like the columns past N, holds q = 0).
-  const int64_t KB = (K + 7) / 8;
-  if (t == DType::I8) {
-    pw.data = Tensor(DType::U8, {P * K * kPanel});
-    pw.scales = Tensor(DType::F32, {P * kPanel});
-  } else {
-    pw.data = Tensor(DType::U8, {P * KB * kPanel * 4});
-    pw.scales = Tensor(DType::F32, {P * NG * kPanel});
-  }
+  // Blocks of B rows (K padded with rows of q = 0, like the columns past N): the u32 of column j
+  // holds rows Bb..Bb+B-1, row Bb + r at bits (32 / B) r: i8 as its byte, i4 as q + 8. Items of
+  // 4 panels interleaved (packed_unit; c_matmul_wq.cpp: one load gives B rows of 16 columns).
+  const int64_t B = t == DType::I8 ? 4 : 8, KB = (K + B - 1) / B;
+  pw.data = Tensor(DType::U8, {P * KB * kPanel * 4});
+  pw.scales = Tensor(DType::F32, {t == DType::I8 ? P * kPanel : P * NG * kPanel});
   auto* d = reinterpret_cast<uint8_t*>(pw.data.bytes().data());
   auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
   std::memset(sc, 0, pw.scales.nbytes());
   for (int64_t p = 0; p < P; ++p)
-    for (int64_t k = 0; k < (t == DType::I8 ? K : KB * 8); ++k)
+    for (int64_t k = 0; k < KB * B; ++k)
       for (int64_t j = 0; j < kPanel; ++j) {
         const int64_t n = p * kPanel + j;
         const int32_t v = n < N && k < K ? stored_int(qs, t, at(k, n)) : 0;
+        const int64_t word = packed_unit(p, k / B, KB, P) * kPanel + j;
         if (t == DType::I8) {
-          d[(p * K + k) * kPanel + j] = static_cast<uint8_t>(static_cast<int8_t>(v));
+          d[word * 4 + k % 4] = static_cast<uint8_t>(static_cast<int8_t>(v));
           if (n < N && k == 0) sc[p * kPanel + j] = q->scales[slot(k, n)];
         } else {
-          // Column j's rows 8b..8b+7 in the little-endian u32 of block b at j, row 8b + r at bits
-          // 4r, each as q + 8 (c_matmul_wq.cpp: one load gives 8 rows of 16 columns).
-          uint8_t& byte = d[((p * KB + k / 8) * kPanel + j) * 4 + (k % 8) / 2];
+          uint8_t& byte = d[word * 4 + (k % 8) / 2];
           const auto u = static_cast<uint8_t>(v + 8);
           byte = k % 2 ? static_cast<uint8_t>((byte & 0x0F) | (u << 4)) : static_cast<uint8_t>((byte & 0xF0) | u);
-          if (n < N && k < K && k % pw.group == 0) sc[(p * NG + k / pw.group) * kPanel + j] = q->scales[slot(k, n)];
+          if (n < N && k < K && k % pw.group == 0)
+            sc[packed_unit(p, k / pw.group, NG, P) * kPanel + j] = q->scales[slot(k, n)];
         }
       }
   return pw;

@@ -6,8 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 
+#include <xmmintrin.h>
+
+#include "hpf/calibration.hpp"
 #include "hpf/graph.hpp"
 #include "hpf/plugin.h"
 #include "hpf/reference.hpp"
@@ -1797,4 +1801,117 @@ TEST_CASE("codegen: matmul_wq bf16t (AMX tiles) against FP64 sums of the BF16 va
       }
     CHECK_MESSAGE(worst <= 1e-5, "worst error relative to the sum of |products|: " << worst);
   }
+}
+
+// matmul_wq's GEMV on INT8 / INT4 blocks (M <= 4), both decodes: the host's (on Zen 4/5 the
+// denormal one for rows it takes), the denormal one forced on any host, and, in the x86-64-v3 run,
+// the exact one; against FP64 sums of the dequantised weights (hpf::dequantize). Rows the denormal
+// decode takes (random, all positive, magnitudes from 1e-20 to 1e3) and one it leaves (a value of
+// 2^110); ragged N (an item of fewer than 4 panels) and K (padded blocks), groups of 8, 32, 128 rows,
+// all of K and 4 rows (row by row); NaN and infinities; and DAZ/FTZ set by the caller, which the
+// kernel must neither depend on nor leave changed.
+TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, against FP64 sums") {
+  auto& cpu = plugin();
+  if (!cpu.skip.empty()) {
+    MESSAGE("skipped: " << cpu.skip);
+    return;
+  }
+  struct Shape {
+    int64_t k, n;
+    int group;
+  };
+  for (const char* prefix : {"", "#define HPF_PREFER_WQ_DENORMAL 1\n"}) {
+    cpu.source_prefix = prefix;
+    CAPTURE(prefix);
+    for (DType t : {DType::I8, DType::I4})
+      for (const Shape& sh : {Shape{40, 90, 8}, Shape{13, 20, 13}, Shape{256, 70, 32}, Shape{256, 40, 128}, Shape{44, 33, 4}}) {
+        const int64_t K = sh.k, N = sh.n, M = 4;
+        CAPTURE(dtype_name(t));
+        CAPTURE(K);
+        CAPTURE(N);
+        const Tensor w = random_tensor({K, N}, DType::F32, 900 + static_cast<uint32_t>(K + N));
+        auto q = t == DType::I8 ? int8_weight_params(w, 1) : int4_weight_params(w, 0, sh.group);
+        REQUIRE(q.ok());
+        std::vector<std::byte> qs(storage_bytes(t, K * N));
+        REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs).ok());
+        std::vector<float> wv(K * N);
+        REQUIRE(dequantize(qs, w.shape(), *q, wv).ok());
+        auto pw = pack_weights(w, false, t == DType::I8 ? "i8" : "i4", &*q);
+        REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+        jit::KernelSpec spec;
+        spec.family = "matmul_wq";
+        spec.inputs = {{DType::F32, {M, K}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
+        spec.outputs = {{DType::F32, {M, N}}};
+        spec.attrs = {{"wformat", std::string(t == DType::I8 ? "i8" : "i4")}, {"k", K}, {"n", N}, {"group", pw->group}};
+        auto kern = jit::generate_c(spec);
+        REQUIRE_MESSAGE(kern.ok(), kern.status().to_string());
+        // Rows: random; all positive (the offset's cancellation at its worst); magnitudes
+        // 1e-20..1e3; random with one value of 2^110 (past the denormal decode's range).
+        std::vector<float> a = random_tensor({M, K}, DType::F32, 901).to_f32();
+        for (int64_t p = 0; p < K; ++p) {
+          a[K + p] = std::abs(a[K + p]) * 1.5f;
+          a[2 * K + p] = a[2 * K + p] * std::pow(10.0f, float(p % 24) - 20.0f);
+        }
+        a[3 * K + K / 2] = std::ldexp(1.0f, 110);
+        auto check = [&](const std::vector<float>& av, int64_t rows) {
+          Tensor y(DType::F32, {M, N});
+          cpu.run(*kern, {const_cast<float*>(av.data()), pw->data.bytes().data(),
+                          pw->scales.bytes().data(), y.bytes().data()});
+          const std::vector<float> yv = y.to_f32();
+          int64_t bad = 0;
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              double want = 0, mag = 0;
+              for (int64_t p = 0; p < K; ++p) {
+                want += double(av[i * K + p]) * wv[p * N + j];
+                mag += std::abs(double(av[i * K + p]) * wv[p * N + j]);
+              }
+              const double got = yv[i * N + j];
+              const bool ok = std::isnan(want) ? std::isnan(got)
+                              : std::isinf(want) ? got == want
+                                                 : std::abs(got - want) <= 1e-5 * mag + 1e-35;
+              if (!ok && bad++ < 3) MESSAGE("row " << i << " column " << j << ": " << got << " want " << want << " (sum of |products| " << mag << ")");
+            }
+          CHECK(bad == 0);
+        };
+        check(a, M);
+        // NaN and infinities in A (the denormal decode leaves such rows to the exact one).
+        std::vector<float> special = a;
+        special[1] = std::numeric_limits<float>::quiet_NaN();
+        special[K + 2] = std::numeric_limits<float>::infinity();
+        special[2 * K + K - 1] = -std::numeric_limits<float>::infinity();
+        check(special, M);
+      }
+  }
+  // DAZ and FTZ set in the calling thread (which runs a launch of one range): the same results,
+  // and MXCSR as it was.
+  cpu.source_prefix = "#define HPF_PREFER_WQ_DENORMAL 1\n";
+  const int64_t K = 64, N = 48;
+  const Tensor w = random_tensor({K, N}, DType::F32, 950);
+  auto q = int4_weight_params(w, 0, 32);
+  REQUIRE(q.ok());
+  auto pw = pack_weights(w, false, "i4", &*q);
+  REQUIRE(pw.ok());
+  jit::KernelSpec spec;
+  spec.family = "matmul_wq";
+  spec.inputs = {{DType::F32, {1, K}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
+  spec.outputs = {{DType::F32, {1, N}}};
+  spec.attrs = {{"wformat", std::string("i4")}, {"k", K}, {"n", N}, {"group", pw->group}};
+  auto kern = jit::generate_c(spec);
+  REQUIRE(kern.ok());
+  const Tensor a = random_tensor({1, K}, DType::F32, 951);
+  Tensor y0(DType::F32, {1, N}), y1(DType::F32, {1, N});
+  auto args = [&](Tensor& y) {
+    return std::vector<void*>{const_cast<std::byte*>(a.bytes().data()), pw->data.bytes().data(), pw->scales.bytes().data(),
+                              y.bytes().data()};
+  };
+  cpu.run(*kern, args(y0));
+  const unsigned before = _mm_getcsr();
+  _mm_setcsr(before | 0x8040u);  // FTZ, DAZ
+  cpu.run(*kern, args(y1));
+  const unsigned after = _mm_getcsr();
+  _mm_setcsr(before);
+  CHECK(after == (before | 0x8040u));
+  CHECK(std::memcmp(y0.bytes().data(), y1.bytes().data(), y0.nbytes()) == 0);
+  cpu.source_prefix.clear();
 }

@@ -152,7 +152,7 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
       if (mode == Mode::fp32) want_bytes = P * c.k * 16 * 4 + 4;  // FP32 weights packed too
       if (mode == Mode::bf16 || mode == Mode::fp16) want_bytes = P * c.k * 16 * 2 + 4;  // + a placeholder scale
       // int8: u8 x s8 (A quantised per row as it arrives): K padded to 4, scales, column sums
-      if (mode == Mode::int8) want_bytes = w8a8 ? P * ((c.k + 3) / 4 * 4) * 16 + P * 16 * 4 * 2 : P * c.k * 16 + P * 16 * 4;
+      if (mode == Mode::int8) want_bytes = P * ((c.k + 3) / 4 * 4) * 16 + P * 16 * 4 * (w8a8 ? 2 : 1);
       if (mode == Mode::int4_weights) want_bytes = P * ((c.k + 7) / 8) * 64 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
       if (c.gemm) want_bytes += c.n * 4;  // the bias: Gemm's C is a wide input, kept FP32
       CHECK(r.stats.weight_bytes == want_bytes);
@@ -216,7 +216,7 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
     for (const auto& [K, group] : {std::pair<int64_t, int>{40, 8}, {40, 4}, {13, 13}})
     for (DType t : {DType::I8, DType::I4}) {
       CAPTURE(K);
-      const int64_t N = 20;
+      const int64_t N = 90;  // an item of 4 panels and one of 2
       const Tensor w = random(trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 11);
       auto q = t == DType::I8 ? int8_weight_params(w, trans_b ? 0 : 1) : int4_weight_params(w, trans_b ? 1 : 0, group);
       REQUIRE(q.ok());
@@ -232,16 +232,17 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
       int64_t mismatches = 0;
       for (int64_t k = 0; k < K; ++k)
         for (int64_t n = 0; n < N; ++n) {
-          const int64_t p = n / 16, j = n % 16;
+          const int64_t p = n / 16, j = n % 16, P = (N + 15) / 16;
+          // blocks of B rows: the u32 of column j holds row Bb + r at bits (32 / B) r
+          const int64_t B = t == DType::I8 ? 4 : 8;
+          uint32_t word;
+          std::memcpy(&word, d + (packed_unit(p, k / B, (K + B - 1) / B, P) * 16 + j) * 4, 4);
           float v;
           if (t == DType::I8) {
-            v = float(int8_t(d[(p * K + k) * 16 + j])) * sc[p * 16 + j];
+            v = float(int8_t(word >> (8 * (k % 4)))) * sc[p * 16 + j];
           } else {
-            // blocks of 8 rows: the u32 of column j holds row 8b + r at bits 4r
-            uint32_t word;
-            std::memcpy(&word, d + (((p * ((K + 7) / 8)) + k / 8) * 16 + j) * 4, 4);
             const int u = static_cast<int>((word >> (4 * (k % 8))) & 15);
-            v = float(u - 8) * sc[(p * NG + k / pw->group) * 16 + j];
+            v = float(u - 8) * sc[packed_unit(p, k / pw->group, NG, P) * 16 + j];
           }
           mismatches += v != deq[trans_b ? n * K + k : k * N + n];
         }
