@@ -647,26 +647,35 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
     const int64_t tlo = std::min(WT, (z.PW + S - 1) / S);
     const int64_t thi = std::max(tlo, std::min(WT, z.W + z.PW - S >= 0 ? (z.W + z.PW - S) / S + 1 : 0));
     f << "      float* restrict xq = xp + i * " << L(WP) << ";\n";
-    if (S == 2 && (X.dtype == DType::F32 || X.dtype == DType::BF16) && thi - tlo >= 16) {
-      // Stride 2: 32 inputs (FP32: two loads; BF16: one, widened to FP32 bits), split into the
-      // two phases by two permutes; the last block ends at thi, overlapping the one before (the
-      // vectorised loop below did 8 at a time, then the rest one by one: the copy took over half
-      // of MobileNetV2's 112x112x96 stride-2 layer).
+    // Stride 2, at least 4 columns: blocks of V = 16, 8 or 4 of them (as many as there are).
+    const int64_t V = thi - tlo >= 16 ? 16 : thi - tlo >= 8 ? 8 : thi - tlo >= 4 ? 4 : 0;
+    if (S == 2 && (X.dtype == DType::F32 || X.dtype == DType::BF16) && V > 0) {
+      // 2V inputs (FP32: two loads; BF16: one, widened to FP32 bits), split into the two phases
+      // by two permutes; the last block ends at thi, overlapping the one before (the vectorised
+      // loop below did 8 at a time, then the rest one by one: the copy took over half of
+      // MobileNetV2's 112x112x96 stride-2 layer; its 28x28 and 14x14 layers, 13 and 6 columns,
+      // were all scalar copies).
       const bool f32 = X.dtype == DType::F32;
+      std::string even, odd;
+      for (int64_t l = 0; l < V; ++l) {
+        even += (l ? ", " : "") + std::to_string(2 * l);
+        odd += (l ? ", " : "") + std::to_string(2 * l + 1);
+      }
       auto phase = [&](const std::string& lanes) {
         return f32 ? "__builtin_shufflevector(lo, hi, " + lanes + ")"
-                   : "(hpf_f32x16)(__builtin_convertvector(__builtin_shufflevector(v, v, " + lanes + "), hpf_u32x16) << 16)";
+                   : "(hpf_dwf)(__builtin_convertvector(__builtin_shufflevector(v, v, " + lanes + "), hpf_dwu) << 16)";
       };
-      const std::string at = "xs + t0 * 2 - " + L(z.PW);
-      f << (f32 ? "" : "      typedef u16 hpf_u16x32 __attribute__((vector_size(64), aligned(2)));\n")
-        << "      for (i64 t0 = " << L(tlo) << ";; t0 += 16) {\n"
-        << "        if (t0 > " << L(thi - 16) << ") t0 = " << L(thi - 16) << ";\n"
-        << (f32 ? "        const hpf_f32x16 lo = *(const hpf_f32x16*)(" + at + "), hi = *(const hpf_f32x16*)(" + at + " + 16);\n"
-                : "        const hpf_u16x32 v = *(const hpf_u16x32*)(" + at + ");\n")
-        << "        *(hpf_f32x16*)(xq + t0) = " << phase("0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30") << ";\n"
-        << "        *(hpf_f32x16*)(xq + " << L(WT) << " + t0) = "
-        << phase("1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31") << ";\n"
-        << "        if (t0 == " << L(thi - 16) << ") break;\n"
+      const std::string at = "xs + t0 * 2 - " + L(z.PW), vb = std::to_string(4 * V);
+      f << "      typedef float hpf_dwf __attribute__((vector_size(" << vb << "), aligned(4)));\n"
+        << (f32 ? "" : "      typedef u32 hpf_dwu __attribute__((vector_size(" + vb + ")));\n"
+                       "      typedef u16 hpf_dwh __attribute__((vector_size(" + vb + "), aligned(2)));\n")
+        << "      for (i64 t0 = " << L(tlo) << ";; t0 += " << V << ") {\n"
+        << "        if (t0 > " << L(thi - V) << ") t0 = " << L(thi - V) << ";\n"
+        << (f32 ? "        const hpf_dwf lo = *(const hpf_dwf*)(" + at + "), hi = *(const hpf_dwf*)(" + at + " + " + std::to_string(V) + ");\n"
+                : "        const hpf_dwh v = *(const hpf_dwh*)(" + at + ");\n")
+        << "        *(hpf_dwf*)(xq + t0) = " << phase(even) << ";\n"
+        << "        *(hpf_dwf*)(xq + " << L(WT) << " + t0) = " << phase(odd) << ";\n"
+        << "        if (t0 == " << L(thi - V) << ") break;\n"
         << "      }\n";
     }
     else

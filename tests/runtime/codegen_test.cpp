@@ -420,6 +420,10 @@ TEST_CASE("codegen: Conv implicit GEMM and depthwise blocks: ragged tiles, deep 
     // Depthwise with multiplier 2, stride 2, a 37-wide row (two column blocks), dilation.
     check_conv(t, {2, 4, 9, 37}, {8, 1, 3, 3}, true,
                {{"group", int64_t{4}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 315);
+    // Stride 2 over rows of 13, 6 and 4 whole column pairs (blocks of 8 and 4, overlapping) and of 3.
+    for (int64_t w : {28, 14, 9, 7})
+      check_conv(t, {1, 3, 6, w}, {3, 1, 3, 3}, true,
+                 {{"group", int64_t{3}}, {"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 340 + static_cast<uint32_t>(w));
     check_conv(t, {1, 3, 9, 40}, {3, 1, 5, 3}, false,
                {{"group", int64_t{3}}, {"pads", Ints{2, 3, 2, 1}}, {"dilations", Ints{1, 2}}}, 318);
     // Column strides read the row split into phases: stride 3 with dilation 2 and a 4-wide kernel
