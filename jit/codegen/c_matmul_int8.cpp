@@ -32,8 +32,9 @@
 //                 (u8 = q + 128 with vpmaddubsw would saturate: 255 * 127 * 2 > 32767.)
 //   otherwise     (or weights holding -128) bytes widened to 16 bits and multiplied pairwise into
 //                 32 bits (vpmaddwd), exact.
-// Row items of 12 rows (a multiple of both tiles' row counts) make chunks of up to 4 items, whose
-// rows are quantised (or copied) once into a row-major buffer; work items are (chunk, column group); per block of
+// Chunks of rows (about 4 items of 12 rows, an even number of chunks sharing the row tiles
+// evenly), whose rows are quantised (or copied) once into a row-major buffer; work items are
+// (chunk, column group); per block of
 // panels (~128 KiB of weights, kept in L2 across the chunk), per group of panels (kept in L1
 // across the chunk's rows), every row tile runs over the whole K
 // (the packed panels are already in the multiply's order: nothing of B is repacked at run time).
@@ -176,10 +177,16 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // range quantises each of its chunks once, however many of the chunk's groups it holds.
   const int64_t row_items = (M + kRows - 1) / kRows;
   int64_t chunk = row_items < 4 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
-  // Threads take the chunks one at a time: an odd handful of them leaves one thread of two a
-  // chunk more (512 rows: 11 chunks of 48, 6 against 5); smaller chunks then, up to an even count.
-  while (chunk > kRows && (M + chunk - 1) / chunk % 2 == 1 && (M + chunk - 1) / chunk < 16) chunk -= kRows;
-  const int64_t RC = (M + chunk - 1) / chunk;
+  // The chunks share the row tiles evenly (chunk rc: tiles [rc T / RC, (rc + 1) T / RC) of the
+  // T = ceil(M / I8_MR), I8_MR the host's tile rows), an even number of them where there are
+  // several, as the threads take ranges of equal counts: in chunks of whole 12-row items, two
+  // threads had shared BERT's 128 rows as 72 against 56 and 1024 rows as 528 against 496 (INT8
+  // GEMM with two threads 2-4% short of oneDNN's).
+  int64_t RC = (M + chunk - 1) / chunk;
+  if (RC > 1 && RC % 2 == 1) ++RC;
+  // Rows of the largest chunk, for either tile height (4 or 6 rows).
+  chunk = 0;
+  for (int64_t mr : {4, 6}) chunk = std::max(chunk, ((M + mr - 1) / mr + RC - 1) / RC * mr);
   const int64_t CS0 = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8)
                       : RC >= 4     ? 1
                                     : std::clamp<int64_t>((4 + RC - 1) / RC, 1, std::max<int64_t>(1, P / 8));
@@ -256,19 +263,21 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // An integer A of whole 16-byte rows that needs no flip is read in place by the tiles whose
   // rows all exist; only a chunk's last partial tile is copied (with its padding rows).
   const std::string in_place = integer && K == KP ? "(I8_FLIP == 0)" : "0";
+  const std::string tiles = "((" + L(M) + " + I8_MR - 1) / I8_MR)";
   s << "  i32 ap[" << KR * chunk << "] __attribute__((aligned(64)));\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
     << "  for (i64 w = begin; w < end;) {\n"
     // This chunk's column groups in the range: [cg0, wl - rc * CS).
     << "    const i64 rc = w / " << L(CS) << ", cg0 = w % " << L(CS) << ", wl = (rc + 1) * " << L(CS) << " < end ? (rc + 1) * "
     << L(CS) << " : end;\n"
-    << "    const i64 i0 = rc * " << L(chunk) << ", rows = " << L(M) << " - i0 < " << L(chunk) << " ? " << L(M) << " - i0 : "
-    << L(chunk) << ";\n"
+    << "    const i64 i0 = rc * " << tiles << " / " << L(RC) << " * I8_MR, i1 = (rc + 1) * " << tiles << " / " << L(RC)
+    << " * I8_MR < " << L(M) << " ? (rc + 1) * " << tiles << " / " << L(RC) << " * I8_MR : " << L(M) << ";\n"
+    << "    const i64 rows = i1 - i0, rpad = (rows + I8_MR - 1) / I8_MR * I8_MR;\n"
     << "    const i64 p0 = cg0 * " << L(PG) << ", p1 = (wl - rc * " << L(CS) << ") * " << L(PG) << " < " << L(P) << " ? (wl - rc * "
     << L(CS) << ") * " << L(PG) << " : " << L(P) << ";\n"
     << "    w = wl;\n"
     << "    const int in_place = " << in_place << ";\n"
-    << "    for (i64 r = in_place ? rows / I8_MR * I8_MR : 0; r < " << chunk << "; ++r) {\n"
+    << "    for (i64 r = in_place ? rows / I8_MR * I8_MR : 0; r < rpad; ++r) {\n"
     << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(KR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n";
   if (integer) {
