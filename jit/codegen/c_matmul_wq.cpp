@@ -60,11 +60,6 @@ constexpr int64_t kGemvBlockPrefetchBytes = 2048;
 const char* const kGemvRowPrefetch =
     "#if defined(__znver4__)\n#define WQ_PF 256\n#else\n#define WQ_PF 2048\n#endif\n";
 
-// Bytes of one panel row (16 columns) in a weight format.
-int64_t panel_row_bytes(const std::string& f) {
-  return f == "f32" ? 64 : f == "i8" ? 16 : f == "i4" ? 8 : 32;
-}
-
 // Loads of one panel row as 16 floats, per format. `wq_row(p, k)` reads panel p, row k; for
 // i4 it gives q (the signed value), as `wq_i4(block, r)` does for row r of a loaded block.
 std::string row_loader(const std::string& f, int64_t K, int64_t P) {
@@ -373,7 +368,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   }
   if (gemv) {
     // Row by row: the float formats, and i4 groups that are not whole blocks (a plan file's).
-    const int64_t row_bytes = f == "i4" ? 0 : panel_row_bytes(f);
+    const int64_t row_bytes = f == "f32" ? 64 : f == "i4" ? 0 : 32;  // of a panel row (i4: not prefetched)
     // Emitted right after `av` is read, at the loop's indentation: a line per panel (whole items).
     auto prefetch = [&](const std::string& indent) -> std::string {
       if (row_bytes == 0) return "";
