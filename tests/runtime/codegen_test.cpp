@@ -1765,6 +1765,23 @@ TEST_CASE("codegen: Exp, Erf, Sigmoid and Gelu without libm (hpf_vexp, hpf_verf)
   }
 }
 
+namespace {
+
+// Row i of a [., K] times column j of w [K, N] in FP64, and the sum of the products' magnitudes.
+struct Fp64Dot {
+  double sum = 0, mag = 0;
+};
+Fp64Dot fp64_dot(const std::vector<float>& a, const std::vector<float>& w, int64_t K, int64_t N, int64_t i, int64_t j) {
+  Fp64Dot d;
+  for (int64_t p = 0; p < K; ++p) {
+    d.sum += double(a[i * K + p]) * w[p * N + j];
+    d.mag += std::abs(double(a[i * K + p]) * w[p * N + j]);
+  }
+  return d;
+}
+
+}  // namespace
+
 // matmul_wq "bf16t": BF16 activations and weights on AMX tiles where the plugin compiles for them
 // (elsewhere the same source's plain-C sums), against FP64 sums of the same BF16 values: ragged
 // rows, columns and K (the copied A block, zero padding), and a block read in place.
@@ -1796,16 +1813,26 @@ TEST_CASE("codegen: matmul_wq bf16t (AMX tiles) against FP64 sums of the BF16 va
     double worst = 0;
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
-        double want = 0, mag = 0;
-        for (int64_t p = 0; p < K; ++p) {
-          want += double(av[i * K + p]) * wv[p * N + j];
-          mag += std::abs(double(av[i * K + p]) * wv[p * N + j]);
-        }
-        worst = std::max(worst, std::abs(yv[i * N + j] - want) / (1 + mag));
+        const Fp64Dot d = fp64_dot(av, wv, K, N, i, j);
+        worst = std::max(worst, std::abs(yv[i * N + j] - d.sum) / (1 + d.mag));
       }
     CHECK_MESSAGE(worst <= 1e-5, "worst error relative to the sum of |products|: " << worst);
   }
 }
+
+namespace {
+
+// matmul_wq on packed INT8 / INT4 weights, FP32 A of M rows.
+jit::KernelSpec wq_spec(DType t, int64_t M, const PackedWeights& pw) {
+  jit::KernelSpec spec;
+  spec.family = "matmul_wq";
+  spec.inputs = {{DType::F32, {M, pw.k}}, {DType::U8, pw.data.shape()}, {DType::F32, pw.scales.shape()}};
+  spec.outputs = {{DType::F32, {M, pw.n}}};
+  spec.attrs = {{"wformat", std::string(t == DType::I8 ? "i8" : "i4")}, {"k", pw.k}, {"n", pw.n}, {"group", pw.group}};
+  return spec;
+}
+
+}  // namespace
 
 // matmul_wq's GEMV on INT8 / INT4 blocks (M <= 4), both decodes: the host's (on Zen 4/5 the
 // denormal one for rows it takes), the denormal one forced on any host, and, in the x86-64-v3 run,
@@ -1842,12 +1869,7 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
         REQUIRE(dequantize(qs, w.shape(), *q, wv).ok());
         auto pw = pack_weights(w, false, t == DType::I8 ? "i8" : "i4", &*q);
         REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
-        jit::KernelSpec spec;
-        spec.family = "matmul_wq";
-        spec.inputs = {{DType::F32, {M, K}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
-        spec.outputs = {{DType::F32, {M, N}}};
-        spec.attrs = {{"wformat", std::string(t == DType::I8 ? "i8" : "i4")}, {"k", K}, {"n", N}, {"group", pw->group}};
-        auto kern = jit::generate_c(spec);
+        auto kern = jit::generate_c(wq_spec(t, M, *pw));
         REQUIRE_MESSAGE(kern.ok(), kern.status().to_string());
         // Rows: random; all positive (the offset's cancellation at its worst); magnitudes
         // 1e-20..1e3; random with one value of 2^110 (past the denormal decode's range).
@@ -1865,11 +1887,7 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
           int64_t bad = 0;
           for (int64_t i = 0; i < rows; ++i)
             for (int64_t j = 0; j < N; ++j) {
-              double want = 0, mag = 0;
-              for (int64_t p = 0; p < K; ++p) {
-                want += double(av[i * K + p]) * wv[p * N + j];
-                mag += std::abs(double(av[i * K + p]) * wv[p * N + j]);
-              }
+              const auto [want, mag] = fp64_dot(av, wv, K, N, i, j);
               const double got = yv[i * N + j];
               const bool ok = std::isnan(want) ? std::isnan(got)
                               : std::isinf(want) ? got == want
@@ -1896,12 +1914,7 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
   REQUIRE(q.ok());
   auto pw = pack_weights(w, false, "i4", &*q);
   REQUIRE(pw.ok());
-  jit::KernelSpec spec;
-  spec.family = "matmul_wq";
-  spec.inputs = {{DType::F32, {1, K}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
-  spec.outputs = {{DType::F32, {1, N}}};
-  spec.attrs = {{"wformat", std::string("i4")}, {"k", K}, {"n", N}, {"group", pw->group}};
-  auto kern = jit::generate_c(spec);
+  auto kern = jit::generate_c(wq_spec(DType::I4, 1, *pw));
   REQUIRE(kern.ok());
   const Tensor a = random_tensor({1, K}, DType::F32, 951);
   Tensor y0(DType::F32, {1, N}), y1(DType::F32, {1, N});
