@@ -173,19 +173,19 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // panels per column block (~128 KiB of weights, a multiple of 4 panels). Work item = one chunk
   // of rows and one of CS groups of PG panels (chunk-major). The columns are split where the rows
   // alone would give few items: a GEMV-like M (so that every thread streams its share of the
-  // weights) or fewer than 4 chunks (BERT's 128 rows are 3: two threads would share them 2:1). A
-  // range quantises each of its chunks once, however many of the chunk's groups it holds.
+  // weights) or fewer than 4 chunks. A range quantises each of its chunks once, however many of
+  // the chunk's groups it holds.
   const int64_t row_items = (M + kRows - 1) / kRows;
-  int64_t chunk = row_items < 4 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+  const int64_t rows_wanted = row_items < 4 ? kRows : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
   // The chunks share the row tiles evenly (chunk rc: tiles [rc T / RC, (rc + 1) T / RC) of the
   // T = ceil(M / I8_MR), I8_MR the host's tile rows), an even number of them where there are
   // several, as the threads take ranges of equal counts: in chunks of whole 12-row items, two
   // threads had shared BERT's 128 rows as 72 against 56 and 1024 rows as 528 against 496 (INT8
   // GEMM with two threads 2-4% short of oneDNN's).
-  int64_t RC = (M + chunk - 1) / chunk;
+  int64_t RC = (M + rows_wanted - 1) / rows_wanted;
   if (RC > 1 && RC % 2 == 1) ++RC;
-  // Rows of the largest chunk, for either tile height (4 or 6 rows).
-  chunk = 0;
+  // Rows of the largest chunk (its buffer's), for either tile height (4 or 6 rows).
+  int64_t chunk = 0;
   for (int64_t mr : {4, 6}) chunk = std::max(chunk, ((M + mr - 1) / mr + RC - 1) / RC * mr);
   const int64_t CS0 = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8)
                       : RC >= 4     ? 1
