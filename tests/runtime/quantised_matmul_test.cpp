@@ -10,9 +10,11 @@
 
 #include "hpf/calibration.hpp"
 #include "hpf/planner.hpp"
+#include "hpf/plugin_host.hpp"
 #include "hpf/precision.hpp"
 #include "hpf/reference.hpp"
 #include "hpf/session.hpp"
+#include "jit/codegen/c_codegen.hpp"
 #include "tests/runtime/quantised_diff.hpp"
 #include "tests/runtime/random_tensor.hpp"
 #include "runtime/session/weight_packing.hpp"
@@ -23,6 +25,15 @@ namespace {
 
 Tensor random(std::vector<int64_t> shape, uint32_t seed, float lo = -1, float hi = 1) {
   return test::random_tensor(std::move(shape), seed, lo, hi);
+}
+
+// Whether the Session's device compiles for AMX-BF16 tiles (as the Session decides it: from the
+// plugin's compile flags), where a BF16 MatMul whose A arrives BF16 takes the "bf16t" layout.
+bool device_has_amx_bf16() {
+  auto d = PluginHost::shared().best_device();
+  if (!d.ok()) return false;
+  const std::string& f = d->info().compile_flags;
+  return f.find("+amx-bf16") != std::string::npos && f.find("+amx-tile") != std::string::npos;
 }
 
 struct Case {
@@ -151,6 +162,9 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
       int64_t want_bytes = 0;
       if (mode == Mode::fp32) want_bytes = P * c.k * 16 * 4 + 4;  // FP32 weights packed too
       if (mode == Mode::bf16 || mode == Mode::fp16) want_bytes = P * c.k * 16 * 2 + 4;  // + a placeholder scale
+      // BF16 A on AMX: tile pairs, K padded to the tile depth, panels in pairs (weight_packing.cpp)
+      if (mode == Mode::bf16 && c.pre_relu && device_has_amx_bf16())
+        want_bytes = (P + 1) / 2 * 2 * jit::amx_bf16_padded_k(c.k) * 16 * 2 + 4;
       // int8: u8 x s8 (A quantised per row as it arrives): K padded to 4, scales, column sums
       if (mode == Mode::int8) want_bytes = P * ((c.k + 3) / 4 * 4) * 16 + P * 16 * 4 * (w8a8 ? 2 : 1);
       if (mode == Mode::int4_weights) want_bytes = P * ((c.k + 7) / 8) * 64 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
