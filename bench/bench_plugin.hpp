@@ -84,10 +84,13 @@ struct Plugin {
     return !fail(api->plugin_init(&p), "plugin_init");
   }
   // Whether the device compiles for AMX-BF16 (the Session then packs BF16 Conv weights for it).
-  bool amx_bf16() const {
+  bool amx_bf16() const { return has_feature("+amx-bf16") && has_feature("+amx-tile"); }
+  // Whether it compiles for AMX-INT8 (the Session then asks matmul_i8 kernels for tiles: attr amx).
+  bool amx_int8() const { return has_feature("+amx-int8") && has_feature("+amx-tile"); }
+  bool has_feature(const char* flag) const {
     const hpf_device_info* d = api->device_info(p, 0);
     const std::string f = d && d->compile_flags ? d->compile_flags : "";
-    return f.find("+amx-bf16") != std::string::npos && f.find("+amx-tile") != std::string::npos;
+    return f.find(flag) != std::string::npos;
   }
   // Compiles and loads `k`; false with `error` set on failure.
   // Compiles and loads `k`; with HPF_BENCH_DUMP=DIR its source is also written to DIR/NAME.c.

@@ -96,6 +96,7 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
     spec.inputs.push_back({DType::I32, pw->column_sums.shape()});
     spec.attrs["a_scale"] = a_scale;
     spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
+    if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};  // as the Session asks
   }
   held = {pw->data, pw->scales, pw->column_sums};
   return compile_spec(cpu, spec, k, kern);
@@ -116,6 +117,7 @@ bool integer_kernel_for(Plugin& cpu, const Shape3& s, const Tensor& B, jit::Gene
   spec.attrs["k"] = s.k;
   spec.attrs["n"] = s.n;
   spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
+  if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};
   held = {pw->data, pw->column_sums};
   return compile_spec(cpu, spec, k, kern);
 }

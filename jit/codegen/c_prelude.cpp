@@ -163,9 +163,9 @@ static inline void hpf_prefetch_w(const void* p, i64 bytes) {
 static inline void hpf_prefetch_r(const void* p, i64 bytes) {
   for (i64 b = 0; b < bytes; b += 64) __builtin_prefetch((const char*)p + b, 0, 3);
 }
-/* AMX: every tile 16 rows of 64 bytes (palette 1), for the TDPBF16PS kernels; a kernel calls it
-   before its first tile instruction and __builtin_ia32_tilerelease() after its last. */
-#if defined(__AMX_TILE__) && defined(__AMX_BF16__)
+/* AMX: every tile 16 rows of 64 bytes (palette 1), for the TDPBF16PS and TDPBUSD kernels; a
+   kernel calls it before its first tile instruction and __builtin_ia32_tilerelease() after its last. */
+#if defined(__AMX_TILE__)
 static inline void hpf_amx_configure(void) {
   struct { u8 palette, start_row, reserved[14]; u16 colsb[16]; u8 rows[16]; } cfg;
   __builtin_memset(&cfg, 0, sizeof cfg);

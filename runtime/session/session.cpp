@@ -582,16 +582,18 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   if (!gpu) {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
     // The CPU plugin compiles for the host's features, AMX among them only where Linux granted
     // this process the tile state (plugins/cpu/clang_compiler.cpp).
-    const bool amx_bf16 = dev.compile_flags.find("+amx-bf16") != std::string::npos &&
-                          dev.compile_flags.find("+amx-tile") != std::string::npos;
+    const bool amx_tile = dev.compile_flags.find("+amx-tile") != std::string::npos;
+    const bool amx_bf16 = amx_tile && dev.compile_flags.find("+amx-bf16") != std::string::npos;
+    const bool amx_int8 = amx_tile && dev.compile_flags.find("+amx-int8") != std::string::npos;
     HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, impl_->options.plan.get(), impl->storage,
                                                                      impl->shapes, lowered,
-                                                                     impl_->options.weight_cache.get(), amx_bf16));
+                                                                     impl_->options.weight_cache.get(), amx_bf16,
+                                                                     amx_int8));
     HPF_ASSIGN_OR_RETURN(auto int8_convs, lower_int8_convs(*g, impl_->options.plan.get(), impl->storage, impl->shapes,
                                                            lowered, impl_->options.weight_cache.get()));
     packed.int8_nodes.insert(packed.int8_nodes.end(), int8_convs.begin(), int8_convs.end());
     HPF_ASSIGN_OR_RETURN(auto integer, lower_integer_matmuls(*g, impl->storage, impl->shapes, lowered,
-                                                             impl_->options.weight_cache.get()));
+                                                             impl_->options.weight_cache.get(), amx_int8));
     packed.int8_nodes.insert(packed.int8_nodes.end(), integer.begin(), integer.end());
     packed.nodes.insert(packed.nodes.end(), integer.begin(), integer.end());
     HPF_ASSIGN_OR_RETURN(impl->stats.packed_conv_nodes,

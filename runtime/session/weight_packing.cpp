@@ -243,7 +243,7 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
-                                                             WeightCache* cache, bool amx_bf16) {
+                                                             WeightCache* cache, bool amx_bf16, bool amx_int8) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
   std::map<std::string, std::shared_ptr<const PackedWeights>> packed_here;
   WeightLoweringStats stats;
@@ -335,6 +335,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       else
         spec.attrs["a_scale"] = a_scale;
       spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+      if (amx_int8) spec.attrs["amx"] = int64_t{1};
     }
     if (gemm && own_inputs > 2) {
       spec.inputs.push_back(st.spec.inputs[2]);
@@ -378,7 +379,8 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
 
 Expected<std::vector<std::string>> lower_integer_matmuls(Graph& g, std::vector<DType>& storage,
                                                         std::vector<std::vector<int64_t>>& shapes,
-                                                        std::vector<jit::LoweredStep>& steps, WeightCache* cache) {
+                                                        std::vector<jit::LoweredStep>& steps, WeightCache* cache,
+                                                        bool amx_int8) {
   auto* packed_cache = dynamic_cast<SharedWeights*>(cache);
   std::vector<std::string> rewritten;
   for (jit::LoweredStep& st : steps) {
@@ -426,6 +428,7 @@ Expected<std::vector<std::string>> lower_integer_matmuls(Graph& g, std::vector<D
     spec.attrs["k"] = packed->k;
     spec.attrs["n"] = packed->n;
     spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+    if (amx_int8) spec.attrs["amx"] = int64_t{1};
     st.spec = std::move(spec);
     st.inputs = std::move(ins);
     rewritten.push_back(n.name);

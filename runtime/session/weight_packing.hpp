@@ -74,7 +74,8 @@ struct WeightLoweringStats {
 // FP32 (matmul_wq). With `cache` (a WeightCache::create() one), packed weights are looked up there
 // before they are made, stored there after, and shared with the graph without a copy.
 // With `amx_bf16` (the device's kernels may use AMX-BF16 tiles), a BF16-weight node whose input
-// is stored BF16 gets the "bf16t" tile layout and kernel (jit/codegen/c_matmul_amx.cpp).
+// is stored BF16 gets the "bf16t" tile layout and kernel (jit/codegen/c_matmul_amx.cpp); with
+// `amx_int8`, matmul_i8 kernels are asked to run on AMX-INT8 tiles (attr amx; the same packing).
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
 // Without a plan (or for an fp32 or auto node), an F32 weight is packed as F32 too: the GEMV
 // (M <= 4) streams it once, the GEMM copies contiguous panels instead of gathering strided rows
@@ -82,7 +83,8 @@ struct WeightLoweringStats {
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,
                                                              std::vector<jit::LoweredStep>& steps,
-                                                             WeightCache* cache = nullptr, bool amx_bf16 = false);
+                                                             WeightCache* cache = nullptr, bool amx_bf16 = false,
+                                                             bool amx_int8 = false);
 
 // For every Gather kernel step (axis 0 of a constant 2-D F32 table, an embedding) whose plan
 // quantises the table to INT8 or INT4 (int4-weights; scales from the plan, else chosen as
@@ -102,10 +104,11 @@ Expected<std::vector<std::string>> lower_quantised_gathers(Graph& g, const Plan*
 // adds it and its column sums to `g` as initializers and rewrites the step into a matmul_i8
 // kernel with an integer A (exact I32 output, c_matmul_int8.cpp). Other forms stay as they are
 // (the reference runs them). With `cache`, shared across compiles as
-// lower_weight_quantised_matmuls does. Returns the names of the nodes rewritten.
+// lower_weight_quantised_matmuls does, and so does `amx_int8`. Returns the names of the nodes rewritten.
 Expected<std::vector<std::string>> lower_integer_matmuls(Graph& g, std::vector<DType>& storage,
                                                         std::vector<std::vector<int64_t>>& shapes,
-                                                        std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr);
+                                                        std::vector<jit::LoweredStep>& steps, WeightCache* cache = nullptr,
+                                                        bool amx_int8 = false);
 
 // For every Conv kernel step whose plan computes it in INT8 (mode int8 with a calibrated
 // per-tensor input_quant; plan_from_policy gives it to 1-D and 2-D Convs that are not

@@ -90,7 +90,11 @@ TEST_CASE("codegen: MatMulInteger with a constant INT8 weight runs u8/s8 x s8 ->
                         // K of whole 16-byte rows: A read in place (u8 with VNNI, s8 with AVX2),
                         // the last partial tile of rows copied.
                         Case{13, 32, 50, DType::U8, Z::constant}, Case{9, 48, 70, DType::I8, Z::input},
-                        Case{4, 64, 40, DType::U8, Z::none, false, false, 5}}) {
+                        Case{4, 64, 40, DType::U8, Z::none, false, false, 5},
+                        // K a multiple of 64 and at least 16 rows: AMX-INT8 tiles where the host
+                        // has them (blocks of 32 rows and 32 columns: ragged rows, a lone panel).
+                        Case{16, 64, 40, DType::U8, Z::constant}, Case{37, 128, 50, DType::I8, Z::input},
+                        Case{70, 192, 96, DType::U8, Z::constant, true}, Case{30, 64, 33, DType::U8, Z::none, false, false, 3}}) {
     CAPTURE(c.m);
     CAPTURE(c.k);
     CAPTURE(c.n);

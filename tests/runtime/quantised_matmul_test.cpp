@@ -340,7 +340,9 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
                          Chain{2, 40, 64, 48, true, false, true},
                          // mm1: 3 chunks of rows, columns in 2 groups (work items split a chunk's
                          // columns between threads); a GEMV-like M with 300 columns in groups.
-                         Chain{100, 64, 256, 130, false}, Chain{2, 40, 300, 48, false}}) {
+                         Chain{100, 64, 256, 130, false}, Chain{2, 40, 300, 48, false},
+                         // K multiples of 64, at least 16 rows: AMX-INT8 tiles where the host has them.
+                         Chain{40, 64, 128, 96, false}, Chain{70, 128, 64, 50, true, false, true}}) {
     CAPTURE(c.m);
     CAPTURE(c.n1);
     CAPTURE(c.gemm);
