@@ -23,7 +23,7 @@
 //
 // The dot products, chosen by the preprocessor on the host's features:
 //   AMX-INT8      (MatMul only, where attr amx says the device has the tiles, K is a multiple
-//                 of 64 and M at least 16) TDPBUSD: 16 x 16 x 64 multiply-adds per instruction;
+//                 of 64 up to 16384 and M at least 16) TDPBUSD: 16 x 16 x 64 multiply-adds per instruction;
 //                 blocks of 32 rows x 32 columns in 4 accumulator tiles over the whole K, the
 //                 weights' panels read as they are packed (a group of 16 k-quads of a panel is
 //                 one B tile, 64-byte rows), A's tiles from the quantised chunk (32-row blocks,
@@ -189,7 +189,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   const int64_t row_items = (M + kRows - 1) / kRows;
   // AMX: chunks of whole 32-row blocks, up to 256 KiB of A (each panel pair's weights are read
   // once per chunk, so the deeper the chunk the less weight traffic per tile multiply).
-  const bool amx = attr_i(spec.attrs, "amx", 0) != 0 && K % 64 == 0 && M >= 16;
+  // (K at most 16384: a 32-row chunk, at least, on the stack.)
+  const bool amx = attr_i(spec.attrs, "amx", 0) != 0 && K % 64 == 0 && K <= 16384 && M >= 16;
   // Words per row of the quantised buffer: KR, or for AMX one cache line more, so that a tile's
   // 16 rows do not share a few L1 sets when K is a multiple of 1 KiB (2048^3 with u8 A on one core: 14.6 -> 8.5 ms).
   const int64_t AR = amx ? KR + 16 : KR;
@@ -203,7 +204,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // GEMM with two threads 2-4% short of oneDNN's).
   int64_t RC = (M + rows_wanted - 1) / rows_wanted;
   if (RC > 1 && RC % 2 == 1) ++RC;
-  // Rows of the largest chunk (its buffer's), for either tile height (4 or 6 rows).
+  // Rows of the largest chunk (its buffer's), for any tile height (4 or 6 rows; AMX: 32).
   int64_t chunk = 0;
   for (int64_t mr : {4, 6, amx ? 32 : 4}) chunk = std::max(chunk, ((M + mr - 1) / mr + RC - 1) / RC * mr);
   const int64_t CS0 = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8)
