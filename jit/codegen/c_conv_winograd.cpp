@@ -13,10 +13,13 @@
 // A work item is a block of RT tile rows (all TW tile columns, at most kMaxTiles tiles) and 64
 // output channels of one image; tile-row blocks innermost, so that a range keeps its channels'
 // U (16 x CG x 64 values) in cache. Per slice of up to kSlice input channels: the slice's input
-// rows (zero-padded) are copied into a window with the channels innermost, V = B^T d B is
-// computed per tile, vectorised over the channels, into V[xi][t][c] (every block of output
-// channels transforms its input again, a few percent of its multiply-adds), and per element xi
-// the GEMM over the block's tiles (U's slice, 16 KiB, stays in L1) adds into M[xi][t][64].
+// rows are copied, zero-padded, into a window (rows of X as they are, vector copies), V = B^T d B
+// is computed per tile, vectorised over a tile row's tiles, into V[xi][c][t] (every block of
+// output channels transforms its input again, a few percent of its multiply-adds), and per
+// element xi the GEMM over the block's tiles (A = V_xi read with the tiles contiguous, U's slice,
+// 16 KiB, stays in L1) adds into M[xi][t][64]. (The window was once built with the channels
+// innermost, V vectorised over the channels: its scalar transposing stores took 43% of the
+// kernel; ResNet-50's 56x56 64 -> 64 layer went 2.05 -> 0.92 ms with this layout.)
 // After the last slice the output transform A^T M A turns M's 16 planes into the four quarters
 // o = 2 * row + column of each tile's outputs, in place; each quarter is transposed into channel
 // rows (hpf_tile_cols), the two column phases interleaved into output rows, finished (bias,
@@ -81,14 +84,17 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
   const Blocking b = blocking(z);
   const int64_t TH = b.TH, TW = b.TW, RT = b.RT, TS = b.TS, CS = b.CS, MP = b.MP, CB = MP / kConvColBlock;
   const int64_t RBn = (TH + RT - 1) / RT, WR = 2 * RT + 2, WC = 2 * TW + 2, P = z.OH * z.OW;
+  // V's planes one cache line longer than their values: 16 planes a power of two apart would
+  // share L1 sets (their stores then take 2.3x as long). Window columns [lo, hi) read X.
+  const int64_t VP = CS * TS + 16, lo = std::min(z.PW, WC), hi = std::clamp(z.W + z.PW, lo, WC);
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << tile_cols_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << kernel_args(spec, "float", has_b, epi_ptrs)
-    // The window: WR input rows of WC columns, padded coordinates from (2 * tile row 0 - PH,
-    // -PW), channels innermost (CS a position); V[xi][t][c].
+    // The window: per channel, WR input rows of WC columns, padded coordinates from (2 * tile
+    // row 0 - PH, -PW); V[xi][c][t], planes VP apart.
     << "  float win[" << WR * WC * CS << "] __attribute__((aligned(64)));\n"
-    << "  float V[" << 16 * TS * CS << "] __attribute__((aligned(64)));\n"
+    << "  float V[" << 16 * VP << "] __attribute__((aligned(64)));\n"
     << "  float Mx[" << 16 * TS * kConvColBlock << "] __attribute__((aligned(64)));\n"
     << "  float ct[" << 4 * kConvColBlock * TS << "] __attribute__((aligned(64)));\n"
     << "  float a[" << 2 * TW << "] __attribute__((aligned(64)));\n"
@@ -99,45 +105,46 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
     << "    for (i64 x = 0; x < " << L(16 * TS * kConvColBlock) << "; ++x) Mx[x] = 0.0f;\n"
     << "    for (i64 c0 = 0; c0 < " << L(z.CG) << "; c0 += " << L(CS) << ") {\n"
     << "      const i64 cs = " << L(z.CG) << " - c0 < " << L(CS) << " ? " << L(z.CG) << " - c0 : " << L(CS) << ";\n"
-    // The window (a transposition: each channel's rows are contiguous in X).
+    // The window: each channel's WR input rows, zero-padded to WC columns (copies of X's rows).
     << "      for (i64 c = 0; c < cs; ++c)\n"
     << "        for (i64 y = 0; y < " << L(WR) << "; ++y) {\n"
     << "          const i64 ih = 2 * tr0 - " << L(z.PH) << " + y;\n"
-    << "          const int in = (unsigned long long)ih < " << L(z.H) << ";\n"
-    << "          const float* restrict src = X + ((n * " << L(z.C) << " + c0 + c) * " << L(z.H) << " + (in ? ih : 0)) * "
-    << L(z.W) << ";\n"
-    << "          float* restrict d = win + y * " << L(WC * CS) << " + c;\n"
-    << "          for (i64 x = 0; x < " << L(WC) << "; ++x) {\n"
-    << "            const i64 iw = x - " << L(z.PW) << ";\n"
-    << "            d[x * " << L(CS) << "] = in && (unsigned long long)iw < " << L(z.W) << " ? src[iw] : 0.0f;\n"
+    << "          float* restrict d = win + (c * " << L(WR) << " + y) * " << L(WC) << ";\n"
+    << "          if ((unsigned long long)ih >= " << L(z.H) << ") {\n"
+    << "            for (i64 x = 0; x < " << L(WC) << "; ++x) d[x] = 0.0f;\n"
+    << "            continue;\n"
     << "          }\n"
+    << "          const float* restrict src = X + ((n * " << L(z.C) << " + c0 + c) * " << L(z.H) << " + ih) * " << L(z.W) << ";\n"
+    << "          for (i64 x = 0; x < " << L(lo) << "; ++x) d[x] = 0.0f;\n"
+    << "          for (i64 x = " << L(lo) << "; x < " << L(hi) << "; ++x) d[x] = src[x - " << L(z.PW) << "];\n"
+    << "          for (i64 x = " << L(hi) << "; x < " << L(WC) << "; ++x) d[x] = 0.0f;\n"
     << "        }\n"
-    // V = B^T d B per tile, vectorised over the channels: the tile's 4x4 inputs, rows combined
-    // (e0 = r0 - r2, e1 = r1 + r2, e2 = r2 - r1, e3 = r1 - r3), then columns the same way.
-    << "      for (i64 t = 0; t < nt; ++t) {\n"
-    << "        const i64 tr = t / " << L(TW) << ", k = t % " << L(TW) << ";\n"
-    << "        const float* restrict r = win + ((2 * tr) * " << L(WC) << " + 2 * k) * " << L(CS) << ";\n"
-    << "        float* restrict v = V + t * " << L(CS) << ";\n"
-    << "        for (i64 c = 0; c < cs; ++c) {\n";
+    // V = B^T d B per tile, vectorised over a tile row's tiles: the tile's 4x4 inputs, rows
+    // combined (e0 = r0 - r2, e1 = r1 + r2, e2 = r2 - r1, e3 = r1 - r3), then columns the same way.
+    << "      for (i64 c = 0; c < cs; ++c)\n"
+    << "        for (i64 tr = 0; tr < trows; ++tr) {\n"
+    << "          const float* restrict r = win + (c * " << L(WR) << " + 2 * tr) * " << L(WC) << ";\n"
+    << "          float* restrict v = V + c * " << L(TS) << " + tr * " << L(TW) << ";\n"
+    << "          for (i64 k = 0; k < " << L(TW) << "; ++k) {\n";
   for (int i = 0; i < 4; ++i) {
-    s << "          const float";
+    s << "            const float";
     for (int j = 0; j < 4; ++j)
-      s << (j ? "," : "") << " d" << i << j << " = r[" << L((i * WC + j) * CS) << " + c]";
+      s << (j ? "," : "") << " d" << i << j << " = r[" << L(i * WC + j) << " + 2 * k]";
     s << ";\n";
   }
   for (int j = 0; j < 4; ++j)
-    s << "          const float e0" << j << " = d0" << j << " - d2" << j << ", e1" << j << " = d1" << j << " + d2" << j
+    s << "            const float e0" << j << " = d0" << j << " - d2" << j << ", e1" << j << " = d1" << j << " + d2" << j
       << ", e2" << j << " = d2" << j << " - d1" << j << ", e3" << j << " = d1" << j << " - d3" << j << ";\n";
   for (int q = 0; q < 4; ++q) {
     const std::string e = "e" + std::to_string(q);
-    auto at = [&](int xi) { return "          v[" + L(xi * TS * CS) + " + c] = "; };
+    auto at = [&](int xi) { return "            v[" + L(xi * VP) + " + k] = "; };
     s << at(4 * q) << e << "0 - " << e << "2;\n"
       << at(4 * q + 1) << e << "1 + " << e << "2;\n"
       << at(4 * q + 2) << e << "2 - " << e << "1;\n"
       << at(4 * q + 3) << e << "1 - " << e << "3;\n";
   }
-  s << "        }\n"
-    << "      }\n"
+  s << "          }\n"
+    << "        }\n"
     // The 16 GEMMs, element by element (its U slice, 16 KiB, stays in L1 across the tiles), into
     // M[xi][t][64], summed over the slices.
     << "      for (int xi = 0; xi < 16; ++xi) {\n"
@@ -145,12 +152,12 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
     << ";\n"
     << "        for (i64 t0 = 0; t0 < nt; t0 += HPF_MR) {\n"
     << "          const i64 mr = nt - t0 < HPF_MR ? nt - t0 : HPF_MR;\n"
-    << "          const float* restrict vp = V + (xi * " << L(TS) << " + t0) * " << L(CS) << ";\n"
+    << "          const float* restrict vp = V + xi * " << L(VP) << " + t0;\n"
     << "          float* restrict mp = Mx + (xi * " << L(TS) << " + t0) * " << kConvColBlock << ";\n"
     << "          for (i64 jp = 0; jp < " << kConvColBlock << "; jp += HPF_NR)\n"
-    << "            if (mr == HPF_MR) hpf_mm_micro_bx(cs, vp, 1, " << L(CS) << ", up + jp, " << kConvColBlock
+    << "            if (mr == HPF_MR) hpf_mm_micro_bx(cs, vp, " << L(TS) << ", 1, up + jp, " << kConvColBlock
     << ", HPF_VW, mp + jp, " << kConvColBlock << ");\n"
-    << "            else hpf_mm_micro_rest(mr, cs, vp, 1, " << L(CS) << ", up + jp, " << kConvColBlock
+    << "            else hpf_mm_micro_rest(mr, cs, vp, " << L(TS) << ", 1, up + jp, " << kConvColBlock
     << ", HPF_VW, mp + jp, " << kConvColBlock << ");\n"
     << "        }\n"
     << "      }\n"
