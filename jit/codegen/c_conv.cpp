@@ -181,6 +181,10 @@ constexpr int64_t kPointwiseRowsDepth = 1024;
 // Work items of the rows-layout pointwise kernel, at least (channel blocks split further): the
 // threads take items one at a time, and a layer of few, large items ends with one thread alone.
 constexpr int64_t kPointwiseMinItems = 16;
+// Output channels the rows pointwise kernel sums together, slice by slice of K, where K has more
+// than one slice: 4 tiles, whose sums (6 KiB) stay in L1 beside the slice of input rows they
+// share (32 KiB). (With one slice, 4 tiles finished together ran slower than one at a time.)
+constexpr int64_t kPointwiseGroupRows = 4 * kGemmMR;
 // Pixel tiles (of HPF_MR) per work item of the pointwise kernel: its FP32 tile is 6 x this x 64.
 constexpr int64_t kPointwiseTiles = 16;
 
@@ -425,13 +429,16 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
 
 // A pointwise Conv (1x1, unit strides, no padding) with weights in the "rows" layout: Y = W X per
 // image, a plain GEMM whose B (X, a channel's pixels contiguous) needs no packing. A work item is
-// one block of HPF_NC pixels and up to MT output channels; per tile of HPF_MR channels the
-// microkernel sums over all of K (slice after slice of the packed weights) into a small tile,
+// one block of HPF_NC pixels and up to MT output channels; per group of kPointwiseGroupRows
+// channels (4 tiles of HPF_MR; a tile where K is one slice) the microkernel sums over all of K,
+// slice after slice of the packed weights, each slice's input rows (32 KiB) read from L1 by the
+// group's 4 tiles in turn (a tile at a time over all of K read them from L2: ResNet-50's 28x28
+// 512 -> 128 layer 0.74 -> 0.65 ms alone),
 // reading FP32 pixels in place (a ragged block, or 16-bit input, is first copied, converted, into
-// a zero-padded K x HPF_NC panel, once per work item), and the tile's rows are finished and stored
-// at once, while in L1: no tile of MT rows to clear, reload and finish afterwards, which cost
-// ResNet-50's 64-deep layers a fifth of their time. K is at most kPointwiseRowsDepth where the
-// panel is copied (it is on the stack).
+// a zero-padded K x HPF_NC panel, once per work item), and the group's rows are finished and
+// stored at once, while in L1: no tile of MT rows to clear, reload and finish afterwards, which
+// cost ResNet-50's 64-deep layers a fifth of their time. K is at most kPointwiseRowsDepth where
+// the panel is copied (it is on the stack).
 Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const ConvShape& z, const std::vector<int>& kinds,
                                               bool has_b, const std::string& head, const std::string& epi_ptrs,
                                               const std::string& name) {
@@ -448,7 +455,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, "float", has_b, epi_ptrs)
     << (copies ? "  float bpanel[" + std::to_string(K * kGemmNC) + "] __attribute__((aligned(64)));\n" : "")
-    << "  float acc[HPF_MR * HPF_NC] __attribute__((aligned(64)));\n"
+    << "  float acc[" << kPointwiseGroupRows * kGemmNC << "] __attribute__((aligned(64)));\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << pixel_item(z, PB, MB, MT, P)
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n";
@@ -467,28 +474,33 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
       << "      bsk = HPF_NC;\n"
       << "    }\n";
   const std::string wt = "Wt + " + L(T * kGemmMR * K) + " * g + pc * " + L(T * kGemmMR) + " + (ic + ir) * kc";
-  s << "    for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-    << "      const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-    // With the whole K in one slice, a full tile of whole panels starts its sums at zero in
-    // registers instead of zeroing acc and loading it (MobileNetV2's 112x112 32->32: 0.28 -> 0.26 ms).
-    << "      const int fresh = " << L(K) << " <= HPF_KC && mr == HPF_MR && nc % HPF_NR == 0;\n"
-    << "      if (!fresh) for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) acc[x] = 0.0f;\n"
+  const int64_t GR = K > kGemmKC ? kPointwiseGroupRows : kGemmMR;  // one slice: a tile at a time
+  s << "    for (i64 ig = 0; ig < mc; ig += " << L(GR) << ") {\n"
+    << "      const i64 ge = mc - ig < " << L(GR) << " ? mc : ig + " << L(GR) << ";\n"
     << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
     << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
+    << "        for (i64 ir = ig; ir < ge; ir += HPF_MR) {\n"
+    << "          const i64 mr = ge - ir < HPF_MR ? ge - ir : HPF_MR;\n"
+    << "          float* restrict at = acc + (ir - ig) * HPF_NC;\n"
+    // The first slice of a full tile of whole panels starts its sums at zero in registers
+    // instead of zeroing acc and loading it (MobileNetV2's 112x112 32->32: 0.28 -> 0.26 ms).
+    << "          const int fresh = pc == 0 && mr == HPF_MR && nc % HPF_NR == 0;\n"
+    << "          if (pc == 0 && !fresh) for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) at[x] = 0.0f;\n"
     // The packed slice's tile (conv_packing.hpp, "rows"); a ragged last tile (64 channels: 10 x 6
     // + 4) exactly, in pieces of 4, 2 and 1 rows; the block's HPF_NC pixels in panels of HPF_NR
     // (AVX2: 4), a ragged block's last panel in whole vectors only (MobileNetV2's 14x14 maps: 196
     // pixels computed as 208, not 256).
-    << "        for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
-    << "          const float* restrict bj = bp + pc * bsk + jp;\n"
-    << "          if (nc - jp < HPF_NR) hpf_mm_micro_cols(mr, nc - jp, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
-    << "          else if (fresh) hpf_mm_micro_bx0(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
-    << "          else if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
-    << "          else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "          for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+    << "            const float* restrict bj = bp + pc * bsk + jp;\n"
+    << "            if (nc - jp < HPF_NR) hpf_mm_micro_cols(mr, nc - jp, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
+    << "            else if (fresh) hpf_mm_micro_bx0(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
+    << "            else if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
+    << "            else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
+    << "          }\n"
     << "        }\n"
     << "      }\n"
-    << "      for (i64 ii = 0; ii < mr; ++ii) {\n"
-    << "        const i64 mo = g * " << L(z.MG) << " + ic + ir + ii;\n"
+    << "      for (i64 ii = 0; ii < ge - ig; ++ii) {\n"
+    << "        const i64 mo = g * " << L(z.MG) << " + ic + ig + ii;\n"
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "        float* restrict a = acc + ii * HPF_NC;\n"
     << "        (void)yo;\n";
