@@ -83,6 +83,12 @@ struct DeviceRecord {
   std::vector<std::pair<std::string, std::string>> fingerprint;
   std::string compiler;
   std::string compile_flags;
+
+  // Whether the device's compile flags turn on `feature`, an LLVM target feature such as
+  // "+amx-int8" (the CPU plugin compiles for those of the host that Linux grants this process).
+  bool compiles_for(std::string_view feature) const {
+    return compile_flags.find(feature) != std::string::npos;
+  }
 };
 
 // What the host found in one file: a plain, copyable value (for `hpf info` and for logs).

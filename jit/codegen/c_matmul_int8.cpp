@@ -23,8 +23,8 @@
 //
 // The dot products, chosen by the preprocessor on the host's features:
 //   AMX-INT8      (MatMul only, where attr amx says the device has the tiles, K is a multiple
-//                 of 64 up to 16384 and M at least 16) TDPBUSD: 16 x 16 x 64 multiply-adds per instruction;
-//                 blocks of 32 rows x 32 columns in 4 accumulator tiles over the whole K, the
+//                 of 64 up to 16384 and M at least 16) TDPBUSD: 16 x 16 x 64 multiply-adds per
+//                 instruction; blocks of 32 rows x 32 columns in 4 accumulator tiles over the whole K, the
 //                 weights' panels read as they are packed (a group of 16 k-quads of a panel is
 //                 one B tile, 64-byte rows), A's tiles from the quantised chunk (32-row blocks,
 //                 chunks of up to 256 KiB);
@@ -192,7 +192,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // (K at most 16384: a 32-row chunk, at least, on the stack.)
   const bool amx = attr_i(spec.attrs, "amx", 0) != 0 && K % 64 == 0 && K <= 16384 && M >= 16;
   // Words per row of the quantised buffer: KR, or for AMX one cache line more, so that a tile's
-  // 16 rows do not share a few L1 sets when K is a multiple of 1 KiB (2048^3 with u8 A on one core: 14.6 -> 8.5 ms).
+  // 16 rows do not share a few L1 sets when K is a multiple of 1 KiB (2048^3 with u8 A on one
+  // core: 14.6 -> 8.5 ms).
   const int64_t AR = amx ? KR + 16 : KR;
   const int64_t rows_wanted = amx ? 32 * std::clamp<int64_t>(262144 / (KP * 32), 1, 8)
                               : row_items < 4 ? kRows

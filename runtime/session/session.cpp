@@ -582,9 +582,8 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   if (!gpu) {  // constant weights the plan quantises or narrows, and FP32 GEMV weights: packed once, own kernels
     // The CPU plugin compiles for the host's features, AMX among them only where Linux granted
     // this process the tile state (plugins/cpu/clang_compiler.cpp).
-    const bool amx_tile = dev.compile_flags.find("+amx-tile") != std::string::npos;
-    const bool amx_bf16 = amx_tile && dev.compile_flags.find("+amx-bf16") != std::string::npos;
-    const bool amx_int8 = amx_tile && dev.compile_flags.find("+amx-int8") != std::string::npos;
+    const bool amx_bf16 = dev.compiles_for("+amx-tile") && dev.compiles_for("+amx-bf16");
+    const bool amx_int8 = dev.compiles_for("+amx-tile") && dev.compiles_for("+amx-int8");
     HPF_ASSIGN_OR_RETURN(auto packed, lower_weight_quantised_matmuls(*g, impl_->options.plan.get(), impl->storage,
                                                                      impl->shapes, lowered,
                                                                      impl_->options.weight_cache.get(), amx_bf16,

@@ -32,8 +32,7 @@ Tensor random(std::vector<int64_t> shape, uint32_t seed, float lo = -1, float hi
 bool device_has_amx_bf16() {
   auto d = PluginHost::shared().best_device();
   if (!d.ok()) return false;
-  const std::string& f = d->info().compile_flags;
-  return f.find("+amx-bf16") != std::string::npos && f.find("+amx-tile") != std::string::npos;
+  return d->info().compiles_for("+amx-tile") && d->info().compiles_for("+amx-bf16");
 }
 
 struct Case {
