@@ -504,7 +504,13 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "        float* restrict a = acc + ii * HPF_NC;\n"
     << "        (void)yo;\n";
-  s << finish_store(spec, fin, "(Y + yo)", "a", "nc") << "      }\n    }\n  }\n}\n";
+  // As in conv_gemm: the next work item continues these rows with the next pixel block, whose
+  // lines are fetched for writing now (rows a plane apart: the hardware prefetchers do not follow
+  // them). ResNet-50's 56x56 64->64 layer with its output out of cache, as in the model: 0.38 ->
+  // 0.22 ms alone (0.17 with it in cache); the whole model 66.9 -> 65.0 ms.
+  s << finish_store(spec, fin, "(Y + yo)", "a", "nc")
+    << "        if (pb + 1 < " << L(PB) << ") hpf_prefetch_w(Y + yo + HPF_NC, HPF_NC * sizeof(*Y));\n"
+    << "      }\n    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * K * kGemmNC);
   return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 20) / per_item)};
 }
