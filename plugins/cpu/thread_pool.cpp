@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <memory>
 
 namespace hpf::cpu {
 namespace {
@@ -25,13 +26,33 @@ void spin_while(Busy busy) {
 }
 }  // namespace
 
+// The ranges [front, back) of one thread's chunk not yet taken, as front << 32 | back: the owner
+// takes the front, other threads the back. (A job has at most 16 ranges per thread.)
+struct alignas(64) ThreadPool::Chunk {
+  std::atomic<uint64_t> span{0};
+  // Takes a range from the front or the back; false when none is left.
+  bool take(bool from_front, int64_t& r) {
+    uint64_t v = span.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t front = v >> 32, back = v & 0xffffffffu;
+      if (front >= back) return false;
+      const uint64_t nv = from_front ? (front + 1) << 32 | back : front << 32 | (back - 1);
+      if (span.compare_exchange_weak(v, nv, std::memory_order_relaxed)) {
+        r = static_cast<int64_t>(from_front ? front : back - 1);
+        return true;
+      }
+    }
+  }
+};
+
 struct ThreadPool::Job {
   RangeFn fn;
   void* context;
   int64_t items;
   int64_t range;
-  int64_t count;                 // number of ranges
-  std::atomic<int64_t> next{0};  // next range to hand out
+  int64_t count;  // number of ranges
+  int chunks;     // one per thread of the pool
+  std::unique_ptr<Chunk[]> chunk;
   // Workers that may still touch this job: changed under mutex_, read without it by the caller
   // spinning for the job's end.
   std::atomic<int> holders{0};
@@ -59,21 +80,23 @@ void ThreadPool::start_workers_locked() {
   // A thread that cannot be created only lowers the parallelism: the caller still runs every
   // range that no worker takes.
   try {
-    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
   } catch (...) {
   }
 }
 
-void ThreadPool::run_ranges(Job& job) {
-  for (;;) {
-    const int64_t r = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (r >= job.count) return;
+void ThreadPool::run_ranges(Job& job, int self) {
+  auto run = [&job](int64_t r) {
     const int64_t begin = r * job.range;
     job.fn(job.context, begin, std::min(job.items, begin + job.range));
-  }
+  };
+  int64_t r;
+  while (job.chunk[self].take(true, r)) run(r);
+  for (int d = 1; d < job.chunks; ++d)
+    for (Chunk& c = job.chunk[(self + d) % job.chunks]; c.take(false, r);) run(r);
 }
 
-void ThreadPool::worker_loop() {
+void ThreadPool::worker_loop(int self) {
   std::unique_lock lock(mutex_);
   for (;;) {
     if (jobs_.empty() && !stopping_) {
@@ -86,7 +109,7 @@ void ThreadPool::worker_loop() {
     Job* job = jobs_.front();
     ++job->holders;
     lock.unlock();
-    run_ranges(*job);
+    run_ranges(*job, self);
     lock.lock();
     // Every range of this job is handed out: nobody should pick it up again.
     auto it = std::find(jobs_.begin(), jobs_.end(), job);
@@ -110,6 +133,12 @@ void ThreadPool::parallel_for(int64_t items, int64_t grain, RangeFn fn, void* co
     fn(context, 0, items);
     return;
   }
+  job.chunks = threads_;
+  job.chunk = std::make_unique<Chunk[]>(threads_);
+  for (int t = 0; t < threads_; ++t)
+    job.chunk[t].span.store(static_cast<uint64_t>(job.count * t / threads_) << 32 |
+                                static_cast<uint64_t>(job.count * (t + 1) / threads_),
+                            std::memory_order_relaxed);
   {
     std::lock_guard lock(mutex_);
     if (!started_) start_workers_locked();
@@ -121,7 +150,7 @@ void ThreadPool::parallel_for(int64_t items, int64_t grain, RangeFn fn, void* co
   else
     for (int64_t i = 1; i < job.count; ++i) work_ready_.notify_one();
 
-  run_ranges(job);
+  run_ranges(job, 0);
 
   // All ranges are handed out; wait until no worker still holds the job (each finishes the
   // ranges it took before letting go), then it may leave this stack frame. A worker usually

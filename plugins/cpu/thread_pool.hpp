@@ -29,12 +29,19 @@ class ThreadPool {
 
   int size() const { return threads_; }
 
-  // Calls fn(context, begin, end) over [0, items) cut into ranges, handed out one at a time to
-  // whichever thread is free. `grain` is the smallest range worth a thread (0: 1 item); ranges
-  // are about 16 per thread, or grain items, whichever is longer: fine enough that unequal items
-  // (a ragged last block) even out (ResNet-50's auto plan with two threads, 4 alternating runs
-  // each: 10.85 -> 10.21 ms mean of medians against 4 ranges per thread; MobileNetV2 FP32 the
-  // same within noise), coarse enough that handing them out costs nothing measurable.
+  // Calls fn(context, begin, end) over [0, items) cut into ranges. `grain` is the smallest range
+  // worth a thread (0: 1 item); ranges are about 16 per thread, or grain items, whichever is
+  // longer: fine enough that unequal items (a ragged last block) even out (ResNet-50's auto plan
+  // with two threads, 4 alternating runs each: 10.85 -> 10.21 ms mean of medians against 4 ranges
+  // per thread), coarse enough that handing them out costs nothing measurable.
+  // Thread t of the pool (the caller is thread 0) owns the t-th of `size()` contiguous chunks of
+  // the ranges and runs them in order; a thread done with its own takes what is left of the
+  // others' from their far ends, one range at a time. So a thread walks consecutive items (the
+  // kernels' prefetches of the next item's lines, and the hardware prefetchers, work for the
+  // thread that uses them), and the same part of consecutive kernels (an output block it wrote is
+  // in its own cache when the next kernel reads it). Against ranges handed to whichever thread was
+  // free, with two threads, 5 alternating runs each: ResNet-50 FP32 34.0 -> 32.2 ms, MobileNetV2
+  // 4.58 -> 4.21 ms; BERT-base (4 runs) 85.3 -> 82.8 ms.
   // `fn` must not throw.
   void parallel_for(int64_t items, int64_t grain, RangeFn fn, void* context);
 
@@ -43,9 +50,10 @@ class ThreadPool {
 
  private:
   struct Job;
+  struct Chunk;
   void start_workers_locked();
-  void worker_loop();
-  static void run_ranges(Job& job);
+  void worker_loop(int self);
+  static void run_ranges(Job& job, int self);
 
   const int threads_;
   std::mutex mutex_;
