@@ -80,6 +80,13 @@ Expected<std::string> epilogue_pointers(const KernelSpec& spec, int axis);
 // appended there instead, for the caller to run once per channel before its element loop.
 Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
                                  const std::function<std::string(int)>& operand, std::string* setup = nullptr);
+// The epilogue on the vector lvalue `acc` (hpf_vf, gemm_micro_source's type) of FP32 results,
+// for kernels that finish a tile in registers: the same values as c_epilogue's for the steps it
+// covers (Add, Sub, Mul, Div, Identity, Relu, Clip, every step and operand FP32); `operand(k)` is
+// a scalar or hpf_vf expression of input k. Unsupported otherwise (the caller keeps the scalar
+// path). Braces around its statements; none but the braces for an empty epilogue.
+Expected<std::string> c_epilogue_vector(const KernelSpec& spec, const std::string& acc,
+                                        const std::function<std::string(int)>& operand);
 
 // Lowering helpers: the family that takes node `n` ("" for none: it stays a reference fallback),
 // with the operands read from constant inputs (and resolved defaults) added to `attrs`.

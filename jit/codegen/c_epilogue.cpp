@@ -93,4 +93,55 @@ Expected<std::string> c_epilogue(const KernelSpec& spec, const std::string& acc,
   return s.str();
 }
 
+Expected<std::string> c_epilogue_vector(const KernelSpec& spec, const std::string& acc,
+                                        const std::function<std::string(int)>& operand) {
+  const int first = static_cast<int>(spec.inputs.size()) - spec.epilogue_inputs;
+  std::ostringstream s;
+  s << "{\n";
+  for (size_t k = 0; k < spec.epilogue.size(); ++k) {
+    const ElementwiseStep& st = spec.epilogue[k];
+    if (st.dtype != DType::F32)
+      return Status::unsupported("vector epilogue: step " + st.op + " rounds to " + std::string(dtype_name(st.dtype)));
+    std::vector<std::string> in;
+    for (int o : st.operands) {
+      if (o == kProducerResult) in.push_back(acc);
+      else if (o == kAbsentOperand) in.emplace_back();
+      else if (o < 0) in.push_back("E" + std::to_string(-1 - o));
+      else if (o >= first && o < static_cast<int>(spec.inputs.size()) && spec.inputs[o].dtype == DType::F32)
+        in.push_back("(" + operand(o) + ")");
+      else return Status::unsupported("vector epilogue: operand " + std::to_string(o) + " of " + st.op);
+    }
+    const std::string e = "E" + std::to_string(k);
+    // A vector of x, scalar or vector: x - (+0) is x exactly, a -0 and a NaN included.
+    auto vec = [](const std::string& x) { return "((" + x + ") - (hpf_vf){})"; };
+    auto need = [&](size_t n) { return in.size() >= n && !in[0].empty() && (n < 2 || !in[1].empty()); };
+    if ((st.op == "Add" || st.op == "Sub" || st.op == "Mul" || st.op == "Div") && need(2)) {
+      const char* o = st.op == "Add" ? " + " : st.op == "Sub" ? " - " : st.op == "Mul" ? " * " : " / ";
+      s << "  const hpf_vf " << e << " = " << vec(in[0]) << o << in[1] << ";\n";
+    } else if (st.op == "Identity" && need(1)) {
+      s << "  const hpf_vf " << e << " = " << vec(in[0]) << ";\n";
+    } else if (st.op == "Relu" && need(1)) {
+      // a > 0 ? a : (a != a ? a : 0): the bits of a where a > 0 or a is NaN, else +0.
+      s << "  hpf_vf " << e << " = " << vec(in[0]) << ";\n"
+        << "  " << e << " = (hpf_vf)((hpf_vi)" << e << " & ((" << e << " > 0.0f) | (" << e << " != " << e << ")));\n";
+    } else if (st.op == "Clip" && need(1)) {
+      std::string lo = st.attrs.count("min") ? c_float(attr_f(st.attrs, "min", 0)) : (in.size() > 1 ? in[1] : "");
+      std::string hi = st.attrs.count("max") ? c_float(attr_f(st.attrs, "max", 0)) : (in.size() > 2 ? in[2] : "");
+      // As the scalar form: e < lo ? lo : e, then e > hi ? hi : e (a NaN stays).
+      s << "  hpf_vf " << e << " = " << vec(in[0]) << ";\n";
+      for (int side = 0; side < 2; ++side) {
+        const std::string& b = side == 0 ? lo : hi;
+        if (b.empty()) continue;
+        s << "  { const hpf_vf b = " << vec(b) << "; const hpf_vi m = " << e << (side == 0 ? " < " : " > ")
+          << "b; " << e << " = (hpf_vf)(((hpf_vi)" << e << " & ~m) | ((hpf_vi)b & m)); }\n";
+      }
+    } else {
+      return Status::unsupported("vector epilogue: op " + st.op);
+    }
+  }
+  if (!spec.epilogue.empty()) s << "  " << acc << " = E" << spec.epilogue.size() - 1 << ";\n";
+  s << "}\n";
+  return s.str();
+}
+
 }  // namespace hpf::jit

@@ -59,6 +59,7 @@ typedef float hpf_vfu __attribute__((vector_size(32), aligned(4)));
 #define HPF_VW 8
 #define HPF_NV 2
 #endif
+typedef int hpf_vi __attribute__((vector_size(sizeof(hpf_vf))));
 #define HPF_MR 6
 #define HPF_NR (HPF_VW * HPF_NV)
 #define HPF_KC 128
@@ -69,11 +70,12 @@ typedef float hpf_vfu __attribute__((vector_size(32), aligned(4)));
    mr and nv are constants at every call (the full tile or a piece of a ragged one), so the rows
    and vectors past them vanish when this is inlined.
    min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
-   accumulators in two and spill them. */
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rnz(
+   accumulators in two and spill them.
+   hpf_mm_micro_sums leaves the sums in c (registers, once inlined) for the caller to finish;
+   hpf_mm_micro_rnz stores them to acc. */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_sums(
     int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
-    i64 bsv, float* restrict acc, i64 ldc) {
-  hpf_vf c[HPF_MR][HPF_NV];
+    i64 bsv, const float* restrict acc, i64 ldc, hpf_vf c[HPF_MR][HPF_NV]) {
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -94,6 +96,12 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
       }
     }
   }
+}
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rnz(
+    int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
+    i64 bsv, float* restrict acc, i64 ldc) {
+  hpf_vf c[HPF_MR][HPF_NV];
+  hpf_mm_micro_sums(zero, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, c);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)

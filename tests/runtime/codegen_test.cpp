@@ -1422,6 +1422,61 @@ TEST_CASE("codegen: Conv with packed weights: pointwise rows layout") {
   CHECK(worst <= 1e-5);
 }
 
+// The rows pointwise kernel finishes a group of whole tiles over a whole pixel block in
+// registers (the vector epilogue, c_epilogue_vector) where every step has a vector form, and
+// through its FP32 tile otherwise: both against the reference, with operands a scalar, per
+// channel and in full, one slice of K and three, a NaN input pixel (Relu and Clip keep NaN), and
+// channel tiles ragged at a block's end (those groups finish through the tile).
+TEST_CASE("codegen: pointwise rows kernel finishes whole tiles in registers") {
+  auto fused = [](GraphBuilder& b) {  // whether the Conv's kernel finishes tiles in registers
+    auto g = b.build();
+    REQUIRE(g.ok());
+    auto steps = jit::lower(*g, {});
+    REQUIRE(steps.ok());
+    const jit::KernelSpec packed = jit::conv_spec_with_packed_weights((*steps)[0].spec);
+    REQUIRE(jit::attr_s(packed.attrs, "w_layout") == "rows");
+    auto k = jit::generate_c(packed);
+    REQUIRE(k.ok());
+    return k->source.find("hpf_mm_micro_sums(1, HPF_MR") != std::string::npos ||
+           k->source.find("hpf_mm_micro_sums(0, HPF_MR") != std::string::npos;
+  };
+  for (int64_t c : {40, 300}) {  // K: one slice, three
+    CAPTURE(c);
+    // 16 x 16 = 4 whole pixel blocks; 50 channels: whole tiles, then a ragged one of 2.
+    Tensor x = random_tensor({1, c, 16, 16}, DType::F32, 720);
+    x.data<float>()[5 * 256 + 37] = std::numeric_limits<float>::quiet_NaN();  // channel 5, pixel 37
+    const Tensor r = random_tensor({1, 50, 16, 16}, DType::F32, 721);
+    {
+      GraphBuilder b("vector_epilogue");
+      auto xi = b.input("x", DType::F32, {1, c, 16, 16});
+      auto ri = b.input("r", DType::F32, {1, 50, 16, 16});
+      auto y = b.op1("Conv", {xi, b.constant(random_tensor({50, c, 1, 1}, DType::F32, 722)),
+                              b.constant(random_tensor({50}, DType::F32, 723))}, {}, "conv");
+      y = b.op1("Mul", {y, b.constant(random_tensor({50, 1, 1}, DType::F32, 724))}, {}, "scale");
+      y = b.op1("Sub", {y, b.scalar(0.25f)}, {}, "shift");
+      y = b.op1("Add", {ri, y}, {}, "residual");
+      y = b.op1("Relu", {y}, {}, "relu");
+      y = b.op1("Div", {y, b.scalar(3.0f)}, {}, "div");
+      b.output(b.op1("Clip", {y, b.scalar(0.05f), b.scalar(0.4f)}, {}, "clip"), "out");
+      REQUIRE(step_labels(b) == std::vector<std::string>{"conv+scale+shift+residual+relu+div+clip"});
+      CHECK(fused(b));
+      check_graph(b, {x, r}, 4e-5, true);
+      Tensor got, want;
+      REQUIRE(run_both(b, {x, r}, &got, &want, true));
+      for (int64_t m = 0; m < 50; ++m) CHECK(std::isnan(got.data<float>()[m * 256 + 37]));
+    }
+    {
+      GraphBuilder b("scalar_epilogue");  // Sigmoid has no vector form: the tile path
+      auto xi = b.input("x", DType::F32, {1, c, 16, 16});
+      auto y = b.op1("Conv", {xi, b.constant(random_tensor({50, c, 1, 1}, DType::F32, 725))}, {}, "conv");
+      b.output(b.op1("Sigmoid", {y}, {}, "sigmoid"), "out");
+      REQUIRE(step_labels(b) == std::vector<std::string>{"conv+sigmoid"});
+      CHECK_FALSE(fused(b));
+      check_graph(b, {x}, 1e-5, true);
+    }
+  }
+}
+
 // Shallow Convs of several taps (fewer than 16 input channels per group) with "rows"-packed
 // weights read stride-phase planes in place (c_conv_phase.cpp): ResNet's 7x7 stride-2 stem and
 // MobileNetV2's 3x3 one over 3 channels, a batch of two and several row blocks; channel tiles
