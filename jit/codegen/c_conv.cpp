@@ -195,11 +195,17 @@ using conv::round_up;
 using conv::store_row;
 using ConvShape = conv::Shape;
 
-// The C statements decoding work item `w` of the "rows" GEMM kernels: pixel block `pb` (HPF_NC of
-// the P output pixels from p0, nc of them real) innermost, then the block `mb` of MT output
-// channels (ic, mc), the group g and the image n.
+// The C statements decoding work item `w` of the "rows" GEMM kernels: the block `mb` of MT output
+// channels (ic, mc) innermost, then the pixel block `pb` (HPF_NC of the P output pixels from p0,
+// nc of them real), the group g and the image n. A thread runs a contiguous chunk of items
+// (ThreadPool), so with channel blocks innermost two threads split the pixels: each reads only
+// its half of the input, which the previous layer's same thread wrote (ResNet-50 FP32, two
+// threads, 5 alternating runs: 31.3 -> 29.9 ms; its 28x28 512->128 layers 0.42 -> 0.33 ms; one
+// thread the same within noise). Consecutive items of a block of channels are MB apart: the
+// kernels prefetch the next pixel block's output lines for writing, the hardware prefetchers
+// follow the input rows.
 std::string pixel_item(const ConvShape& z, int64_t PB, int64_t MB, int64_t MT, int64_t P) {
-  return "    const i64 pb = w % " + L(PB) + ", mb = (w / " + L(PB) + ") % " + L(MB) + ", g = (w / " + L(MB * PB) +
+  return "    const i64 mb = w % " + L(MB) + ", pb = (w / " + L(MB) + ") % " + L(PB) + ", g = (w / " + L(MB * PB) +
          ") % " + L(z.G) + ", n = w / " + L(MB * PB * z.G) + ";\n" + "    const i64 p0 = pb * HPF_NC, nc = " + L(P) +
          " - p0 < HPF_NC ? " + L(P) + " - p0 : HPF_NC;\n" + channel_block(z.MG, MT);
 }
@@ -388,8 +394,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
     << (table ? "  i32 off[" + std::to_string(KK) + " * HPF_NC];\n"
               : "  i64 sj[HPF_NC + 1], sl[HPF_NC + 1], sh[HPF_NC + 1], sw[HPF_NC + 1];\n")
     << "  for (i64 w = begin; w < end; ++w) {\n"
-    // Pixel blocks innermost: a range continues the same output rows (and input rows) block after
-    // block, which the hardware prefetchers follow.
+    // Channel blocks innermost (see pixel_item).
     << pixel_item(z, PB, MB, MT, P)
     // The offset table, or the segments of the pixel block: inside one output row and one
     // panel; past nc, zeros.
