@@ -1427,18 +1427,27 @@ TEST_CASE("codegen: Conv with packed weights: pointwise rows layout") {
 // through its FP32 tile otherwise: both against the reference, with operands a scalar, per
 // channel and in full, one slice of K and three, a NaN input pixel (Relu and Clip keep NaN), and
 // channel tiles ragged at a block's end (those groups finish through the tile).
+namespace {
+// The C source of the graph's first step, a Conv, with its weights packed as the Session packs
+// them, in `layout`.
+std::string packed_conv_source(GraphBuilder& b, const std::string& layout) {
+  auto g = b.build();
+  REQUIRE(g.ok());
+  auto steps = jit::lower(*g, {});
+  REQUIRE(steps.ok());
+  const jit::KernelSpec packed = jit::conv_spec_with_packed_weights((*steps)[0].spec);
+  CHECK(jit::attr_s(packed.attrs, "w_layout") == layout);
+  auto k = jit::generate_c(packed);
+  REQUIRE(k.ok());
+  return k->source;
+}
+}  // namespace
+
 TEST_CASE("codegen: pointwise rows kernel finishes whole tiles in registers") {
   auto fused = [](GraphBuilder& b) {  // whether the Conv's kernel finishes tiles in registers
-    auto g = b.build();
-    REQUIRE(g.ok());
-    auto steps = jit::lower(*g, {});
-    REQUIRE(steps.ok());
-    const jit::KernelSpec packed = jit::conv_spec_with_packed_weights((*steps)[0].spec);
-    REQUIRE(jit::attr_s(packed.attrs, "w_layout") == "rows");
-    auto k = jit::generate_c(packed);
-    REQUIRE(k.ok());
-    return k->source.find("hpf_mm_micro_sums(1, HPF_MR") != std::string::npos ||
-           k->source.find("hpf_mm_micro_sums(0, HPF_MR") != std::string::npos;
+    const std::string src = packed_conv_source(b, "rows");
+    return src.find("hpf_mm_micro_sums(1, HPF_MR") != std::string::npos ||
+           src.find("hpf_mm_micro_sums(0, HPF_MR") != std::string::npos;
   };
   for (int64_t c : {40, 300}) {  // K: one slice, three
     CAPTURE(c);
@@ -1487,15 +1496,7 @@ TEST_CASE("codegen: Conv phase-plane kernel for shallow inputs") {
     GraphBuilder b("probe");
     auto x = b.input("x", DType::F32, Shape(xs.begin(), xs.end()));
     b.output(b.op1("Conv", {x, b.constant(random_tensor(ws, DType::F32, 1))}, attrs), "y");
-    auto g = b.build();
-    REQUIRE(g.ok());
-    auto steps = jit::lower(*g, {});
-    REQUIRE(steps.ok());
-    const jit::KernelSpec packed = jit::conv_spec_with_packed_weights((*steps)[0].spec);
-    CHECK(jit::attr_s(packed.attrs, "w_layout") == "rows");
-    auto k = jit::generate_c(packed);
-    REQUIRE(k.ok());
-    return k->source;
+    return packed_conv_source(b, "rows");
   };
   const Attributes stem{{"pads", Ints{3, 3, 3, 3}}, {"strides", Ints{2, 2}}};
   CHECK(kernel_of({2, 3, 30, 64}, {64, 3, 7, 7}, stem).find("hpf_mm_micro_tab") != std::string::npos);
