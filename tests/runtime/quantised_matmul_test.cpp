@@ -137,6 +137,9 @@ const Case kCases[] = {
     {3, 40, 48, false, false, 2},
     {70, 150, 200, false, false, 0, false, true}, {9, 65, 137, true, true, 0, false, true},
     {3, 40, 48, false, false, 2, false, true},
+    // N a multiple of 64 with M > 4: the sums accumulate in an FP32 Y, K slice by slice (ragged
+    // row tiles, a ragged last slice; 5 row tiles take column groups of 512).
+    {139, 256, 300}, {600, 512, 140, true, false}, {7, 64, 129},
 };
 
 }  // namespace
@@ -208,7 +211,7 @@ TEST_CASE("matmul_wq: a MatMul with a fused bias and activation gets packed weig
   // BERT's MatMul + Add(bias) [+ activation]: the packed kernel applies the fused consumers.
   for (Mode mode : {Mode::bf16, Mode::int4_weights, Mode::int8, Mode::fp32}) {
     for (const Case& c : {Case{1, 300, 256, false, false, 0, true}, Case{70, 150, 200, false, false, 0, true},
-                          Case{3, 37, 40, true, true, 0, true}}) {
+                          Case{3, 37, 40, true, true, 0, true}, Case{139, 256, 300, false, false, 0, true}}) {
       const std::string mname = mode_name(mode);
       CAPTURE(mname);
       CAPTURE(c.m);
