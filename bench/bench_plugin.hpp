@@ -11,7 +11,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <new>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "hpf/plugin.h"
@@ -30,6 +32,23 @@ inline double now_ms() {
   }
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
+
+// Storage 64-byte aligned, as the CPU plugin's buffers (buffer_alloc) from which the Session's
+// kernels read weights and activations; a std::vector's large blocks are 16-byte aligned, which
+// splits every 64-byte load from them across two cache lines (libhpf's packed FP32 GEMM 1024^3
+// in a C harness 5% slower with its operands 16 bytes off).
+template <class T>
+struct Aligned64 {
+  using value_type = T;
+  Aligned64() = default;
+  template <class U>
+  Aligned64(const Aligned64<U>&) {}
+  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  friend bool operator==(const Aligned64&, const Aligned64&) { return true; }
+};
+template <class T>
+using AlignedVector = std::vector<T, Aligned64<T>>;
 
 // Median wall time of fn over `runs` timed calls after two warm-up calls.
 inline double median_ms(const std::function<void()>& fn, int runs) {
@@ -61,6 +80,22 @@ inline std::vector<double> medians_interleaved(const std::vector<std::function<v
   for (auto& v : t) {
     std::sort(v.begin(), v.end());
     out.push_back(v.empty() ? -1 : v[v.size() / 2]);
+  }
+  return out;
+}
+
+// The medians of `fns` interleaved with one thread; with more, each variant's runs back to back
+// (median_ms) and a quarter second between variants: the runtimes' idle threads spin for a while
+// after their work (libhpf's pool 200 us, OpenMP's longer, OpenBLAS's about 2^28 cycles), and on
+// a machine of two cores the variant timed next would share the cores with the spinners
+// (oneDNN's 256^3 with two threads: 0.1 ms alone, 4.7 interleaved; its BERT shapes right after
+// OpenBLAS's 0.43 -> 7.5 ms).
+inline std::vector<double> medians(const std::vector<std::function<void()>>& fns, int runs, int threads) {
+  if (threads <= 1) return medians_interleaved(fns, runs);
+  std::vector<double> out;
+  for (const auto& fn : fns) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    out.push_back(median_ms(fn, runs));
   }
   return out;
 }

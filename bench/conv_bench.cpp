@@ -148,11 +148,12 @@ int run_child(int threads, int runs, const std::vector<Layer>& layers) {
   std::uniform_real_distribution<float> d(-1, 1);
   for (const Layer& l : layers) {
     const int64_t nx = l.c * l.h * l.w, nw = l.m * (l.c / l.group) * l.k * l.k, ny = l.m * l.oh() * l.ow();
-    std::vector<float> X(nx), Wt(nw), B(l.m), Y(ny), R(ny);
+    // 64-byte aligned, as the Session's buffers (bench_plugin.hpp).
+    bench::AlignedVector<float> X(nx), Wt(nw), B(l.m), Y(ny), R(ny);
     for (float& v : X) v = d(gen);
     for (float& v : Wt) v = d(gen);
     for (float& v : B) v = d(gen);
-    std::vector<uint16_t> Xh(nx), Wh(nw), Bh(l.m), Yh(ny);
+    bench::AlignedVector<uint16_t> Xh(nx), Wh(nw), Bh(l.m), Yh(ny);
     for (int64_t i = 0; i < nx; ++i) Xh[i] = to_bf16(X[i]);
     for (int64_t i = 0; i < nw; ++i) Wh[i] = to_bf16(Wt[i]);
     for (int64_t i = 0; i < l.m; ++i) Bh[i] = to_bf16(B[i]);
@@ -161,7 +162,7 @@ int run_child(int threads, int runs, const std::vector<Layer>& layers) {
     hpf_kernel* kern = nullptr;
     jit::KernelSpec packed;
     if (hpf_kernel_for(cpu, l, DType::F32, k, kern, &packed)) {
-      std::vector<float> Wp;
+      bench::AlignedVector<float> Wp;
       if (!packed.inputs.empty()) {
         Wp.resize(numel(packed.inputs[1].shape));
         jit::pack_conv_weights(packed, Wt.data(), Wp.data());
@@ -172,7 +173,7 @@ int run_child(int threads, int runs, const std::vector<Layer>& layers) {
       std::printf("  %s: libhpf f32 kernel failed: %s\n", l.tag, cpu.error.c_str());
     packed = {};
     if (hpf_kernel_for(cpu, l, DType::BF16, k, kern, &packed)) {
-      std::vector<uint16_t> Wp;
+      bench::AlignedVector<uint16_t> Wp;
       if (!packed.inputs.empty()) {  // the AMX layout, on a device with AMX
         Wp.resize(numel(packed.inputs[1].shape));
         jit::pack_conv_weights(packed, Wh.data(), Wp.data());

@@ -48,6 +48,7 @@ struct Shape3 {
   const char* tag;
 };
 
+using bench::AlignedVector;
 using bench::median_ms;
 using bench::Plugin;
 
@@ -74,9 +75,13 @@ bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_k
 
 // Median ms of one launch of `kern` over `args`.
 // The packed-weight kernel (matmul_wq, or matmul_i8 for "i8vnni") for B [K, N] in `format`,
-// weights packed as the Session packs them; `held` keeps the packed tensors alive.
+// weights packed as the Session packs them; `held` gets the packed tensors' bytes, 64-byte aligned
+// as in the Session's buffers.
+using Held = std::vector<AlignedVector<std::byte>>;
+AlignedVector<std::byte> aligned_copy(const Tensor& t) { return {t.bytes().begin(), t.bytes().end()}; }
+
 bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
-                       jit::GeneratedKernel& k, hpf_kernel*& kern, std::vector<Tensor>& held) {
+                       jit::GeneratedKernel& k, hpf_kernel*& kern, Held& held) {
   std::optional<QuantParams> q;
   if (format == "i8" || format == "i8vnni") q = *int8_weight_params(B, 1);
   if (format == "i4") q = *int4_weight_params(B, 0, int4_group_for(s.k, 32));
@@ -98,16 +103,16 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
     spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
     if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};  // as the Session asks
   }
-  held = {pw->data, pw->scales, pw->column_sums};
+  held = {aligned_copy(pw->data), aligned_copy(pw->scales), aligned_copy(pw->column_sums)};
   return compile_spec(cpu, spec, k, kern);
 }
 
 double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e6); }
 
 // The integer-A matmul_i8 kernel (as for MatMulInteger): u8 A [M, K] x s8 `B` [K, N] -> s32,
-// no zero points; `held` keeps the packed weight and its column sums alive.
+// no zero points; `held` gets the packed weight and its column sums (aligned copies).
 bool integer_kernel_for(Plugin& cpu, const Shape3& s, const Tensor& B, jit::GeneratedKernel& k, hpf_kernel*& kern,
-                        std::vector<Tensor>& held) {
+                        Held& held) {
   auto pw = pack_int8_weights(B);
   if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
   jit::KernelSpec spec;
@@ -118,7 +123,7 @@ bool integer_kernel_for(Plugin& cpu, const Shape3& s, const Tensor& B, jit::Gene
   spec.attrs["n"] = s.n;
   spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
   if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};
-  held = {pw->data, pw->column_sums};
+  held = {aligned_copy(pw->data), aligned_copy(pw->column_sums)};
   return compile_spec(cpu, spec, k, kern);
 }
 
@@ -134,29 +139,29 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
   std::mt19937 gen(3);
   std::uniform_real_distribution<float> d(-1, 1);
   for (const Shape3& s : shapes) {
-    std::vector<float> A(s.m * s.k), C(s.m * s.n);
+    AlignedVector<float> A(s.m * s.k), C(s.m * s.n);
     for (float& x : A) x = d(gen);
-    std::vector<float> bv(s.k * s.n);
+    AlignedVector<float> bv(s.k * s.n);
     for (float& x : bv) x = d(gen);
     Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
     // The integers both integer GEMMs take: u8 A, s8 B.
-    std::vector<uint8_t> au(s.m * s.k);
+    AlignedVector<uint8_t> au(s.m * s.k);
     Tensor bs(DType::I8, {s.k, s.n});
     auto* bsd = reinterpret_cast<int8_t*>(bs.bytes().data());
     for (size_t i = 0; i < au.size(); ++i) au[i] = uint8_t(int(A[i] * 127) + 128);
     for (size_t i = 0; i < bv.size(); ++i) bsd[i] = int8_t(bv[i] * 127);
-    std::vector<int32_t> ch(s.m * s.n, 0), ci(s.m * s.n, 1);
+    AlignedVector<int32_t> ch(s.m * s.n, 0), ci(s.m * s.n, 1);
     double f32_ms = -1, i8_ms = -1, u8_ms = -1, dnnl_ms = -1;
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), B.bytes().data(), C.data()}, runs);
-    std::vector<Tensor> held;
+    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), bv.data(), C.data()}, runs);
+    Held held;
     if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held))
-      i8_ms = cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), held[2].bytes().data(), C.data()}, runs);
+      i8_ms = cpu.time(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}, runs);
     else
       std::printf("  %s: libhpf int8 kernel failed: %s\n", s.tag, cpu.error.c_str());
     if (integer_kernel_for(cpu, s, bs, k, kern, held))
-      u8_ms = cpu.time(k, kern, {au.data(), held[0].bytes().data(), held[1].bytes().data(), ch.data()}, runs);
+      u8_ms = cpu.time(k, kern, {au.data(), held[0].data(), held[1].data(), ch.data()}, runs);
     else
       std::printf("  %s: libhpf integer kernel failed: %s\n", s.tag, cpu.error.c_str());
 #ifdef HPF_BENCH_DNNL
@@ -193,37 +198,37 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
               "Session runs; the FP32 GEMM kernel with B as an input, first row, is for scale)\n", threads);
   std::mt19937 gen(5);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> A(s.k), C(s.n), bv(s.k * s.n);
+  AlignedVector<float> A(s.k), C(s.n), bv(s.k * s.n);
   for (float& x : A) x = d(gen);
   for (float& x : bv) x = d(gen);
   Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
   jit::GeneratedKernel k;
   hpf_kernel* kern = nullptr;
-  // Every variant timed in turn per round (medians_interleaved): these GEMVs stream 8-64 MiB
-  // from memory, whose bandwidth a neighbour's burst moves by 20-40%.
+  // With one thread every variant timed in turn per round (bench::medians): these GEMVs stream
+  // 8-64 MiB from memory, whose bandwidth a neighbour's burst moves by 20-40%.
   std::vector<std::string> names;
   std::vector<std::function<void()>> fns;
-  std::deque<std::vector<Tensor>> held;  // each variant's packed weights (references stay valid)
+  std::deque<Held> held;  // each variant's packed weights (references stay valid)
   if (hpf_kernel_for(cpu, s, k, kern)) {
     names.push_back("libhpf f32 (matmul, B input)");
-    fns.push_back(cpu.launcher(k, kern, {A.data(), B.bytes().data(), C.data()}));
+    fns.push_back(cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
   }
   size_t base = SIZE_MAX;  // the f32-weights GEMV
   for (const char* f : {"f32", "bf16", "f16", "i8", "i4"}) {
-    std::vector<Tensor>& h = held.emplace_back();
+    Held& h = held.emplace_back();
     if (!packed_kernel_for(cpu, s, f, B, 0, k, kern, h)) {
       std::printf("  %s: %s\n", f, cpu.error.c_str());
       continue;
     }
     if (std::string(f) == "f32") base = fns.size();
     names.push_back(std::string("libhpf ") + f + " weights (matmul_wq)");
-    fns.push_back(cpu.launcher(k, kern, {A.data(), h[0].bytes().data(), h[1].bytes().data(), C.data()}));
+    fns.push_back(cpu.launcher(k, kern, {A.data(), h[0].data(), h[1].data(), C.data()}));
   }
 #ifdef HPF_BENCH_OPENBLAS
   names.push_back("OpenBLAS sgemv f32");
   fns.push_back([&] { cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1); });
 #endif
-  const std::vector<double> med = bench::medians_interleaved(fns, runs);
+  const std::vector<double> med = bench::medians(fns, runs, threads);
   const double base_ms = base < med.size() ? med[base] : -1;
   for (size_t i = 0; i < names.size(); ++i)
     std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, names[i].c_str(), med[i], base_ms > 0 ? base_ms / med[i] : 0.0);
@@ -246,42 +251,51 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> d(-1, 1);
   for (const Shape3& s : shapes) {
-    std::vector<float> A(s.m * s.k), B(s.k * s.n), C(s.m * s.n), R(s.m * s.n);
+    AlignedVector<float> A(s.m * s.k), B(s.k * s.n), C(s.m * s.n), P(s.m * s.n), R(s.m * s.n);
     for (float& x : A) x = d(gen);
     for (float& x : B) x = d(gen);
-    jit::GeneratedKernel k;
-    hpf_kernel* kern = nullptr;
-    double hpf_ms = -1, blas_ms = -1, dnnl_ms = -1;
-    double err = 0;
+    // With one thread the four are timed in turn, round after round (bench::medians), so that
+    // the load a neighbour puts on the machine falls on each alike.
+    std::vector<std::function<void()>> fns;
+    enum { kHpf, kPacked, kBlas, kDnnl, kCount };
+    int index[kCount] = {-1, -1, -1, -1};
+    jit::GeneratedKernel k, kp;
+    hpf_kernel *kern = nullptr, *kern_p = nullptr;
     if (hpf_kernel_for(cpu, s, k, kern)) {
-      hpf_ms = cpu.time(k, kern, {A.data(), B.data(), C.data()}, runs);
+      index[kHpf] = int(fns.size());
+      fns.push_back(cpu.launcher(k, kern, {A.data(), B.data(), C.data()}));
     } else {
       std::printf("  %s: libhpf kernel failed: %s\n", s.tag, cpu.error.c_str());
     }
     // B constant, packed once as the Session packs FP32 weights (matmul_wq, wformat f32).
-    double packed_ms = -1;
-    {
-      std::vector<Tensor> held;
-      std::vector<float> P(s.m * s.n);
-      if (packed_kernel_for(cpu, s, "f32", *Tensor::from_f32({s.k, s.n}, B), 0, k, kern, held)) {
-        packed_ms = cpu.time(k, kern, {A.data(), held[0].bytes().data(), held[1].bytes().data(), P.data()}, runs);
-        for (size_t i = 0; i < P.size(); ++i) err = std::max(err, double(std::abs(P[i] - C[i])));
-      } else {
-        std::printf("  %s: libhpf packed kernel failed: %s\n", s.tag, cpu.error.c_str());
-      }
+    Held held;
+    if (packed_kernel_for(cpu, s, "f32", *Tensor::from_f32({s.k, s.n}, B), 0, kp, kern_p, held)) {
+      index[kPacked] = int(fns.size());
+      fns.push_back(cpu.launcher(kp, kern_p, {A.data(), held[0].data(), held[1].data(), P.data()}));
+    } else {
+      std::printf("  %s: libhpf packed kernel failed: %s\n", s.tag, cpu.error.c_str());
     }
 #ifdef HPF_BENCH_OPENBLAS
-    blas_ms = median_ms([&] {
+    index[kBlas] = int(fns.size());
+    fns.push_back([&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, A.data(), s.k, B.data(), s.n, 0.0f,
                   R.data(), s.n);
-    }, runs);
-    for (size_t i = 0; i < R.size(); ++i) err = std::max(err, double(std::abs(R[i] - C[i])));
+    });
 #endif
 #ifdef HPF_BENCH_DNNL
-    dnnl_ms = median_ms([&] {
-      dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, A.data(), s.k, B.data(), s.n, 0.0f, R.data(), s.n);
-    }, runs);
+    index[kDnnl] = int(fns.size());
+    fns.push_back([&] { dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, A.data(), s.k, B.data(), s.n, 0.0f, R.data(), s.n); });
 #endif
+    const std::vector<double> med = bench::medians(fns, runs, threads);
+    auto ms_of = [&](int v) { return index[v] < 0 ? -1.0 : med[size_t(index[v])]; };
+    const double hpf_ms = ms_of(kHpf), packed_ms = ms_of(kPacked), blas_ms = ms_of(kBlas), dnnl_ms = ms_of(kDnnl);
+    // Against the last peer's result (R), else libhpf's two kernels against each other.
+    double err = 0;
+    const AlignedVector<float>& ref = index[kBlas] >= 0 || index[kDnnl] >= 0 ? R : C;
+    for (size_t i = 0; i < C.size(); ++i) {
+      if (index[kHpf] >= 0) err = std::max(err, double(std::abs(C[i] - ref[i])));
+      if (index[kPacked] >= 0) err = std::max(err, double(std::abs(P[i] - ref[i])));
+    }
     auto cell = [&](double ms) {
       if (ms < 0) return std::string("          -");
       char b[64];
@@ -325,15 +339,17 @@ int main(int argc, char** argv) {
   std::vector<Shape3> shapes;
   for (const Shape3& s : all_shapes)
     if (std::string(s.tag).find(only) != std::string::npos) shapes.push_back(s);
-  std::printf("FP32 GEMM, M x N x K, row-major, C = A*B; median of %d runs after 2 warm-ups\n", runs);
+  std::printf("FP32 GEMM, M x N x K, row-major, C = A*B; median of %d runs after 2 warm-ups (one thread: the four\n"
+              "timed in turn)\n", runs);
 #ifndef HPF_BENCH_OPENBLAS
   std::printf("OpenBLAS: not found at build time, column left out\n");
 #endif
 #ifndef HPF_BENCH_DNNL
   std::printf("oneDNN: not found at build time, column left out\n");
 #endif
-  std::printf("cells: ms GFLOP/s; ratio = libhpf GFLOP/s / peer GFLOP/s; maxdiff = max |libhpf - OpenBLAS|\n"
-              "libhpf: B an input (the MatMul kernel); packed: B constant, packed once (as the Session runs weights)\n");
+  std::printf("cells: ms GFLOP/s; ratio = libhpf GFLOP/s / peer GFLOP/s; maxdiff = max |libhpf - peer| (oneDNN's result,\n"
+              "else OpenBLAS's); libhpf: B an input (the MatMul kernel); packed: B constant, packed once (as the Session\n"
+              "runs weights); every operand 64-byte aligned, as in the Session's buffers\n");
   std::printf("thr shape            libhpf ms  GF  packed ms  GF  OpenBLAS ms GF  oneDNN ms  GF  hpf/oblas hpf/dnnl"
               "  pk/oblas  pk/dnnl  maxdiff\n");
   std::fflush(stdout);
