@@ -52,11 +52,14 @@ constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
 // The GEMV prefetches its weights this far ahead, one cache line at a time: the hardware
 // prefetcher alone left the 16-bit and integer formats 10-25% short of the bandwidth the FP32
 // GEMV gets on one core (4096x4096 on Zen 5: F16 0.96 -> 0.80 ms, INT8 0.53 -> 0.42, INT4 0.45
-// -> 0.33; FP32 unchanged). The block formats (one stream per item): 2048 bytes (on Zen 4
-// 2048-8192 alike). The row formats (a stream per panel): on Zen 4 (__znver4__) 256 bytes, which
-// made FP32, BF16 and F16 5-15% faster than 2048 (FP32 2.4 -> 2.2 ms, BF16 1.31 -> 1.11, F16
-// 1.35 -> 1.15; none at all about as 256), elsewhere the Zen 5 measurement's 2048.
-constexpr int64_t kGemvBlockPrefetchBytes = 2048;
+// -> 0.33; FP32 unchanged). The block formats (one stream per item): each line 1024 bytes ahead
+// into L1 and 4096 bytes ahead into L2 (prefetcht1): on the Intel AMX VM, weights in memory, INT8
+// 1.12 -> 1.00 ms and INT4 0.70 -> 0.69 (at the memory's bandwidth) in a C harness, 3
+// alternations, against 2048 bytes into L1 alone, which 4096-16384 into L1 alone did worse than
+// (on Zen 4 2048-8192 alike). The row formats (a stream per panel): on Zen 4 (__znver4__) 256
+// bytes, which made FP32, BF16 and F16 5-15% faster than 2048 (FP32 2.4 -> 2.2 ms, BF16 1.31 ->
+// 1.11, F16 1.35 -> 1.15; none at all about as 256), elsewhere the Zen 5 measurement's 2048.
+constexpr int64_t kGemvBlockPrefetchL1 = 1024, kGemvBlockPrefetchL2 = 4096;
 const char* const kGemvRowPrefetch =
     "#if defined(__znver4__)\n#define WQ_PF 256\n#else\n#define WQ_PF 2048\n#endif\n";
 
@@ -257,7 +260,8 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     << "      hpf_u32x16 x[4], xs[4];\n"
     << "#pragma clang loop unroll(full)\n"
     << "      for (int c = 0; c < nc; ++c) {\n"
-    << "        __builtin_prefetch((const u8*)(wb + (kb * npi + c) * 16) + " << kGemvBlockPrefetchBytes << ");\n"
+    << "        __builtin_prefetch((const u8*)(wb + (kb * npi + c) * 16) + " << kGemvBlockPrefetchL1 << ");\n"
+    << "        __builtin_prefetch((const u8*)(wb + (kb * npi + c) * 16) + " << kGemvBlockPrefetchL2 << ", 0, 2);\n"
     << "        x[c] = *(const hpf_u32x16*)(wb + (kb * npi + c) * 16)" << x_of << ";\n"
     << "        xs[c] = x[c] >> 16;\n"
     << "      }\n"
