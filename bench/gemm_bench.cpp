@@ -204,8 +204,11 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
   jit::GeneratedKernel k;
   hpf_kernel* kern = nullptr;
-  // With one thread every variant timed in turn per round (bench::medians): these GEMVs stream
-  // 8-64 MiB from memory, whose bandwidth a neighbour's burst moves by 20-40%.
+  // Every variant timed in turn per round (medians_interleaved), with any thread count: these
+  // GEMVs stream 8-64 MiB from memory, whose bandwidth a neighbour's burst moves by 20-40%, and
+  // timed back to back a variant's weights stay in this host's large L3 (FP32 4096x4096 with two
+  // threads 1.2 ms instead of 2). With two threads OpenBLAS's spinning threads may slow the
+  // variant after it (the first, for scale only).
   std::vector<std::string> names;
   std::vector<std::function<void()>> fns;
   std::deque<Held> held;  // each variant's packed weights (references stay valid)
@@ -228,7 +231,7 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   names.push_back("OpenBLAS sgemv f32");
   fns.push_back([&] { cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, bv.data(), s.n, A.data(), 1, 0.0f, C.data(), 1); });
 #endif
-  const std::vector<double> med = bench::medians(fns, runs, threads);
+  const std::vector<double> med = bench::medians_interleaved(fns, runs);
   const double base_ms = base < med.size() ? med[base] : -1;
   for (size_t i = 0; i < names.size(); ++i)
     std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, names[i].c_str(), med[i], base_ms > 0 ? base_ms / med[i] : 0.0);
