@@ -1345,7 +1345,8 @@ TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, g
   probe.inputs[1].shape = {20, 300, 3, 3};  // 20 channels would fill a third of a 64-wide block
   probe.outputs[0].shape = {2, 20, 7, 7};
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "rows");
-  // 120 channels (blocks of 64 and 56), K = 300 over three slices, 49 pixels (9 tiles, ragged).
+  // 120 channels (blocks of 64 and 56), K = 300 in five slices of 64 (the last 44: a 7x7 map's
+  // slices fit L1 at 64), 49 pixels (9 tiles, ragged).
   check_conv(DType::F32, {2, 300, 7, 7}, {120, 300, 1, 1}, true, {}, 600);
   // Two groups of 300 -> 120 on 30 pixels.
   check_conv(DType::F32, {1, 600, 5, 6}, {240, 300, 1, 1}, false, {{"group", int64_t{2}}}, 603);
