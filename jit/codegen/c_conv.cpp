@@ -595,10 +595,8 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   // patches, K = 4608) 6.62 -> 6.29 ms in all with one thread, MobileNetV2's 7x7 1x1 layers 0.94
   // -> 0.90 ms with one thread and 0.57 -> 0.54 with two (3 alternations each); larger maps
   // stream their input through L1 a tile at a time either way, and keep 128.
-  const int64_t KC = kPointwiseHalfKC * (PX * int64_t{sizeof(float)} + kConvColBlock * int64_t{sizeof(float)}) <= kPointwiseL1Budget
-                         ? kPointwiseHalfKC
-                         : kGemmKC;
-  const std::string KCS = L(KC);
+  const int64_t slice_bytes = kPointwiseHalfKC * (PX + kConvColBlock) * int64_t{sizeof(float)};
+  const std::string KCS = L(slice_bytes <= kPointwiseL1Budget ? kPointwiseHalfKC : kGemmKC);
   HPF_ASSIGN_OR_RETURN(Finish fin, finish_value(spec, kinds, has_b ? 2 : -1, "yo", "jj"));
   std::ostringstream s;
   s << head << gemm_micro_source() << conv::tile_cols_source() << "\nvoid " << name
@@ -633,14 +631,14 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     // 0.60 -> 0.58 ms).
     << "        const int fresh = pc == 0 && mr == HPF_MR && mcn % HPF_NR == 0;\n"
     << "        if (pc == 0 && !fresh) for (i64 x = 0; x < HPF_MR * " << L(kConvColBlock) << "; ++x) at[x] = 0.0f;\n";
-  // 16-bit pixels are converted into MR-interleaved rows. A ragged last tile (7x7 maps: 49 = 8 x 6
-  // + 1) is computed exactly, in pieces of 4, 2 and 1 pixels.
-  // FP32 pixels are read in place; where the launch's items are split between threads (a range
-  // short of them all), the input was mostly written by the other cores (the layer before split
-  // its work another way: the depthwise layers by channels) and its lines come from their caches,
-  // which the prefetchers do not follow across the channel rows: the tile two ahead is prefetched.
-  // MobileNetV2's 14x14 576->96 projection with two threads in a C harness, its input written by
-  // both threads by channel halves: 0.110 -> 0.098 ms; one thread (not split) it cost 5%.
+  // FP32 pixels are read in place, 16-bit ones converted into MR-interleaved rows. A ragged last
+  // tile (7x7 maps: 49 = 8 x 6 + 1) is computed exactly, in pieces of 4, 2 and 1 pixels. Where
+  // the launch's items are split between threads (a range short of them all), the input was
+  // mostly written by the other cores (the layer before split its work another way: the
+  // depthwise layers by channels) and its lines come from their caches, which the prefetchers do
+  // not follow across the channel rows: the tile two ahead is prefetched. MobileNetV2's 14x14
+  // 576->96 projection with two threads in a C harness, its input written by both threads by
+  // channel halves: 0.110 -> 0.098 ms; with one thread (not split) it cost 5%.
   if (x32)
     s << "        const float* restrict ap = xg + pc * " << L(P) << " + t * HPF_MR;\n"
       << "        const i64 ask = " << L(P) << ";\n"
