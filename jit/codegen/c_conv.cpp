@@ -608,8 +608,7 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     << "  float acc[" << PX16 * kConvColBlock << "] __attribute__((aligned(64)));\n"
     << "  float ct[" << kConvColBlock * PX16 << "] __attribute__((aligned(64)));\n"
     << "  for (i64 x = " << PX * kConvColBlock << "; x < " << PX16 * kConvColBlock << "; ++x) acc[x] = 0.0f;\n"
-    << "  const int split = end - begin < " << L(z.N * z.G * PBn * CB) << ";\n"
-    << "  (void)split;\n"
+    << (x32 ? "  const int split = end - begin < " + L(z.N * z.G * PBn * CB) + ";\n" : "")
     // Channel blocks innermost: a range keeps its pixels' input in cache across them.
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << "    const i64 cb = w % " << L(CB) << ", pb = (w / " << L(CB) << ") % " << L(PBn) << ", g = (w / " << L(CB * PBn)

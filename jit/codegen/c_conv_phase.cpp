@@ -119,6 +119,8 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
     s << (k ? "," : "") << (k % 16 ? "" : "\n  ")
       << c * CPLANE + ((ty % z.SH) * z.SW + tx % z.SW) * PLANE + (ty / z.SH) * WPP + tx / z.SW;
   }
+  // A panel of HPF_NR (at most kGemmNC) positions spans at most this many runs of output rows.
+  const int64_t runs = kGemmNC / std::max<int64_t>(1, z.OW) + 2;
   s << "};\n\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << kernel_args(spec, "float", has_b, epi_ptrs)
     << "  float win[" << z.CG * CPLANE + kSlack << "] __attribute__((aligned(64)));\n"
@@ -153,8 +155,7 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
     // The panel's positions in runs of one output row each (offset in the panel, length, offset
     // in the output plane), worked out once for the tile's rows (per row, the divisions took 8%
     // of ResNet-50's stem; 3% once per panel).
-    << "        i64 so[" << kGemmNC / std::max<int64_t>(1, z.OW) + 2 << "], sl[" << kGemmNC / std::max<int64_t>(1, z.OW) + 2
-    << "], sy[" << kGemmNC / std::max<int64_t>(1, z.OW) + 2 << "];\n"
+    << "        i64 so[" << runs << "], sl[" << runs << "], sy[" << runs << "];\n"
     << "        int ns = 0;\n"
     << "        for (i64 q = q0; q < q0 + HPF_NR && q < nq;) {\n"
     << "          const i64 ol = q / " << L(WPP) << ", ow = q % " << L(WPP) << ";\n"
