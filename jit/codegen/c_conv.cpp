@@ -650,7 +650,8 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   // small-map layers come from memory, a slice at a time. MobileNetV2's 7x7 960->320 projection
   // in a C harness, weights out of cache, 0.200 -> 0.188 ms (4 alternations; in cache 0.168 ->
   // 0.171).
-  s << "        {\n"
+  // (Only within the weights: past the last block there is nothing to fetch.)
+  s << "        if ((g * " << L(CB) << " + cb) * " << L(K) << " + pc + " << KCS << " < " << L(z.G * CB * K) << ") {\n"
     << "          const char* nw = (const char*)(wp + (pc + " << KCS << ") * " << L(kConvColBlock) << ");\n"
     << "          const i64 nt = (np + HPF_MR - 1) / HPF_MR, per = (" << KCS << " * " << kConvColBlock / 16
     << " + nt - 1) / nt;\n"
