@@ -637,6 +637,18 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
     // 0.60 -> 0.58 ms).
     << "        const int fresh = pc == 0 && mr == HPF_MR && mcn % HPF_NR == 0;\n"
     << "        if (pc == 0 && !fresh) for (i64 x = 0; x < HPF_MR * " << L(kConvColBlock) << "; ++x) at[x] = 0.0f;\n";
+  // Each tile fetches its share of the next slice of weights (the next KC rows of the block, or
+  // the next item's first: the next block, stored right after; nothing past the last block) into
+  // L2: the weights of a model's small-map layers come from memory, a slice at a time.
+  // MobileNetV2's 7x7 960->320 projection in a C harness, weights out of cache, 0.200 -> 0.188 ms
+  // (4 alternations; in cache 0.168 -> 0.171).
+  s << "        if ((g * " << L(CB) << " + cb) * " << L(K) << " + pc + " << KCS << " < " << L(z.G * CB * K) << ") {\n"
+    << "          const char* nw = (const char*)(wp + (pc + " << KCS << ") * " << L(kConvColBlock) << ");\n"
+    << "          const i64 nt = (np + HPF_MR - 1) / HPF_MR, per = (" << KCS << " * " << kConvColBlock / 16
+    << " + nt - 1) / nt;\n"
+    << "          for (i64 l = t * per; l < (t + 1) * per && l < " << KCS << " * " << kConvColBlock / 16 << "; ++l)\n"
+    << "            __builtin_prefetch(nw + l * 64, 0, 2);\n"
+    << "        }\n";
   // FP32 pixels are read in place, 16-bit ones converted into MR-interleaved rows. A ragged last
   // tile (7x7 maps: 49 = 8 x 6 + 1) is computed exactly, in pieces of 4, 2 and 1 pixels. Where
   // the launch's items are split between threads (a range short of them all), the input was
@@ -645,19 +657,6 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   // not follow across the channel rows: the tile two ahead is prefetched. MobileNetV2's 14x14
   // 576->96 projection with two threads in a C harness, its input written by both threads by
   // channel halves: 0.110 -> 0.098 ms; with one thread (not split) it cost 5%.
-  // Each tile fetches its share of the next slice of weights (the next KC rows of the block, or
-  // the next item's first: the next block, stored right after) into L2: the weights of a model's
-  // small-map layers come from memory, a slice at a time. MobileNetV2's 7x7 960->320 projection
-  // in a C harness, weights out of cache, 0.200 -> 0.188 ms (4 alternations; in cache 0.168 ->
-  // 0.171).
-  // (Only within the weights: past the last block there is nothing to fetch.)
-  s << "        if ((g * " << L(CB) << " + cb) * " << L(K) << " + pc + " << KCS << " < " << L(z.G * CB * K) << ") {\n"
-    << "          const char* nw = (const char*)(wp + (pc + " << KCS << ") * " << L(kConvColBlock) << ");\n"
-    << "          const i64 nt = (np + HPF_MR - 1) / HPF_MR, per = (" << KCS << " * " << kConvColBlock / 16
-    << " + nt - 1) / nt;\n"
-    << "          for (i64 l = t * per; l < (t + 1) * per && l < " << KCS << " * " << kConvColBlock / 16 << "; ++l)\n"
-    << "            __builtin_prefetch(nw + l * 64, 0, 2);\n"
-    << "        }\n";
   if (x32)
     s << "        const float* restrict ap = xg + pc * " << L(P) << " + t * HPF_MR;\n"
       << "        const i64 ask = " << L(P) << ";\n"

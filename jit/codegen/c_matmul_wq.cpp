@@ -529,9 +529,6 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
     << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
     << (yacc ? "          const int fresh = mr == HPF_MR;\n" : "");
-  // FP32 rows are read in place (see c_matmul.cpp); 16-bit rows are converted row by row into
-  // FP32 rows of apack first (contiguous, so the conversion vectorises). A ragged last block
-  // (mr < MR) is computed exactly, in pieces of 4, 2 and 1 rows.
   // FP32 weights read in place, sums in Y: each row tile fetches its share of the next slice's
   // lines of B (the next NC block, else the next KC slice, else the next work item's first) into
   // L2. The first tile of a slice otherwise waits on memory for all of it (32 KiB: 4 panels x KC
@@ -551,6 +548,9 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "                __builtin_prefetch(nb + (l / nkc) * " << L(K * 64) << " + (l % nkc) * 64, 0, 2);\n"
       << "            }\n"
       << "          }\n";
+  // FP32 rows are read in place (see c_matmul.cpp); 16-bit rows are converted row by row into
+  // FP32 rows of apack first (contiguous, so the conversion vectorises). A ragged last block
+  // (mr < MR) is computed exactly, in pieces of 4, 2 and 1 rows.
   if (A.dtype == DType::F32)
     s << "          const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
       << "          const i64 asi = " << L(K) << ";\n";
