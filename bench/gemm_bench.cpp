@@ -73,13 +73,12 @@ bool hpf_kernel_for(Plugin& cpu, const Shape3& s, jit::GeneratedKernel& k, hpf_k
   return compile_spec(cpu, (*steps)[0].spec, k, kern);
 }
 
-// Median ms of one launch of `kern` over `args`.
-// The packed-weight kernel (matmul_wq, or matmul_i8 for "i8vnni") for B [K, N] in `format`,
-// weights packed as the Session packs them; `held` gets the packed tensors' bytes, 64-byte aligned
-// as in the Session's buffers.
+// Packed tensors' bytes, 64-byte aligned as in the Session's buffers.
 using Held = std::vector<AlignedVector<std::byte>>;
 AlignedVector<std::byte> aligned_copy(const Tensor& t) { return {t.bytes().begin(), t.bytes().end()}; }
 
+// The packed-weight kernel (matmul_wq, or matmul_i8 for "i8vnni") for B [K, N] in `format`,
+// weights packed as the Session packs them; `held` gets the packed tensors (aligned copies).
 bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
                        jit::GeneratedKernel& k, hpf_kernel*& kern, Held& held) {
   std::optional<QuantParams> q;

@@ -64,6 +64,13 @@ std::string channel_block(int64_t MG, int64_t MT) {
          ";\n";
 }
 
+std::string prefetch_share(const std::string& base, const std::string& lines, const std::string& tile,
+                           const std::string& tiles, const std::string& indent) {
+  return indent + "for (i64 per = ((" + lines + ") + (" + tiles + ") - 1) / (" + tiles + "), l = (" + tile +
+         ") * per; l < ((" + tile + ") + 1) * per && l < (" + lines + "); ++l)\n" + indent +
+         "  __builtin_prefetch((const char*)(" + base + ") + l * 64, 0, 2);\n";
+}
+
 std::string fill_window(const Shape& z, const char* xt, DType x, int64_t rows_y, int64_t wpp, int64_t plane,
                         int64_t cplane) {
   std::ostringstream s;
@@ -642,13 +649,9 @@ Expected<GeneratedKernel> conv_pointwise(const KernelSpec& spec, const ConvShape
   // L2: the weights of a model's small-map layers come from memory, a slice at a time.
   // MobileNetV2's 7x7 960->320 projection in a C harness, weights out of cache, 0.200 -> 0.188 ms
   // (4 alternations; in cache 0.168 -> 0.171).
-  s << "        if ((g * " << L(CB) << " + cb) * " << L(K) << " + pc + " << KCS << " < " << L(z.G * CB * K) << ") {\n"
-    << "          const char* nw = (const char*)(wp + (pc + " << KCS << ") * " << L(kConvColBlock) << ");\n"
-    << "          const i64 nt = (np + HPF_MR - 1) / HPF_MR, per = (" << KCS << " * " << kConvColBlock / 16
-    << " + nt - 1) / nt;\n"
-    << "          for (i64 l = t * per; l < (t + 1) * per && l < " << KCS << " * " << kConvColBlock / 16 << "; ++l)\n"
-    << "            __builtin_prefetch(nw + l * 64, 0, 2);\n"
-    << "        }\n";
+  s << "        if ((g * " << L(CB) << " + cb) * " << L(K) << " + pc + " << KCS << " < " << L(z.G * CB * K) << ")\n"
+    << conv::prefetch_share("wp + (pc + " + KCS + ") * " + L(kConvColBlock), KCS + " * " + L(kConvColBlock / 16), "t",
+                            "(np + HPF_MR - 1) / HPF_MR", "          ");
   // FP32 pixels are read in place, 16-bit ones converted into MR-interleaved rows. A ragged last
   // tile (7x7 maps: 49 = 8 x 6 + 1) is computed exactly, in pieces of 4, 2 and 1 pixels. Where
   // the launch's items are split between threads (a range short of them all), the input was

@@ -62,6 +62,11 @@ std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::s
 // `mc`, how many (MT, or fewer in the group's last block), from the block index `mb`.
 std::string channel_block(int64_t MG, int64_t MT);
 
+// C statements fetching into L2 tile `tile`'s share (one of `tiles` equal parts) of the `lines`
+// cache lines from `base` (contiguous): the next slice of weights, read over this slice's tiles.
+std::string prefetch_share(const std::string& base, const std::string& lines, const std::string& tile,
+                           const std::string& tiles, const std::string& indent);
+
 // C text (after gemm_micro_source()) defining
 //   hpf_tile_cols(src, ni, dst, ldd): dst[j * ldd + i] = src[i * 64 + j] for i < ni, j < 64,
 // which turns a position-major tile of 64 output channels (the "cols" kernels' accumulator) into

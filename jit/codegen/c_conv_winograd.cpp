@@ -154,12 +154,11 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
     << "        const float* restrict nu = xi < 15 ? up + " << L(CB * z.CG * kConvColBlock) << " : c0 + " << L(CS)
     << " < " << L(z.CG) << " ? Wt + (cb * " << L(z.CG) << " + c0 + " << L(CS) << ") * " << kConvColBlock << " : 0;\n"
     << "        const i64 nl = (xi < 15 ? cs : " << L(z.CG) << " - c0 - cs < " << L(CS) << " ? " << L(z.CG)
-    << " - c0 - cs : " << L(CS) << ") * " << kConvColBlock / 16 << ", per = (nl + (nt + HPF_MR - 1) / HPF_MR - 1) / ((nt + HPF_MR - 1) / HPF_MR);\n"
+    << " - c0 - cs : " << L(CS) << ") * " << kConvColBlock / 16 << ";\n"
     << "        for (i64 t0 = 0; t0 < nt; t0 += HPF_MR) {\n"
     << "          const i64 mr = nt - t0 < HPF_MR ? nt - t0 : HPF_MR;\n"
     << "          if (nu)\n"
-    << "            for (i64 l = t0 / HPF_MR * per; l < (t0 / HPF_MR + 1) * per && l < nl; ++l)\n"
-    << "              __builtin_prefetch((const char*)nu + l * 64, 0, 2);\n"
+    << prefetch_share("nu", "nl", "t0 / HPF_MR", "(nt + HPF_MR - 1) / HPF_MR", "            ")
     << "          const float* restrict vp = V + xi * " << L(VP) << " + t0;\n"
     << "          float* restrict mp = Mx + (xi * " << L(TS) << " + t0) * " << kConvColBlock << ";\n"
     // The first slice starts the sums: at zero in registers for whole tiles, a ragged one's rows
