@@ -162,7 +162,13 @@ std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::s
                          const std::string& n) {
   const DType t = spec.outputs[0].dtype;
   if (fin.per_value.empty() || t == DType::BF16) return fin.loop(row, n) + "      " + store_row(spec, dst, row, n);
-  return "      {\n" + fin.setup + "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n        float v = " + row + "[jj];\n" +
+  // Whole vectors and one masked (AVX-512) for the rest, not a scalar remainder: the rows are
+  // short runs (a 7x7 map's 49 pixels, a stem's panel of a row), whose remainders the default (4
+  // interleaved 8-wide vectors) left to up to 31 scalar iterations. MobileNetV2's 224x224 stem in
+  // a C harness, every tile finished here: 0.341 -> 0.303 ms (5 alternations).
+  return "      {\n" + fin.setup +
+         "#pragma clang loop vectorize(enable) vectorize_width(16) vectorize_predicate(enable) interleave_count(1)\n"
+         "      for (i64 jj = 0; jj < " + n + "; ++jj) {\n        float v = " + row + "[jj];\n" +
          fin.per_value + "        " + dst + "[jj] = " + c_store(t, "v") + ";\n      }\n      }\n";
 }
 
