@@ -1517,6 +1517,10 @@ TEST_CASE("codegen: Conv phase-plane kernel for shallow inputs") {
     check_conv(DType::F32, {1, 3, 33, 66}, {32, 3, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 703);
   }
   conv_tile.clear();
+  // Output rows of 112 and 80 (AVX-512: panels of 64 and 48, of 64 and 16 positions), 32
+  // channels: full tiles finished in registers over 4, 3 and 1 vectors, a ragged one in memory.
+  check_conv(DType::F32, {1, 3, 12, 224}, {32, 3, 3, 3}, true, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 714);
+  check_conv(DType::F32, {1, 3, 9, 160}, {32, 3, 3, 3}, false, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, 715);
   check_conv(DType::F32, {1, 8, 12, 40}, {10, 8, 5, 5}, false, {{"pads", Ints{2, 2, 2, 2}}}, 706);  // K = 200
   check_conv(DType::F32, {1, 5, 11, 50}, {7, 5, 3, 3}, true,
              {{"pads", Ints{3, 0, 1, 4}}, {"strides", Ints{1, 2}}, {"dilations", Ints{2, 1}}}, 709);
