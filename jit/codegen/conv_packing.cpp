@@ -57,7 +57,10 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   // compute 64):
   // - pointwise: it pays for gathering each output row from its tile; it wins where the rows
   //   kernel wastes much of its 64-pixel blocks (ResNet-50's 14x14 and 7x7 maps fill 77% of
-  //   them) and K is deep enough to hide the gathering (measured with bench/conv_bench.cpp);
+  //   them) and K is deep enough to hide the gathering: from 128 (MobileNetV2 in C harnesses,
+  //   one / two threads: 7x7 160 -> 960 0.105 -> 0.088 / 0.059 -> 0.052 ms, 14x14 192 -> 64
+  //   0.040 -> 0.030 / 0.031 -> 0.026; at 64 and 96 deep it lost 3-10%: 14x14 64 -> 384 and
+  //   96 -> 576);
   // - direct (c_conv_direct.cpp): kernels of more than one tap with 16 or more input channels
   //   per group, the input read in place from a padded window instead of packed patches
   //   (ResNet-50's 3x3 layers: see bench/README.md).
@@ -67,7 +70,7 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   // The pixels the rows kernel computes: whole 64-pixel blocks, a ragged last one in 16-lane
   // vectors (196 as 208).
   const int64_t rows_pixels = pixels / kGemmNC * kGemmNC + blocks(pixels % kGemmNC, 16) * 16;
-  pointwise = pointwise && rows_waste && d.k >= 256;
+  pointwise = pointwise && rows_waste && d.k >= 128;
   bool direct = false;
   KernelSpec own = spec;  // X, W and the bias: the geometry
   own.inputs.resize(spec.inputs.size() - static_cast<size_t>(std::max(0, spec.epilogue_inputs)));

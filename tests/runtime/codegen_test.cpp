@@ -1345,6 +1345,14 @@ TEST_CASE("codegen: Conv with packed weights: pointwise cols layout, epilogue, g
   probe.inputs[1].shape = {20, 300, 3, 3};  // 20 channels would fill a third of a 64-wide block
   probe.outputs[0].shape = {2, 20, 7, 7};
   CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "rows");
+  // A 7x7 map from K = 128 (MobileNetV2's 160 -> 960) takes the cols layout, shallower the rows.
+  probe.attrs.erase("pads");
+  probe.inputs = {{DType::F32, {1, 160, 7, 7}}, {DType::F32, {192, 160, 1, 1}}};
+  probe.outputs = {{DType::F32, {1, 192, 7, 7}}};
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "cols");
+  probe.inputs = {{DType::F32, {1, 96, 7, 7}}, {DType::F32, {192, 96, 1, 1}}};
+  CHECK(jit::attr_s(jit::conv_spec_with_packed_weights(probe).attrs, "w_layout") == "rows");
+  check_conv(DType::F32, {1, 160, 7, 7}, {192, 160, 1, 1}, true, {}, 604);
   // 120 channels (blocks of 64 and 56), K = 300 in five slices of 64 (the last 44: a 7x7 map's
   // slices fit L1 at 64), 49 pixels (9 tiles, ragged).
   check_conv(DType::F32, {2, 300, 7, 7}, {120, 300, 1, 1}, true, {}, 600);
