@@ -1544,6 +1544,27 @@ TEST_CASE("codegen: Conv phase-plane kernel for shallow inputs") {
   check_graph(b, {random_tensor({1, 3, 32, 48}, DType::F32, 717)}, 4e-5, true);
 }
 
+// The depthwise kernel finishes FP32 rows in registers where its epilogue has a vector form: a
+// Clip over rows of 14 (a vector, 2 lanes short), 7 (8 lanes, 1 short), 24 (a vector and 8
+// lanes) and 20 (a vector and 4 of 8 lanes), with and without a bias, over 14, 11, 9 and 13
+// rows (blocks of 8, 4, 2 and 1 rows where a row is one vector).
+TEST_CASE("codegen: depthwise Conv rows finished in registers") {
+  const std::vector<std::tuple<int64_t, int64_t, bool>> cases{{14, 14, true}, {11, 7, false}, {9, 24, true}, {13, 20, true}};
+  for (const auto& [h, w, bias] : cases) {
+    CAPTURE(h);
+    CAPTURE(w);
+    GraphBuilder b("dw_epilogue");
+    auto x = b.input("x", DType::F32, {1, 6, h, w});
+    std::vector<ValueId> in{x, b.constant(random_tensor({6, 1, 3, 3}, DType::F32, 720))};
+    if (bias) in.push_back(b.constant(random_tensor({6}, DType::F32, 721)));
+    auto y = b.op1("Conv", in, {{"pads", Ints{1, 1, 1, 1}}, {"group", int64_t{6}}}, "conv");
+    y = b.op1("Clip", {y, b.scalar(-0.25f), b.scalar(0.25f)}, {}, "clip");
+    b.output(y, "out");
+    CHECK(step_labels(b) == std::vector<std::string>{"conv+clip"});
+    check_graph(b, {random_tensor({1, 6, h, w}, DType::F32, 722)}, 4e-5);
+  }
+}
+
 // The direct kernel (FP32 weights in the "cols" layout, c_conv_direct.cpp): the window's padding
 // (asymmetric, larger than the kernel's reach), dilations, 5x5 and 1-D kernels, groups, a ragged
 // second channel block, several row blocks with a short last one, a batch of two, strides
