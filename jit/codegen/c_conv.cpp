@@ -963,7 +963,7 @@ Expected<GeneratedKernel> conv_depthwise(const KernelSpec& spec, const ConvShape
         f << "      }\n";
         return f.str();
       };
-      if (has_b) b << "      const float bias = " << c_load(spec.inputs[2].dtype, "B[mo]") << ";\n";
+      if (has_b) b << "      const float bias = B[mo];\n";
       for (int64_t q = 0; q < NV; ++q) b << finish("acc[r][" + std::to_string(q) + "]", 16, 16 * q, std::min<int64_t>(16, width - 16 * q));
       if (tail) b << finish("acct[r]", 8, 16 * NV, width - 16 * NV);
       b << "      }\n";
