@@ -65,6 +65,31 @@ std::string channel_block(int64_t MG, int64_t MT) {
          ";\n";
 }
 
+std::string tile_finish_vectors(const KernelSpec& spec, const std::vector<int>& kinds, bool has_b, int64_t M,
+                                int64_t plane, const std::string& mo0, const std::string& at, const std::string& nv) {
+  if (spec.outputs[0].dtype != DType::F32 || (has_b && spec.inputs[2].dtype != DType::F32)) return "";
+  auto epi = c_epilogue_vector(spec, "v", [&](int k) {
+    return kinds[k] == 0 ? "P" + std::to_string(k) + "[0]"
+         : kinds[k] == 1 ? "P" + std::to_string(k) + "[mo]"
+                         : "*(const hpf_vfu*)(P" + std::to_string(k) + " + yo + q * HPF_VW)";
+  });
+  if (!epi.ok()) return "";
+  return "#pragma clang loop unroll(full)\n"
+         "for (int i = 0; i < HPF_MR; ++i) {\n"
+         "  const i64 mo = " + mo0 + " + i;\n"
+         "  const i64 yo = (n * " + L(M) + " + mo) * " + L(plane) + " + " + at + ";\n"
+         "  (void)mo;\n" +
+         (has_b ? "  const float bias = B[mo];\n" : "") +
+         "#pragma clang loop unroll(full)\n"
+         "  for (int q = 0; q < HPF_NV; ++q) {\n"
+         "    if (q >= " + nv + ") continue;\n"
+         "    hpf_vf v = c[i][q];\n" +
+         (has_b ? "    v += bias;\n" : "") + *epi +
+         "    *(hpf_vfu*)(Y + yo + q * HPF_VW) = v;\n"
+         "  }\n"
+         "}\n";
+}
+
 std::string prefetch_share(const std::string& base, const std::string& lines, const std::string& tile,
                            const std::string& tiles, const std::string& indent) {
   return indent + "for (i64 per = ((" + lines + ") + (" + tiles + ") - 1) / (" + tiles + "), l = (" + tile +
@@ -516,29 +541,14 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   // 0.55 -> 0.53 ms). Where the epilogue has no vector form, or Y is not FP32, every group
   // finishes through acc.
   std::string tile_fin;
-  if (auto v = c_epilogue_vector(spec, "v", [&](int k) {
-        return kinds[k] == 0 ? "P" + std::to_string(k) + "[0]"
-             : kinds[k] == 1 ? "P" + std::to_string(k) + "[mo]"
-                             : "*(const hpf_vfu*)(P" + std::to_string(k) + " + yo + jp + q * HPF_VW)";
-      });
-      v.ok() && spec.outputs[0].dtype == DType::F32 && (!has_b || spec.inputs[2].dtype == DType::F32))
+  if (const std::string fin_v = conv::tile_finish_vectors(spec, kinds, has_b, z.M, P, "g * " + L(z.MG) + " + ic + ir",
+                                                          "p0 + jp", "HPF_NV");
+      !fin_v.empty())
     tile_fin = "          if (fused && pc + kc == " + L(K) + ") {\n"
                "            for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
                "              hpf_vf c[HPF_MR][HPF_NV];\n"
-               "              hpf_mm_micro_sums(" + std::string(K > kGemmKC ? "0" : "1") + ", HPF_MR, HPF_NV, kc, " + wt + ", HPF_MR, 1, bp + pc * bsk + jp, bsk, HPF_VW, at + jp, HPF_NC, c);\n"
-               "#pragma clang loop unroll(full)\n"
-               "              for (int i = 0; i < HPF_MR; ++i) {\n"
-               "                const i64 mo = g * " + L(z.MG) + " + ic + ir + i;\n"
-               "                const i64 yo = (n * " + L(z.M) + " + mo) * " + L(P) + " + p0;\n"
-               "                (void)mo;\n" +
-               (has_b ? "                const float bias = B[mo];\n" : "") +
-               "#pragma clang loop unroll(full)\n"
-               "                for (int q = 0; q < HPF_NV; ++q) {\n"
-               "                  hpf_vf v = c[i][q];\n" +
-               (has_b ? "                  v += bias;\n" : "") + *v +
-               "                  *(hpf_vfu*)(Y + yo + jp + q * HPF_VW) = v;\n"
-               "                }\n"
-               "              }\n"
+               "              hpf_mm_micro_sums(" + std::string(K > kGemmKC ? "0" : "1") + ", HPF_MR, HPF_NV, kc, " + wt + ", HPF_MR, 1, bp + pc * bsk + jp, bsk, HPF_VW, at + jp, HPF_NC, c);\n" +
+               fin_v +
                "            }\n"
                // As below: the next pixel block's lines of these rows, for writing.
                "            if (pb + 1 < " + L(PB) + ")\n"

@@ -45,6 +45,15 @@ struct Finish {
 Expected<Finish> finish_value(const KernelSpec& lifted, const std::vector<int>& kinds, int bias,
                               const std::string& yoff, const std::string& j, const std::string& after_bias = "");
 
+// A tile of sums in registers (hpf_vf c[HPF_MR][HPF_NV]) finished and stored to an FP32 Y: row i
+// is output channel mo = `mo0` + i, its values at Y + yo, yo = (n * M + mo) * `plane` + `at`; the
+// bias (when `has_b`, an FP32 B) added and the epilogue applied as vectors, the first `nv`
+// vectors (a constant) stored. Empty where that cannot be: Y or the bias not FP32, or an
+// epilogue step or operand with no vector form (c_epilogue_vector); an operand with a value per
+// output is read at P<k> + yo as Y is written.
+std::string tile_finish_vectors(const KernelSpec& spec, const std::vector<int>& kinds, bool has_b, int64_t M,
+                                int64_t plane, const std::string& mo0, const std::string& at, const std::string& nv);
+
 // The declarations opening a float Conv kernel: X (args[0]) in its format, the weight Wt as C
 // type `wt` (args[1]), the bias B (args[2]) when `has_b`, the epilogue's operands (`epi_ptrs`)
 // and the output Y (the argument after the inputs).

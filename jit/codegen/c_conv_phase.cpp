@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <sstream>
 
-#include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_conv_parts.hpp"
 #include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
@@ -144,16 +143,14 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
       << c * CPLANE + ((ty % z.SH) * z.SW + tx % z.SW) * PLANE + (ty / z.SH) * WPP + tx / z.SW;
   }
   const std::string wt = "Wt + g * " + L(T * kGemmMR * K) + " + pc * " + L(T * kGemmMR) + " + (ic + ir) * kc";
-  // A full tile over whole vectors of a panel is finished in registers (bias and epilogue as
-  // vectors, c_epilogue_vector) and stored straight to Y; the other tiles, or every tile where the
-  // epilogue has no vector form or Y is not FP32, through acc.
+  // A full tile over whole vectors of a panel is finished in registers (tile_finish_vectors) and
+  // stored straight to Y; the other tiles, or every tile where the epilogue has no vector form or
+  // Y is not FP32, through acc.
+  auto finish = [&](const std::string& nv) {
+    return tile_finish_vectors(spec, kinds, has_b, z.M, P, "g * " + L(z.MG) + " + ic + ir", "yrow", nv);
+  };
   std::string fused;
-  if (auto v = c_epilogue_vector(spec, "v", [&](int k) {
-        return kinds[k] == 0 ? "P" + std::to_string(k) + "[0]"
-             : kinds[k] == 1 ? "P" + std::to_string(k) + "[mo]"
-                             : "*(const hpf_vfu*)(P" + std::to_string(k) + " + yo + q * HPF_VW)";
-      });
-      v.ok() && spec.outputs[0].dtype == DType::F32 && (!has_b || spec.inputs[2].dtype == DType::F32)) {
+  if (!finish("HPF_NV").empty()) {
     // nv: the panel's vectors, a constant in each copy (the last panel of a row may have fewer).
     auto panel = [&](const std::string& nv) {
       return "          {\n"
@@ -165,21 +162,8 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
              "            for (i64 pc = 0; pc < " + L(K) + "; pc += HPF_KC) {\n"
              "              const i64 kc = " + L(K) + " - pc < HPF_KC ? " + L(K) + " - pc : HPF_KC;\n"
              "              hpf_mm_micro_tab_sums(" + nv + ", kc, " + wt + ", win + q0, hpf_conv_koff + pc, c);\n"
-             "            }\n"
-             "#pragma clang loop unroll(full)\n"
-             "            for (int i = 0; i < HPF_MR; ++i) {\n"
-             "              const i64 mo = g * " + L(z.MG) + " + ic + ir + i;\n"
-             "              const i64 yo = (n * " + L(z.M) + " + mo) * " + L(P) + " + yrow;\n"
-             "              (void)mo;\n" +
-             (has_b ? "              const float bias = B[mo];\n" : "") +
-             "#pragma clang loop unroll(full)\n"
-             "              for (int q = 0; q < HPF_NV; ++q) {\n"
-             "                if (q >= " + nv + ") continue;\n"
-             "                hpf_vf v = c[i][q];\n" +
-             (has_b ? "                v += bias;\n" : "") + *v +
-             "                *(hpf_vfu*)(Y + yo + q * HPF_VW) = v;\n"
-             "              }\n"
-             "            }\n"
+             "            }\n" +
+             finish(nv) +
              "            continue;\n"
              "          }\n";
     };
