@@ -1542,6 +1542,20 @@ TEST_CASE("codegen: Conv phase-plane kernel for shallow inputs") {
   b.output(y, "out");
   CHECK(step_labels(b) == std::vector<std::string>{"conv+clip"});
   check_graph(b, {random_tensor({1, 3, 32, 48}, DType::F32, 717)}, 4e-5, true);
+  // A value per output in the epilogue (a residual Add) over rows of 32: full tiles finished in
+  // registers read it as vectors, the ragged tile through memory.
+  GraphBuilder r("phase_residual");
+  auto xr = r.input("x", DType::F32, {1, 3, 32, 64});
+  auto res = r.input("r", DType::F32, {1, 20, 16, 32});
+  auto yr = r.op1("Conv", {xr, r.constant(random_tensor({20, 3, 3, 3}, DType::F32, 718)),
+                           r.constant(random_tensor({20}, DType::F32, 719))},
+                  {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}}, "conv");
+  yr = r.op1("Add", {yr, res}, {}, "residual");
+  yr = r.op1("Relu", {yr}, {}, "relu");
+  r.output(yr, "out");
+  CHECK(step_labels(r) == std::vector<std::string>{"conv+residual+relu"});
+  check_graph(r, {random_tensor({1, 3, 32, 64}, DType::F32, 720), random_tensor({1, 20, 16, 32}, DType::F32, 721)},
+              4e-5, true);
 }
 
 // The depthwise kernel finishes FP32 rows in registers where its epilogue has a vector form: a
