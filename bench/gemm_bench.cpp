@@ -3,7 +3,8 @@
 // same shapes and thread counts; then INT8 GEMM (libhpf matmul_i8 vs its FP32 and oneDNN's
 // dnnl_gemm_u8s8s32) and GEMV 4096x4096 with FP32/BF16/F16/INT8/INT4 weights (matmul_wq vs
 // libhpf's FP32 kernel and OpenBLAS sgemv). Each thread count runs in a child process, since the plugin
-// reads HPF_NUM_THREADS once when it initialises. Prints medians; never fails on time.
+// reads HPF_NUM_THREADS once when it initialises. Prints medians; never fails on time. With
+// HPF_DUMP_DIR set, each generated kernel's source goes there (NAME.c), as the Session writes them.
 //
 //   hpf-gemm-bench [--threads 1,2] [--runs 7] [--only NAME-PART]
 #include <dlfcn.h>
@@ -57,6 +58,12 @@ bool compile_spec(Plugin& cpu, const jit::KernelSpec& spec, jit::GeneratedKernel
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;
   k = *gk;
+  if (const char* dir = std::getenv("HPF_DUMP_DIR")) {  // each kernel's source, as the Session writes them
+    if (std::FILE* f = std::fopen((std::string(dir) + "/" + k.name + ".c").c_str(), "w")) {
+      std::fputs(k.source.c_str(), f);
+      std::fclose(f);
+    }
+  }
   return cpu.load(k, kern);
 }
 

@@ -60,6 +60,12 @@ constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
 // bytes, which made FP32, BF16 and F16 5-15% faster than 2048 (FP32 2.4 -> 2.2 ms, BF16 1.31 ->
 // 1.11, F16 1.35 -> 1.15; none at all about as 256), elsewhere the Zen 5 measurement's 2048.
 constexpr int64_t kGemvBlockPrefetchL1 = 1024, kGemvBlockPrefetchL2 = 4096;
+// The block formats' GEMV reads an item's blocks in this many streams at once (K in as many
+// parts, chunk by chunk), each 64 KiB or more from the next in a 4096x4096: one stream left the
+// core's prefetchers idle at each 4 KiB page; with four, INT8 4096x4096 from memory on the
+// Intel AMX VM took 1.03 ms instead of 1.19 (16.3 GB/s, the FP32 GEMV's bandwidth; a C
+// harness, weights rotated over 1 GiB), against 1.11 with two; from L3 3% slower (0.58 ms).
+constexpr int64_t kGemvStreams = 4;
 const char* const kGemvRowPrefetch =
     "#if defined(__znver4__)\n#define WQ_PF 256\n#else\n#define WQ_PF 2048\n#endif\n";
 
@@ -156,6 +162,8 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
   const int64_t GB = G % 8 == 0 ? G / 8 : KBn;
   const int64_t CB = !i4 ? 8 : NG == 1 ? 4 : GB % 4 == 0 ? 4 : GB % 2 == 0 ? 2 : 1;
   const int64_t NCH = (KBn + CB - 1) / CB;
+  // Whole chunks in streams (a ragged last chunk goes with the rest, one by one).
+  const int64_t NCHS = (NCH - (KBn % CB != 0)) / kGemvStreams;
   const std::string x_of = i4 ? "" : " ^ 0x80808080u";
   std::ostringstream s;
   s << "  float arow[" << KP << "] __attribute__((aligned(64)));\n"
@@ -247,47 +255,78 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     << "}\n"
     << "#endif\n"
     // Panels 0..nc-1 of the blocks at wb (a block row every npi units of 16 words), their
-    // scales at sb (i4), over the whole K; dn: denormal decode (a scaled, cg the offsets).
+    // scales at sb (i4), over the whole K; dn: denormal decode (a scaled, cg the offsets). The
+    // first NS * NCHS chunks in NS streams (stream s: chunks s * NCHS ..), the rest one by one.
     << "static inline __attribute__((always_inline)) void wq_item(const u32* restrict wb, i64 npi, const float* restrict sb,\n"
     << "    const float* restrict a, const float* restrict cg, hpf_f32x16* restrict acc, const int nc, const int dn) {\n"
-    << "  (void)sb; (void)cg;\n"
-    << "  for (i64 ch = 0; ch < " << L(NCH) << "; ++ch) {\n"
-    << "    hpf_f32x16 t[4], t2[4];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < nc; ++c) t[c] = t2[c] = (hpf_f32x16){};\n"
-    << "    const i64 kb1 = (ch + 1) * " << L(CB) << " < " << L(KBn) << " ? (ch + 1) * " << L(CB) << " : " << L(KBn) << ";\n"
-    << "    for (i64 kb = ch * " << L(CB) << "; kb < kb1; ++kb) {\n"
-    << "      hpf_u32x16 x[4], xs[4];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "      for (int c = 0; c < nc; ++c) {\n"
-    << "        __builtin_prefetch((const u8*)(wb + (kb * npi + c) * 16) + " << kGemvBlockPrefetchL1 << ");\n"
-    << "        __builtin_prefetch((const u8*)(wb + (kb * npi + c) * 16) + " << kGemvBlockPrefetchL2 << ", 0, 2);\n"
-    << "        x[c] = *(const hpf_u32x16*)(wb + (kb * npi + c) * 16)" << x_of << ";\n"
-    << "        xs[c] = x[c] >> 16;\n"
-    << "      }\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "      for (int r = 0; r < " << B << "; ++r) {\n"
-    << "        const float av = a[kb * " << B << " + r];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "        for (int c = 0; c < nc; ++c) {\n"
-    << "#if defined(WQ_DENORM)\n"
-    << "          const hpf_f32x16 m = dn ? wq_u(x[c], xs[c], r) : wq_q(x[c], xs[c], r);\n"
-    << "#else\n"
-    << "          const hpf_f32x16 m = wq_q(x[c], xs[c], r);\n"
-    << "#endif\n"
-    << "          if (r & 1) t2[c] += av * m; else t[c] += av * m;\n"
-    << "        }\n"
-    << "      }\n"
-    << "    }\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < nc; ++c) {\n"
-    << "      hpf_f32x16 v = t[c] + t2[c];\n"
-    << "      if (dn) v -= cg[ch];\n"
-    << (i4 ? "      acc[c] += v * *(const hpf_f32x16*)(sb + ((ch * " + L(CB) + ") / " + L(GB) + " * npi + c) * 16);\n"
-           : "      acc[c] += v;\n")
-    << "    }\n"
-    << "  }\n"
-    << "}\n";
+    << "  (void)sb; (void)cg;\n";
+  // One block of the panels: loads (prefetching ahead) and the FMAs of its rows into T[c].
+  auto block = [&](const std::string& b, const std::string& t, const std::string& t2, const std::string& ind) {
+    std::ostringstream o;
+    o << ind << "{\n"
+      << ind << "  hpf_u32x16 x[4], xs[4];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << ind << "  for (int c = 0; c < nc; ++c) {\n"
+      << ind << "    __builtin_prefetch((const u8*)(wb + ((" << b << ") * npi + c) * 16) + " << kGemvBlockPrefetchL1 << ");\n"
+      << ind << "    __builtin_prefetch((const u8*)(wb + ((" << b << ") * npi + c) * 16) + " << kGemvBlockPrefetchL2 << ", 0, 2);\n"
+      << ind << "    x[c] = *(const hpf_u32x16*)(wb + ((" << b << ") * npi + c) * 16)" << x_of << ";\n"
+      << ind << "    xs[c] = x[c] >> 16;\n"
+      << ind << "  }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << ind << "  for (int r = 0; r < " << B << "; ++r) {\n"
+      << ind << "    const float av = a[(" << b << ") * " << B << " + r];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << ind << "    for (int c = 0; c < nc; ++c) {\n"
+      << "#if defined(WQ_DENORM)\n"
+      << ind << "      const hpf_f32x16 m = dn ? wq_u(x[c], xs[c], r) : wq_q(x[c], xs[c], r);\n"
+      << "#else\n"
+      << ind << "      const hpf_f32x16 m = wq_q(x[c], xs[c], r);\n"
+      << "#endif\n"
+      << ind << "      " << (t2.empty() ? t + "[c] += av * m;" : "if (r & 1) " + t2 + "[c] += av * m; else " + t + "[c] += av * m;") << "\n"
+      << ind << "    }\n"
+      << ind << "  }\n"
+      << ind << "}\n";
+    return o.str();
+  };
+  // A chunk's sums into acc: less the offset term (denormal decode), times the group's scale (i4).
+  auto finish = [&](const std::string& v, const std::string& ch, const std::string& ind) {
+    std::ostringstream o;
+    o << "#pragma clang loop unroll(full)\n"
+      << ind << "for (int c = 0; c < nc; ++c) {\n"
+      << ind << "  hpf_f32x16 v = " << v << ";\n"
+      << ind << "  if (dn) v -= cg[" << ch << "];\n"
+      << ind << (i4 ? "  acc[c] += v * *(const hpf_f32x16*)(sb + ((" + ch + ") * " + L(CB) + " / " + L(GB) + " * npi + c) * 16);\n"
+                    : "  acc[c] += v;\n")
+      << ind << "}\n";
+    return o.str();
+  };
+  if (NCHS > 0)
+    h << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
+      << "    hpf_f32x16 t[" << kGemvStreams << "][4];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int c = 0; c < nc; ++c) t[s][c] = (hpf_f32x16){};\n"
+      << "    for (i64 kb = 0; kb < " << L(CB) << "; ++kb) {\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
+      << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "      ")
+      << "    }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
+      << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "    ")
+      << "  }\n";
+  if (NCH > kGemvStreams * NCHS)
+    h << "  for (i64 ch = " << L(kGemvStreams * NCHS) << "; ch < " << L(NCH) << "; ++ch) {\n"
+      << "    hpf_f32x16 t[4], t2[4];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < nc; ++c) t[c] = t2[c] = (hpf_f32x16){};\n"
+      << "    const i64 kb1 = (ch + 1) * " << L(CB) << " < " << L(KBn) << " ? (ch + 1) * " << L(CB) << " : " << L(KBn) << ";\n"
+      << "    for (i64 kb = ch * " << L(CB) << "; kb < kb1; ++kb)\n"
+      << block("kb", "t", "t2", "    ")
+      << finish("t[c] + t2[c]", "ch", "    ")
+      << "  }\n";
+  h << "}\n";
   return {h.str(), body};
 }
 

@@ -1943,7 +1943,9 @@ jit::KernelSpec wq_spec(DType t, int64_t M, const PackedWeights& pw) {
 // the exact one; against FP64 sums of the dequantised weights (hpf::dequantize). Rows the denormal
 // decode takes (random, all positive, magnitudes from 1e-20 to 1e3) and one it leaves (a value of
 // 2^110); ragged N (an item of fewer than 4 panels) and K (padded blocks), groups of 8, 32, 128 rows,
-// all of K and 4 rows (row by row); NaN and infinities; and DAZ/FTZ set by the caller, which the
+// all of K and 4 rows (row by row); K in streams of chunks with and without chunks left over
+// (296: INT8 8 chunks in streams and a whole and a ragged one after; INT4 in groups of 8, 36 and
+// 1); NaN and infinities; and DAZ/FTZ set by the caller, which the
 // kernel must neither depend on nor leave changed.
 TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, against FP64 sums") {
   auto& cpu = plugin();
@@ -1959,7 +1961,8 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
     cpu.source_prefix = prefix;
     CAPTURE(prefix);
     for (DType t : {DType::I8, DType::I4})
-      for (const Shape& sh : {Shape{40, 90, 8}, Shape{13, 20, 13}, Shape{256, 70, 32}, Shape{256, 40, 128}, Shape{44, 33, 4}}) {
+      for (const Shape& sh : {Shape{40, 90, 8}, Shape{13, 20, 13}, Shape{256, 70, 32}, Shape{256, 40, 128}, Shape{44, 33, 4},
+                               Shape{296, 70, 8}}) {
         const int64_t K = sh.k, N = sh.n, M = 4;
         CAPTURE(dtype_name(t));
         CAPTURE(K);
