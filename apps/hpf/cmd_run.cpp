@@ -274,9 +274,10 @@ int cmd_run(const std::vector<std::string>& argv) {
     say("latency  median %.3f ms, min %.3f, max %.3f over %lld runs\n", median(times),
         *std::min_element(times.begin(), times.end()), *std::max_element(times.begin(), times.end()),
         static_cast<long long>(args->repeat));
-    say("memory   %s (weights %s and a reused activation arena); %lld standalone cast kernels\n",
+    say("memory   %s (weights %s and a reused activation arena; %lld outputs written over an input); %lld "
+        "standalone cast kernels\n",
         human_bytes(double(exe->peak_memory_bytes())).c_str(), human_bytes(double(st.weight_bytes)).c_str(),
-        static_cast<long long>(st.standalone_casts));
+        static_cast<long long>(st.in_place_steps), static_cast<long long>(st.standalone_casts));
     if (d.ok())
       say("vs ref   '%s': rel-L2 %.3e, max|err| %.3e, KL %.3e, top-1 %.0f%%%s\n", g.value(g.outputs()[watched]).name.c_str(),
           d->rel_l2, d->max_abs_error, d->kl, 100 * d->top1_agreement,

@@ -94,6 +94,9 @@ struct CompileStats {
   // "... (cached)" when the kernel cache held the choice, or "... (default: ...)" when the
   // variants could not be compiled.
   std::vector<std::string> tuned_kernels;
+  // Kernel steps whose output took the memory of an input that dies there (a Conv's residual
+  // Add: the output written over the residual, element by element; runtime/session/memory_plan.hpp).
+  int64_t in_place_steps = 0;
   double ms = 0;             // wall time of compile()
   std::string device;        // "<plugin>: <device name> (<architecture>)"
 };

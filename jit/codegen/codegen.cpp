@@ -98,4 +98,13 @@ std::vector<std::string> c_tile_variants(const KernelSpec& spec) {
   return {};
 }
 
+int c_in_place_input(const KernelSpec& spec) {
+  if ((spec.family != "conv" && spec.family != "conv_i8") || spec.outputs.size() != 1 || spec.epilogue_inputs <= 0)
+    return -1;
+  const TensorDesc& y = spec.outputs[0];
+  for (size_t k = spec.inputs.size() - static_cast<size_t>(spec.epilogue_inputs); k < spec.inputs.size(); ++k)
+    if (spec.inputs[k].dtype == y.dtype && spec.inputs[k].shape == y.shape) return static_cast<int>(k);
+  return -1;
+}
+
 }  // namespace hpf::jit

@@ -61,4 +61,12 @@ Expected<GeneratedKernel> generate_c(const KernelSpec& spec);
 // Empty: nothing to choose (most kernels, and a spec that already has a "tile").
 std::vector<std::string> c_tile_variants(const KernelSpec& spec);
 
+// The input of `spec` whose memory its C kernel may write the output over, or -1: an input the
+// kernel reads only element by element, each element to compute the output element at the same
+// index and before storing that one, in the output's format and shape: a Conv's epilogue operand
+// of one value per output (a residual Add). Every C Conv kernel reads such an operand only in
+// its finish (conv::finish_store, conv::tile_finish_vectors), which stores no output element
+// before reading its operand, and writes no other output element in between.
+int c_in_place_input(const KernelSpec& spec);
+
 }  // namespace hpf::jit

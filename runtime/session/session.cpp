@@ -713,10 +713,13 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   // Memory: weights get their own buffers; everything else shares an arena by lifetime.
   std::vector<std::vector<ValueId>> step_inputs, step_outputs;
   std::vector<bool> alias_step;
-  for (const Step& s : impl->steps) {
+  std::vector<int> in_place;  // a C kernel's output over an input that dies there (a residual Add's)
+  for (size_t i = 0; i < impl->steps.size(); ++i) {
+    const Step& s = impl->steps[i];
     step_inputs.push_back(s.inputs);
     step_outputs.push_back(s.outputs);
     alias_step.push_back(s.kind == jit::LoweredStep::Kind::alias);
+    in_place.push_back(!gpu && s.kind == jit::LoweredStep::Kind::kernel ? jit::c_in_place_input(lowered[i].spec) : -1);
   }
   if (impl->dynamic.graph) {  // runs last; its values live on the host
     step_inputs.push_back(impl->dynamic.inputs);
@@ -726,7 +729,8 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   std::vector<size_t> bytes(g->values().size());
   for (size_t v = 0; v < bytes.size(); ++v)
     bytes[v] = impl->dynamic.value_in_region[v] ? 0 : impl->value_bytes(static_cast<ValueId>(v));
-  impl->plan = plan_memory(*g, bytes, step_inputs, step_outputs, alias_step);
+  impl->plan = plan_memory(*g, bytes, step_inputs, step_outputs, alias_step, in_place);
+  impl->stats.in_place_steps = impl->plan.in_place_steps;
   // Weights first: with a weight cache, a large one shares the device copy other executables made
   // of the same tensor in the same format.
   impl->buffers.resize(impl->plan.slot_bytes.size());

@@ -102,6 +102,9 @@ Tensor random_tensor(std::vector<int64_t> shape, DType t, uint32_t seed, float l
 // host has them and in plain C elsewhere).
 // The "tile" attribute given to Conv kernels with packed weights ("": the default).
 std::string conv_tile;
+// Outputs written over the input jit::c_in_place_input names (a copy of it), as the Session's
+// memory plan lets them where that input dies at the step.
+bool outputs_in_place = false;
 
 bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out,
               bool pack_conv = false) {
@@ -145,8 +148,15 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
     std::vector<void*> args;
     for (ValueId v : st.inputs) args.push_back(vals[v].bytes().data());
     if (pack) args[1] = packed.bytes().data();
+    const int over = outputs_in_place ? jit::c_in_place_input(spec) : -1;
     for (size_t o = 0; o < st.outputs.size(); ++o) {
       vals[st.outputs[o]] = Tensor(st.spec.outputs[o].dtype, st.spec.outputs[o].shape);
+      if (o == 0 && over >= 0) {  // the operand's values in the output's memory, read there
+        const Tensor& in = vals[st.inputs[over]];
+        REQUIRE(in.nbytes() == vals[st.outputs[0]].nbytes());
+        std::memcpy(vals[st.outputs[0]].bytes().data(), in.bytes().data(), in.nbytes());
+        args[over] = vals[st.outputs[0]].bytes().data();
+      }
       args.push_back(vals[st.outputs[o]].bytes().data());
     }
     cpu.run(*k, args);
@@ -1322,6 +1332,52 @@ TEST_CASE("codegen: a residual Add of two convs joins the later conv") {
     CHECK(step_labels(b) == std::vector<std::string>{"down", "main+add+relu"});
     check_graph(b, {random_tensor({1, 4, 6, 7}, DType::F32, 422)}, 1e-5);
   }
+}
+
+// Each Conv kernel writing its output over its residual operand (c_in_place_input), as the
+// Session's memory plan has it where the residual dies at the Conv: the pointwise rows and cols
+// layouts, the direct (stride 2), Winograd, phase-plane (stem), implicit-GEMM and depthwise
+// kernels, FP32 and BF16 (AMX tiles where the host has them), one and two images; against the
+// reference.
+TEST_CASE("codegen: Conv kernels write their output over the residual operand") {
+  struct Case {
+    Ints x, w;
+    int64_t stride, pad, group;
+  };
+  const std::vector<Case> cases = {
+      {{1, 32, 16, 16}, {64, 32, 1, 1}, 1, 0, 1},     // pointwise, rows layout
+      {{2, 160, 7, 7}, {70, 160, 1, 1}, 1, 0, 1},     // pointwise, cols layout, a ragged block
+      {{1, 32, 15, 15}, {64, 32, 3, 3}, 2, 1, 1},     // direct, stride 2
+      {{1, 32, 12, 12}, {48, 32, 3, 3}, 1, 1, 1},     // Winograd
+      {{1, 3, 40, 40}, {24, 3, 7, 7}, 2, 3, 1},       // phase planes (a stem)
+      {{1, 6, 11, 13}, {20, 6, 5, 5}, 1, 2, 1},       // implicit GEMM
+      {{2, 24, 14, 14}, {24, 1, 3, 3}, 1, 1, 24},     // depthwise
+      {{1, 12, 9, 9}, {16, 3, 3, 3}, 1, 1, 4}};       // groups
+  outputs_in_place = true;
+  for (DType t : {DType::F32, DType::BF16})
+    for (const Case& c : cases) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(shape_string(c.x));
+      CAPTURE(shape_string(c.w));
+      const int64_t o = (c.x[2] + 2 * c.pad - c.w[2]) / c.stride + 1, ow = (c.x[3] + 2 * c.pad - c.w[3]) / c.stride + 1;
+      const Ints ys{c.x[0], c.w[0], o, ow};
+      GraphBuilder b("conv_over_residual");
+      auto x = b.input("x", t, Shape(c.x.begin(), c.x.end()));
+      auto r = b.input("r", t, Shape(ys.begin(), ys.end()));
+      auto y = b.op1("Conv", {x, b.constant(random_tensor(c.w, t, 430)), b.constant(random_tensor({c.w[0]}, t, 431))},
+                     {{"strides", Ints{c.stride, c.stride}}, {"pads", Ints{c.pad, c.pad, c.pad, c.pad}}, {"group", c.group}},
+                     "conv");
+      y = b.op1("Add", {y, r}, {}, "residual");
+      b.output(b.op1("Relu", {y}, {}, "relu"), "out");
+      auto g = b.build();
+      REQUIRE(g.ok());
+      auto steps = jit::lower(*g, {});
+      REQUIRE(steps.ok());
+      REQUIRE(steps->size() == 1);
+      CHECK(jit::c_in_place_input((*steps)[0].spec) == 3);  // x, w, b, then the residual
+      check_graph(b, {random_tensor(c.x, t, 432), random_tensor(ys, t, 433)}, t == DType::F32 ? 1e-5 : 2e-2, true);
+    }
+  outputs_in_place = false;
 }
 
 // FP32 weights packed as the Session packs them (jit/codegen/conv_packing.hpp): the pointwise

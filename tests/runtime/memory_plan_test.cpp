@@ -79,3 +79,44 @@ TEST_CASE("memory plan: random graphs with skips keep values alive together apar
     CHECK(p.total_bytes <= p.unshared_bytes + 64 * g.values().size());
   }
 }
+
+// A step whose kernel may write its output over an input (a Conv's residual): the output takes
+// that input's memory only where the input dies there, is an intermediate of the output's size
+// and is no other input of the step.
+TEST_CASE("memory plan: an output written over an input that dies at its step") {
+  struct Variant {
+    const char* what;
+    bool read_later, graph_input, twice, smaller;
+  };
+  for (const Variant& v : {Variant{"dies there", false, false, false, false},
+                           Variant{"read by a later step", true, false, false, false},
+                           Variant{"a graph input", false, true, false, false},
+                           Variant{"also the step's other input", false, false, true, false},
+                           Variant{"smaller than the output", false, false, false, true}}) {
+    CAPTURE(v.what);
+    GraphBuilder gb("in_place");
+    auto x = gb.input("x", DType::F32, {250});
+    auto a = v.graph_input ? x : gb.op1("Relu", {x}, {}, "a");
+    auto b = gb.op1("Relu", {a}, {}, "b");
+    auto c = gb.op1("Add", {v.twice ? a : b, a}, {}, "c");  // over input 1 (a)
+    auto d = gb.op1("Relu", {c}, {}, "d");
+    gb.output(v.read_later ? gb.op1("Add", {d, a}, {}, "e") : gb.op1("Relu", {d}, {}, "e"), "y");
+    const Graph g = *gb.build();
+    std::vector<std::vector<ValueId>> in, out;
+    std::vector<int> over;
+    for (const Node& n : g.nodes()) {
+      in.push_back(n.inputs);
+      out.push_back(n.outputs);
+      over.push_back(n.name == "c" ? 1 : -1);
+    }
+    std::vector<size_t> bytes(g.values().size(), 1000);
+    if (v.smaller) bytes[a] = 960;
+    const MemoryPlan p = plan_memory(g, bytes, in, out, std::vector<bool>(g.nodes().size(), false), over);
+    const bool taken = !v.read_later && !v.graph_input && !v.twice && !v.smaller;
+    CHECK(p.in_place_steps == (taken ? 1 : 0));
+    CHECK((p.slot_of[c] == p.slot_of[a] && p.offset_of[c] == p.offset_of[a]) == taken);
+    // c's memory stays c's while d reads it: d (written while c is read) lies apart.
+    CHECK((p.offset_of[d] + bytes[d] <= p.offset_of[c] || p.offset_of[c] + bytes[c] <= p.offset_of[d]));
+    if (!taken) check_no_overlap(g, p, bytes);
+  }
+}
