@@ -133,8 +133,9 @@ std::string row_loader(const std::string& f, int64_t K, int64_t P) {
 
 // The GEMV of the block formats (i8; i4 in groups of whole blocks or one group): the body of the
 // kernel after its pointers A, W, S, Y. Work item = an item of 4 panels; per row of A, per chunk
-// of CB blocks, sums into two sets of accumulators (even and odd rows: FMA latency), then per
-// chunk acc += sum (i8; its column scales at the end) or sum * the group's scale (i4).
+// of CB blocks, sums into a set of accumulators per stream (kGemvStreams chunks at once, K in as
+// many parts; the chunks left over alone, into two sets, even and odd rows: FMA latency), then
+// per chunk acc += sum (i8; its column scales at the end) or sum * the group's scale (i4).
 //
 // Decode, two ways:
 //   exact q: i4 as wq_i4c; i8 by the float trick on each byte (x ^ 0x80808080 holds q + 128).

@@ -713,13 +713,19 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
   // Memory: weights get their own buffers; everything else shares an arena by lifetime.
   std::vector<std::vector<ValueId>> step_inputs, step_outputs;
   std::vector<bool> alias_step;
-  std::vector<int> in_place;  // a C kernel's output over an input that dies there (a residual Add's)
+  // A C kernel's output over an input that dies there (a residual Add's); not where the overflow
+  // watch may look at the step (a low-precision output, or one hidden in it): it reads the step's
+  // inputs after the step has run.
+  std::vector<int> in_place;
   for (size_t i = 0; i < impl->steps.size(); ++i) {
     const Step& s = impl->steps[i];
     step_inputs.push_back(s.inputs);
     step_outputs.push_back(s.outputs);
     alias_step.push_back(s.kind == jit::LoweredStep::Kind::alias);
-    in_place.push_back(!gpu && s.kind == jit::LoweredStep::Kind::kernel ? jit::c_in_place_input(lowered[i].spec) : -1);
+    bool watched = s.hides_low_precision;
+    for (ValueId v : s.outputs) watched = watched || (v != kNoValue && low_precision(impl->storage[v]));
+    in_place.push_back(!gpu && !watched && s.kind == jit::LoweredStep::Kind::kernel ? jit::c_in_place_input(lowered[i].spec)
+                                                                                    : -1);
   }
   if (impl->dynamic.graph) {  // runs last; its values live on the host
     step_inputs.push_back(impl->dynamic.inputs);

@@ -300,10 +300,12 @@ TEST_CASE("session: a Cast after a kernel is fused into it; a Cast of a graph in
 // A bottleneck block (ResNet's): the last Conv's residual Add reads the block's input, which
 // dies there, so the Conv writes its output over it; the next block reads that output, the
 // graph's output is apart. Two runs (the second starts from the first's arena) against the
-// reference; and with the block's input read by a later step, no output takes its memory.
+// reference; with the block's input read by a later step, or in BF16 storage (the overflow
+// watch reads a low-precision step's inputs after it ran), no output takes its memory.
 TEST_CASE("session: a Conv writes its output over the residual that dies at its Add") {
-  for (bool read_after : {false, true}) {
-    CAPTURE(read_after);
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool read_after = variant == 1, bf16 = variant == 2;
+    CAPTURE(variant);
     GraphBuilder b("bottleneck");
     auto x = b.input("x", DType::F32, {1, 32, 14, 14});
     auto conv = [&](ValueId in, int64_t m, int64_t c, int64_t k, uint32_t seed) {
@@ -319,9 +321,14 @@ TEST_CASE("session: a Conv writes its output over the residual that dies at its 
     if (read_after) b.output(b.op1("Sigmoid", {r}), "after");  // r read by a later step
     auto g = b.build();
     REQUIRE(g.ok());
-    auto exe = compile_uncached(*g);
+    SessionOptions o;
+    o.use_cache = false;
+    if (bf16) o.precision = DType::BF16;
+    auto session = Session::create(o);
+    REQUIRE(session.ok());
+    auto exe = session->compile(*g);
     REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(exe->compile_stats().in_place_steps == (read_after ? 0 : 1));
+    CHECK(exe->compile_stats().in_place_steps == (variant == 0 ? 1 : 0));
     const Tensor xt = test::random_tensor({1, 32, 14, 14}, 610);
     auto want = ref::run(*g, {xt});
     REQUIRE(want.ok());
@@ -331,7 +338,7 @@ TEST_CASE("session: a Conv writes its output over the residual that dies at its 
       const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
       double worst = 0;
       for (size_t k = 0; k < gv.size(); ++k) worst = std::max(worst, std::abs(double(gv[k]) - wv[k]) / (1 + std::abs(wv[k])));
-      CHECK_MESSAGE(worst <= 1e-5, "worst relative error " << worst);
+      CHECK_MESSAGE(worst <= (bf16 ? 0.05 : 1e-5), "worst relative error " << worst);
     }
   }
 }
