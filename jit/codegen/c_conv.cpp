@@ -551,7 +551,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     tile_fin = "          if (fused && pc + kc == " + L(K) + ") {\n"
                "            for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
                "              hpf_vf c[HPF_MR][HPF_NV];\n"
-               "              hpf_mm_micro_sums(" + std::string(K > kGemmKC ? "0" : "1") + ", HPF_MR, HPF_NV, kc, " + wt + ", HPF_MR, 1, bp + pc * bsk + jp, bsk, HPF_VW, at + jp, HPF_NC, c);\n" +
+               "              hpf_mm_micro_sums(" + std::string(K > kGemmKC ? "0" : "1") + ", HPF_MR, HPF_NV, kc, " + wt + ", HPF_MR, 1, bp + pc * bsk + jp, bsk, HPF_VW, at + jp, HPF_NC, c, 0);\n" +
                fin_v +
                "            }\n"
                // As below: the next pixel block's lines of these rows, for writing.

@@ -72,10 +72,11 @@ typedef int hpf_vi __attribute__((vector_size(sizeof(hpf_vf))));
    min_vector_width: hosts tuned to prefer 256-bit vectors would otherwise split the zmm
    accumulators in two and spill them.
    hpf_mm_micro_sums leaves the sums in c (registers, once inlined) for the caller to finish;
-   hpf_mm_micro_rnz stores them to acc. */
+   hpf_mm_micro_rnz stores them to acc. bpf > 0 (a constant): each k also prefetches B's row
+   k + bpf into L1, for a B that streams from L2 (a whole depth of K, hpf_mm_micro_bx0_pf). */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_sums(
     int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
-    i64 bsv, const float* restrict acc, i64 ldc, hpf_vf c[HPF_MR][HPF_NV]) {
+    i64 bsv, const float* restrict acc, i64 ldc, hpf_vf c[HPF_MR][HPF_NV], int bpf) {
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -86,6 +87,10 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v)
       if (v < nv) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);  /* any alignment */
+    if (bpf > 0 && p + bpf < kc)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < HPF_NV; ++v)
+        if (v < nv) __builtin_prefetch(bp + (p + bpf) * bsk + v * bsv, 0, 3);
 #pragma clang loop unroll(full)
     for (int i = 0; i < HPF_MR; ++i) {
       if (i < mr) {
@@ -99,9 +104,9 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 }
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rnz(
     int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
-    i64 bsv, float* restrict acc, i64 ldc) {
+    i64 bsv, float* restrict acc, i64 ldc, int bpf) {
   hpf_vf c[HPF_MR][HPF_NV];
-  hpf_mm_micro_sums(zero, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, c);
+  hpf_mm_micro_sums(zero, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, c, bpf);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -111,7 +116,7 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rn(
     int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
     float* restrict acc, i64 ldc) {
-  hpf_mm_micro_rnz(0, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc);
+  hpf_mm_micro_rnz(0, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, 0);
 }
 /* All NR columns. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_r(
@@ -123,7 +128,10 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   hpf_mm_micro_r(HPF_MR, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
 /* A full tile whose sums start at zero (acc is only written): the whole K in one slice. */
 #define hpf_mm_micro_bx0(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc) \
-  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
+  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc), 0)
+/* The same with B prefetched bpf rows ahead (see hpf_mm_micro_sums). */
+#define hpf_mm_micro_bx0_pf(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, bpf) \
+  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc), (bpf))
 /* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
    none read past mr), over nv vectors. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest_n(
