@@ -224,10 +224,6 @@ constexpr int64_t kPointwiseRowsDepth = 1024;
 // Work items of the rows-layout pointwise kernel, at least (channel blocks split further): the
 // threads take items one at a time, and a layer of few, large items ends with one thread alone.
 constexpr int64_t kPointwiseMinItems = 16;
-// Output channels the rows pointwise kernel sums together, slice by slice of K, where K has more
-// than one slice: 4 tiles, whose sums (6 KiB) stay in L1 beside the slice of input rows they
-// share (32 KiB). (With one slice, 4 tiles finished together ran slower than one at a time.)
-constexpr int64_t kPointwiseGroupRows = 4 * kGemmMR;
 // Pixel tiles (of HPF_MR) per work item of the cols pointwise kernel: its FP32 tile is 6 x this
 // x 64 (twice 54 KiB on the stack, with its transposition). A 14x14 map's 33 tiles make one
 // block, so a slice of weights is read once for all its pixels, not once per block of 16 tiles:
@@ -378,15 +374,14 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
         << "          u32* restrict o = bpack2 + jp * (HPF_KC / 2) + pp * HPF_NR;\n"
         << "          for (i64 jj = 0; jj < HPF_NR; ++jj) o[jj] = (u32)lo[jj] | (u32)lo[jj + HPF_NC] << 16;\n"
         << "        }\n";
-    if (packed) {  // the tiles of this slice one after another (conv_packing.hpp), ragged ones zero-filled
+    if (packed) {  // each tile's rows of this slice (conv_packing.hpp), ragged tiles zero-filled
       const int64_t T = (z.MG + kGemmMR - 1) / kGemmMR;
-      b << "      const float* restrict wp = Wt + g * " << L(T * kGemmMR * K) << " + pc * " << L(T * kGemmMR)
-        << " + ic * kc;\n"
+      b << "      const float* restrict wp = Wt + g * " << L(T * kGemmMR * K) << " + ic * " << L(K) << " + pc * HPF_MR;\n"
         << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
         << "        const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
         << "        for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
-        << "          if (mr == HPF_MR) hpf_mm_micro_ex(kc, wp + ir * kc, HPF_MR, 1, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
-        << "          else hpf_mm_micro_rest(mr, kc, wp + ir * kc, HPF_MR, 1, bpack + jp * HPF_KC, HPF_NR, HPF_VW, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "          if (mr == HPF_MR) hpf_mm_micro_ex(kc, wp + ir * " << L(K) << ", HPF_MR, 1, bpack + jp * HPF_KC, acc + ir * HPF_NC + jp, HPF_NC);\n"
+        << "          else hpf_mm_micro_rest(mr, kc, wp + ir * " << L(K) << ", HPF_MR, 1, bpack + jp * HPF_KC, HPF_NR, HPF_VW, acc + ir * HPF_NC + jp, HPF_NC);\n"
         << "      }\n"
         << "    }\n";
       return b.str();
@@ -493,12 +488,13 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
 
 // A pointwise Conv (1x1, unit strides, no padding) with weights in the "rows" layout: Y = W X per
 // image, a plain GEMM whose B (X, a channel's pixels contiguous) needs no packing. A work item is
-// one block of HPF_NC pixels and up to MT output channels; per group of kPointwiseGroupRows
-// channels (4 tiles of HPF_MR; a tile where K is one slice) the microkernel sums over all of K,
-// slice after slice of the packed weights, each slice's input rows (32 KiB) read from L1 by the
-// group's 4 tiles in turn (a tile at a time over all of K read them from L2: ResNet-50's 28x28
-// 512 -> 128 layer 0.74 -> 0.65 ms alone),
-// reading FP32 pixels in place (a ragged block, or 16-bit input, is first copied, converted, into
+// one block of HPF_NC pixels and up to MT output channels; per tile of HPF_MR channels the
+// microkernel sums over all of K in registers, the block's input rows (K x 64 pixels) streaming
+// from L2 where they are more than one slice (K > HPF_KC), each row fetched into L1 16 rows
+// ahead: the tile's sums are stored once, not per slice. (Before, groups of 4 tiles summed slice
+// by slice, each slice's input rows read from L1 by the group's tiles in turn: ResNet-50's 56x56
+// 256 -> 64 layer in a C harness, its input out of L2, 0.99 -> 0.80 ms; in L2 0.72 -> 0.67.)
+// FP32 pixels are read in place (a ragged block, or 16-bit input, is first copied, converted, into
 // a zero-padded K x HPF_NC panel, once per work item), and the group's rows are finished and
 // stored at once, while in L1: no tile of MT rows to clear, reload and finish afterwards, which
 // cost ResNet-50's 64-deep layers a fifth of their time. K is at most kPointwiseRowsDepth where
@@ -519,7 +515,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
   s << head << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << conv::kernel_args(spec, "float", has_b, epi_ptrs)
     << (copies ? "  float bpanel[" + std::to_string(K * kGemmNC) + "] __attribute__((aligned(64)));\n" : "")
-    << "  float acc[" << kPointwiseGroupRows * kGemmNC << "] __attribute__((aligned(64)));\n"
+    << "  float acc[" << kGemmMR * kGemmNC << "] __attribute__((aligned(64)));\n"
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << pixel_item(z, PB, MB, MT, P, P % 16 != 0)
     << "    const " << xt << "* restrict xg = X + (n * " << L(z.C) << " + g * " << L(z.CG) << ") * " << L(P) << " + p0;\n";
@@ -537,59 +533,51 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
       << "      bp = bpanel;\n"
       << "      bsk = HPF_NC;\n"
       << "    }\n";
-  const std::string wt = "Wt + " + L(T * kGemmMR * K) + " * g + pc * " + L(T * kGemmMR) + " + (ic + ir) * kc";
-  const int64_t GR = K > kGemmKC ? kPointwiseGroupRows : kGemmMR;  // one slice: a tile at a time
-  // A group of whole tiles over a whole pixel block finishes each tile in registers in its last
-  // slice: the sums, bias and epilogue (vectors, c_epilogue_vector) stored straight to Y, not
-  // stored to acc and read back by a scalar loop (28x28 128->512 with its Relu in a C harness:
-  // 0.55 -> 0.53 ms). Where the epilogue has no vector form, or Y is not FP32, every group
-  // finishes through acc.
+  const std::string wt = "Wt + " + L(T * kGemmMR * K) + " * g + (ic + ir) * " + L(K);
+  const std::string bpf = K > kGemmKC ? "16" : "0";  // rows fetched ahead where they stream from L2
+  // A whole tile over a whole pixel block is finished in registers: the sums, bias and epilogue
+  // (vectors, c_epilogue_vector) stored straight to Y, not stored to acc and read back by a
+  // scalar loop (28x28 128->512 with its Relu in a C harness: 0.55 -> 0.53 ms). Where the
+  // epilogue has no vector form, or Y is not FP32, every tile finishes through acc.
   std::string tile_fin;
   if (const std::string fin_v = conv::tile_finish_vectors(spec, kinds, has_b, z.M, P, "g * " + L(z.MG) + " + ic + ir",
                                                           "p0 + jp", "HPF_NV");
       !fin_v.empty())
-    tile_fin = "          if (fused && pc + kc == " + L(K) + ") {\n"
-               "            for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
-               "              hpf_vf c[HPF_MR][HPF_NV];\n"
-               "              hpf_mm_micro_sums(" + std::string(K > kGemmKC ? "0" : "1") + ", HPF_MR, HPF_NV, kc, " + wt + ", HPF_MR, 1, bp + pc * bsk + jp, bsk, HPF_VW, at + jp, HPF_NC, c, 0);\n" +
+    tile_fin = "      if (fused) {\n"
+               "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+               "          hpf_vf c[HPF_MR][HPF_NV];\n"
+               "          hpf_mm_micro_sums(1, HPF_MR, HPF_NV, " + L(K) + ", " + wt + ", HPF_MR, 1, bp + jp, bsk, HPF_VW, acc, HPF_NC, c, " + bpf + ");\n" +
                fin_v +
-               "            }\n"
+               "        }\n"
                // As below: the next pixel block's lines of these rows, for writing.
-               "            if (pb + 1 < " + L(PB) + ")\n"
-               "              for (int i = 0; i < HPF_MR; ++i)\n"
-               "                hpf_prefetch_w(Y + (n * " + L(z.M) + " + g * " + L(z.MG) + " + ic + ir + i) * " + L(P) +
+               "        if (pb + 1 < " + L(PB) + ")\n"
+               "          for (int i = 0; i < HPF_MR; ++i)\n"
+               "            hpf_prefetch_w(Y + (n * " + L(z.M) + " + g * " + L(z.MG) + " + ic + ir + i) * " + L(P) +
                " + p0 + HPF_NC, HPF_NC * sizeof(*Y));\n"
-               "            continue;\n"
-               "          }\n";
-  s << "    for (i64 ig = 0; ig < mc; ig += " << L(GR) << ") {\n"
-    << "      const i64 ge = mc - ig < " << L(GR) << " ? mc : ig + " << L(GR) << ";\n"
-    << (tile_fin.empty() ? "" : "      const int fused = nc == HPF_NC && (ge - ig) % HPF_MR == 0;\n")
-    << "      for (i64 pc = 0; pc < " << L(K) << "; pc += HPF_KC) {\n"
-    << "        const i64 kc = " << L(K) << " - pc < HPF_KC ? " << L(K) << " - pc : HPF_KC;\n"
-    << "        for (i64 ir = ig; ir < ge; ir += HPF_MR) {\n"
-    << "          const i64 mr = ge - ir < HPF_MR ? ge - ir : HPF_MR;\n"
-    << "          float* restrict at = acc + (ir - ig) * HPF_NC;\n"
-    // The first slice of a full tile of whole panels starts its sums at zero in registers
-    // instead of zeroing acc and loading it (MobileNetV2's 112x112 32->32: 0.28 -> 0.26 ms).
-    << "          const int fresh = pc == 0 && mr == HPF_MR && nc % HPF_NR == 0;\n"
-    << "          if (pc == 0 && !fresh) for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) at[x] = 0.0f;\n"
+               "        continue;\n"
+               "      }\n";
+  s << "    for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+    << "      const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+    << (tile_fin.empty() ? "" : "      const int fused = nc == HPF_NC && mr == HPF_MR;\n")
+    // A full tile of whole panels starts its sums at zero in registers instead of zeroing acc
+    // and loading it (MobileNetV2's 112x112 32->32: 0.28 -> 0.26 ms).
+    << "      const int fresh = mr == HPF_MR && nc % HPF_NR == 0;\n"
+    << "      if (!fresh) for (i64 x = 0; x < HPF_MR * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << tile_fin
-    // The packed slice's tile (conv_packing.hpp, "rows"); a ragged last tile (64 channels: 10 x 6
-    // + 4) exactly, in pieces of 4, 2 and 1 rows; the block's HPF_NC pixels in panels of HPF_NR
+    // The packed tile (conv_packing.hpp, "rows"); a ragged last tile (64 channels: 10 x 6 + 4)
+    // exactly, in pieces of 4, 2 and 1 rows; the block's HPF_NC pixels in panels of HPF_NR
     // (AVX2: 4), a ragged block's last panel in whole vectors only (MobileNetV2's 14x14 maps: 196
     // pixels computed as 208, not 256).
-    << "          for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
-    << "            const float* restrict bj = bp + pc * bsk + jp;\n"
-    << "            if (nc - jp < HPF_NR) hpf_mm_micro_cols(mr, nc - jp, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
-    << "            else if (fresh) hpf_mm_micro_bx0(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
-    << "            else if (mr == HPF_MR) hpf_mm_micro_bx(kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
-    << "            else hpf_mm_micro_rest(mr, kc, " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, at + jp, HPF_NC);\n"
-    << "          }\n"
-    << "        }\n"
+    << "      for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+    << "        const float* restrict bj = bp + jp;\n"
+    << "        if (nc - jp < HPF_NR) hpf_mm_micro_cols(mr, nc - jp, " << L(K) << ", " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "        else if (fresh) hpf_mm_micro_bx0_pf(" << L(K) << ", " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC, " << bpf << ");\n"
+    << "        else if (mr == HPF_MR) hpf_mm_micro_bx(" << L(K) << ", " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
+    << "        else hpf_mm_micro_rest(mr, " << L(K) << ", " << wt << ", HPF_MR, 1, bj, bsk, HPF_VW, acc + jp, HPF_NC);\n"
     << "      }\n"
     << (tile_fin.empty() ? "" : "      if (!fused)\n")
-    << "      for (i64 ii = 0; ii < ge - ig; ++ii) {\n"
-    << "        const i64 mo = g * " << L(z.MG) << " + ic + ig + ii;\n"
+    << "      for (i64 ii = 0; ii < mr; ++ii) {\n"
+    << "        const i64 mo = g * " << L(z.MG) << " + ic + ir + ii;\n"
     << "        const i64 yo = (n * " << L(z.M) << " + mo) * " << L(P) << " + p0;\n"
     << "        float* restrict a = acc + ii * HPF_NC;\n"
     << "        (void)yo;\n";

@@ -142,7 +142,7 @@ Expected<GeneratedKernel> phase_rows(const KernelSpec& spec, const Shape& z, con
     s << (k ? "," : "") << (k % 16 ? "" : "\n  ")
       << c * CPLANE + ((ty % z.SH) * z.SW + tx % z.SW) * PLANE + (ty / z.SH) * WPP + tx / z.SW;
   }
-  const std::string wt = "Wt + g * " + L(T * kGemmMR * K) + " + pc * " + L(T * kGemmMR) + " + (ic + ir) * kc";
+  const std::string wt = "Wt + g * " + L(T * kGemmMR * K) + " + (ic + ir) * " + L(K) + " + pc * HPF_MR";
   // A full tile over whole vectors of a panel is finished in registers (tile_finish_vectors) and
   // stored straight to Y; the other tiles, or every tile where the epilogue has no vector form or
   // Y is not FP32, through acc.

@@ -134,13 +134,10 @@ void pack_conv_weights(const KernelSpec& packed_spec, const float* w, float* out
   }
   const int64_t tiles = blocks(d.rows, kGemmMR);
   for (int64_t g = 0; g < d.groups; ++g)
-    for (int64_t s0 = 0; s0 < d.k; s0 += kGemmKC) {
-      const int64_t kc = std::min(kGemmKC, d.k - s0);
-      for (int64_t t = 0; t < tiles; ++t) {
-        float* o = out + g * tiles * kGemmMR * d.k + s0 * tiles * kGemmMR + t * kc * kGemmMR;
-        for (int64_t q = 0; q < kc; ++q)
-          for (int64_t i = 0; i < kGemmMR; ++i) o[q * kGemmMR + i] = weight(g, t * kGemmMR + i, s0 + q);
-      }
+    for (int64_t t = 0; t < tiles; ++t) {
+      float* o = out + (g * tiles + t) * kGemmMR * d.k;
+      for (int64_t q = 0; q < d.k; ++q)
+        for (int64_t i = 0; i < kGemmMR; ++i) o[q * kGemmMR + i] = weight(g, t * kGemmMR + i, q);
     }
 }
 

@@ -6,11 +6,10 @@
 //
 // The layouts (attribute "w_layout"), K = CG * KH * KW, per group g of MG output channels:
 // - "rows", for the implicit GEMM with output channels as the microkernel's rows: the channels
-//   in tiles of kGemmMR (zero rows past MG, T = ceil(MG / kGemmMR) tiles), K cut in slices of
-//   kGemmKC (the last one kc_s = K - s * kGemmKC long), slice-major so that a work item reads
-//   its tiles of a slice as one run:
-//     packed[g][s][t][q][i] = W[g * MG + t * MR + i][s * KC + q]
-//     at offset g * T * MR * K + s * KC * T * MR + t * kc_s * MR + q * MR + i.
+//   in tiles of kGemmMR (zero rows past MG, T = ceil(MG / kGemmMR) tiles), each tile's whole K
+//   in order, MR values per k, so that a tile's rows of any run of k (a K slice, or all of K)
+//   are one stretch of memory with the same strides:
+//     packed[g][t][q][i] = W[g * MG + t * MR + i][q]   at (g * T + t) * MR * K + q * MR + i.
 // - "cols", for a pointwise (1x1, unit stride, unpadded) Conv with output channels as the
 //   microkernel's columns: blocks of 64 channels (zero past MG, B = ceil(MG / 64) blocks), each
 //   K rows of 64:
