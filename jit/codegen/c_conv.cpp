@@ -495,7 +495,7 @@ Expected<GeneratedKernel> conv_gemm(const KernelSpec& spec, const ConvShape& z, 
 // by slice, each slice's input rows read from L1 by the group's tiles in turn: ResNet-50's 56x56
 // 256 -> 64 layer in a C harness, its input out of L2, 0.99 -> 0.80 ms; in L2 0.72 -> 0.67.)
 // FP32 pixels are read in place (a ragged block, or 16-bit input, is first copied, converted, into
-// a zero-padded K x HPF_NC panel, once per work item), and the group's rows are finished and
+// a zero-padded K x HPF_NC panel, once per work item), and each tile's rows are finished and
 // stored at once, while in L1: no tile of MT rows to clear, reload and finish afterwards, which
 // cost ResNet-50's 64-deep layers a fifth of their time. K is at most kPointwiseRowsDepth where
 // the panel is copied (it is on the stack).

@@ -32,10 +32,11 @@
 //   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
 //     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
 //     while its KC x NC block is packed, or read in place (F32); A rows in place (F32) or
-//     converted to FP32 rows per block. F32 weights and A with an F32 Y of whole 64-column
-//     blocks: each row tile runs the whole depth of K in registers, B's panels from L2. BF16 weights with a BF16 A, where the host prefers the
-//     BF16 dot product (HPF_BF16_DOT, c_gemm_micro.hpp): B packed in pairs of k as stored, A
-//     read in place, vdpbf16ps (products exact in FP32, as the FP32 kernel's on the same values).
+//     converted to FP32 rows per block; F32 weights and A with an F32 Y of whole 64-column
+//     blocks: each row tile runs the whole depth of K in registers, B's panels from L2. BF16
+//     weights with a BF16 A, where the host prefers the BF16 dot product (HPF_BF16_DOT,
+//     c_gemm_micro.hpp): B packed in pairs of k as stored, A read in place, vdpbf16ps (products
+//     exact in FP32, as the FP32 kernel's on the same values).
 #include <sstream>
 
 #include "jit/codegen/c_codegen.hpp"
