@@ -95,7 +95,7 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
   if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
   jit::KernelSpec spec;
   spec.family = format == "i8vnni" ? "matmul_i8" : "matmul_wq";
-  spec.inputs = {{DType::F32, {s.m, s.k}}, {DType::U8, pw->data.shape()}, {DType::F32, pw->scales.shape()}};
+  spec.inputs = {{DType::F32, {s.m, s.k}}, {DType::U8, pw->data.shape()}, {pw->scales.dtype(), pw->scales.shape()}};
   spec.outputs = {{DType::F32, {s.m, s.n}}};
   spec.attrs["wformat"] = format;
   spec.attrs["k"] = s.k;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <future>
 #include <limits>
@@ -265,7 +266,14 @@ Expected<QuantParams> int4_weight_params(const Tensor& w, int axis, int group_si
   if (group_size <= 0)
     return Status::invalid(
         fmt::format("int4_weight_params: group_size {} is not positive", group_size));
-  return choose_quant_params(v, w.shape(), DType::I4, true, axis, group_size);
+  HPF_ASSIGN_OR_RETURN(QuantParams p, choose_quant_params(v, w.shape(), DType::I4, true, axis, group_size));
+  for (float& s : p.scales) {  // up to the next BF16 value (the magnitude: scales are positive)
+    const auto b = std::bit_cast<uint32_t>(s);
+    if ((b & 0xFFFFu) == 0) continue;
+    const float up = std::bit_cast<float>((b | 0xFFFFu) + 1);
+    if (std::isfinite(up)) s = up;
+  }
+  return p;
 }
 
 Expected<QuantParams> fp8_params(float amax, DType format) {

@@ -25,7 +25,7 @@ struct PackedWeights {
   std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni (matmul_i8) | conv_i8
   int64_t k = 0, n = 0, group = 0;
   Tensor data;    // U8 bytes in the panel layout (conv_i8: the "i8" layout of conv_packing.hpp)
-  Tensor scales;  // F32: i8 / i8vnni [P*16], i4 per column and group (packed_unit order), float formats one placeholder 0;
+  Tensor scales;  // F32: i8 / i8vnni [P*16]; i4 per column and group (packed_unit order; BF16 where exact), float formats one placeholder 0;
                   // conv_i8 [M], s_a * s_w[m]
   Tensor column_sums;  // i8vnni: I32 [P*16], the sum over k of column n (times the zero point: its share);
                        // conv_i8 [M], 128 * the sum of output channel m's weights
@@ -36,7 +36,7 @@ struct PackedWeights {
 // with scales: i8 per output column (or one per tensor), i4 groups along K (one scale per
 // column and group). i8 and i4 in blocks of 4 and 8 rows, one u32 per column and block, 16 per
 // panel and block, the panels' blocks in the order of packed_unit (c_matmul_wq.cpp); i4's scales
-// likewise, a group in place of a block. i8vnni: the same INT8 values in matmul_i8's order,
+// likewise, a group in place of a block, BF16 where every scale is a BF16 value (else F32). i8vnni: the same INT8 values in matmul_i8's order,
 // [P][ceil(K/4)][16][4] (K padded with zeros). Errors: another layout of parameters
 // (unsupported), a non-F32 or non-2-D weight (invalid).
 Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format,

@@ -1986,7 +1986,7 @@ namespace {
 jit::KernelSpec wq_spec(DType t, int64_t M, const PackedWeights& pw) {
   jit::KernelSpec spec;
   spec.family = "matmul_wq";
-  spec.inputs = {{DType::F32, {M, pw.k}}, {DType::U8, pw.data.shape()}, {DType::F32, pw.scales.shape()}};
+  spec.inputs = {{DType::F32, {M, pw.k}}, {DType::U8, pw.data.shape()}, {pw.scales.dtype(), pw.scales.shape()}};
   spec.outputs = {{DType::F32, {M, pw.n}}};
   spec.attrs = {{"wformat", std::string(t == DType::I8 ? "i8" : "i4")}, {"k", pw.k}, {"n", pw.n}, {"group", pw.group}};
   return spec;
@@ -2017,21 +2017,28 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
     cpu.source_prefix = prefix;
     CAPTURE(prefix);
     for (DType t : {DType::I8, DType::I4})
+      for (bool f32_scales : {false, true})
       for (const Shape& sh : {Shape{40, 90, 8}, Shape{13, 20, 13}, Shape{256, 70, 32}, Shape{256, 40, 128}, Shape{44, 33, 4},
                                Shape{296, 70, 8}}) {
+        if (f32_scales && (t == DType::I8 || *prefix)) continue;  // i8's are F32; the scales read alike
         const int64_t K = sh.k, N = sh.n, M = 4;
         CAPTURE(dtype_name(t));
         CAPTURE(K);
         CAPTURE(N);
+        CAPTURE(f32_scales);
         const Tensor w = random_tensor({K, N}, DType::F32, 900 + static_cast<uint32_t>(K + N));
         auto q = t == DType::I8 ? int8_weight_params(w, 1) : int4_weight_params(w, 0, sh.group);
         REQUIRE(q.ok());
+        // INT4 scales that are not BF16 values (a plan file's) stay F32 in the packing.
+        if (f32_scales)
+          for (float& x : q->scales) x = std::nextafter(x, 1e30f);
         std::vector<std::byte> qs(storage_bytes(t, K * N));
         REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs).ok());
         std::vector<float> wv(K * N);
         REQUIRE(dequantize(qs, w.shape(), *q, wv).ok());
         auto pw = pack_weights(w, false, t == DType::I8 ? "i8" : "i4", &*q);
         REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+        CHECK(pw->scales.dtype() == (t == DType::I4 && !f32_scales ? DType::BF16 : DType::F32));
         auto kern = jit::generate_c(wq_spec(t, M, *pw));
         REQUIRE_MESSAGE(kern.ok(), kern.status().to_string());
         // Rows: random; all positive (the offset's cancellation at its worst); magnitudes

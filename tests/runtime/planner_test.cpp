@@ -419,6 +419,7 @@ TEST_CASE("plan_auto: a move measured slower than the plan it leaves is refused"
       return Evaluation{d, 10.0 * (1 - 0.5 * lowered) * (fp16_nodes(p) ? 1.3 : 1.0)};
     };
     PlannerOptions o = mlp_options();
+    o.device.storage = {DType::F32, DType::BF16, DType::F16};  // 16-bit against 16-bit, no INT4
     o.max_move_slowdown = slowdown;
     PlannerReport r;
     auto plan = plan_auto(g, o, e, &batches, &r);

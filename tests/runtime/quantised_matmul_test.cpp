@@ -4,6 +4,7 @@
 // GEMM schedules, Gemm with transB, alpha and a bias; the weights really packed (weight_bytes).
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -169,7 +170,8 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
         want_bytes = (P + 1) / 2 * 2 * jit::amx_bf16_padded_k(c.k) * 16 * 2 + 4;
       // int8: u8 x s8 (A quantised per row as it arrives): K padded to 4, scales, column sums
       if (mode == Mode::int8) want_bytes = P * ((c.k + 3) / 4 * 4) * 16 + P * 16 * 4 * (w8a8 ? 2 : 1);
-      if (mode == Mode::int4_weights) want_bytes = P * ((c.k + 7) / 8) * 64 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 4;
+      // int4: the scales BF16 (int4_weight_params chooses BF16 values)
+      if (mode == Mode::int4_weights) want_bytes = P * ((c.k + 7) / 8) * 64 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 2;
       if (c.gemm) want_bytes += c.n * 4;  // the bias: Gemm's C is a wide input, kept FP32
       CHECK(r.stats.weight_bytes == want_bytes);
       // FP32 sums in another order than the emulation's (FP64 for int8, sequential FP32
@@ -230,20 +232,31 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
   for (bool trans_b : {false, true}) {
     CAPTURE(trans_b);
     for (const auto& [K, group] : {std::pair<int64_t, int>{40, 8}, {40, 4}, {13, 13}})
-    for (DType t : {DType::I8, DType::I4}) {
+    for (DType t : {DType::I8, DType::I4})
+    for (bool bf16_scales : {true, false}) {
+      if (t == DType::I8 && !bf16_scales) continue;
       CAPTURE(K);
+      CAPTURE(bf16_scales);
       const int64_t N = 90;  // an item of 4 panels and one of 2
       const Tensor w = random(trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 11);
       auto q = t == DType::I8 ? int8_weight_params(w, trans_b ? 0 : 1) : int4_weight_params(w, trans_b ? 1 : 0, group);
       REQUIRE(q.ok());
+      // INT4: int4_weight_params's scales are BF16 values and pack as BF16; a plan's others
+      // (one ulp more) pack as F32.
+      if (!bf16_scales) q->scales[1] = std::nextafter(q->scales[1], 1e30f);
       std::vector<std::byte> qs(storage_bytes(t, K * N));
       REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs).ok());
       std::vector<float> deq(K * N);
       REQUIRE(dequantize(qs, w.shape(), *q, deq).ok());
       auto pw = pack_weights(w, trans_b, t == DType::I8 ? "i8" : "i4", &*q);
       REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+      CHECK(pw->scales.dtype() == (t == DType::I4 && bf16_scales ? DType::BF16 : DType::F32));
       const auto* d = reinterpret_cast<const uint8_t*>(pw->data.bytes().data());
-      const auto* sc = reinterpret_cast<const float*>(pw->scales.bytes().data());
+      const std::byte* sb = pw->scales.bytes().data();
+      auto sc = [&](int64_t i) {
+        if (pw->scales.dtype() == DType::F32) return reinterpret_cast<const float*>(sb)[i];
+        return std::bit_cast<float>(uint32_t{reinterpret_cast<const uint16_t*>(sb)[i]} << 16);
+      };
       const int64_t NG = K / pw->group;
       int64_t mismatches = 0;
       for (int64_t k = 0; k < K; ++k)
@@ -255,10 +268,10 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
           std::memcpy(&word, d + (packed_unit(p, k / B, (K + B - 1) / B, P) * 16 + j) * 4, 4);
           float v;
           if (t == DType::I8) {
-            v = float(int8_t(word >> (8 * (k % 4)))) * sc[p * 16 + j];
+            v = float(int8_t(word >> (8 * (k % 4)))) * sc(p * 16 + j);
           } else {
             const int u = static_cast<int>((word >> (4 * (k % 8))) & 15);
-            v = float(u - 8) * sc[packed_unit(p, k / pw->group, NG, P) * 16 + j];
+            v = float(u - 8) * sc(packed_unit(p, k / pw->group, NG, P) * 16 + j);
           }
           mismatches += v != deq[trans_b ? n * K + k : k * N + n];
         }
