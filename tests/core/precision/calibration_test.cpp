@@ -4,6 +4,7 @@
 
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -202,6 +203,19 @@ TEST_CASE("calibration: per-channel INT8, group-wise INT4 and FP8 weight scales"
   CHECK(int4_weight_params(f32({64, 2}, v), 0, 0).status().message() ==
         "int4_weight_params: group_size 0 is not positive");
   CHECK(!int4_weight_params(f32({48, 2}, std::vector<float>(96)), 0, 32).ok());
+  // amax / 7 that is no BF16 value rounds up to the next one (the packed kernels store BF16):
+  // 7.7 / 7 = 1.1 -> 1.1015625 (0x3F8D0000); 1e-3 / 7 likewise, a BF16 value stays.
+  std::vector<float> w3(64, 0.0f);
+  w3[0] = 7.7f;
+  w3[33] = -1e-3f;
+  auto p3 = int4_weight_params(f32({64, 1}, w3), 0, 32);
+  REQUIRE(p3.ok());
+  REQUIRE(p3->scales.size() == 2);
+  CHECK(p3->scales[0] == std::bit_cast<float>(uint32_t{0x3F8D0000}));
+  const float small = 1e-3f / 7.0f;
+  CHECK(p3->scales[1] > small);
+  CHECK(p3->scales[1] <= small * (1.0f + 1.0f / 128));
+  CHECK((std::bit_cast<uint32_t>(p3->scales[1]) & 0xFFFFu) == 0);
 
   auto e4 = fp8_params(896.0f);
   REQUIRE(e4.ok());
