@@ -1994,7 +1994,7 @@ jit::KernelSpec wq_spec(DType t, int64_t M, const PackedWeights& pw) {
 
 }  // namespace
 
-// matmul_wq's GEMV on INT8 / INT4 blocks (M <= 4), both decodes: the host's (on Zen 4/5 the
+// matmul_wq's GEMV on INT8 / INT4 blocks, 4 rows at once and one at a time, both decodes: the host's (on Zen 4/5 the
 // denormal one for rows it takes), the denormal one forced on any host, and, in the x86-64-v3 run,
 // the exact one; against FP64 sums of the dequantised weights (hpf::dequantize). Rows the denormal
 // decode takes (random, all positive, magnitudes from 1e-20 to 1e3) and one it leaves (a value of
@@ -2039,8 +2039,12 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
         auto pw = pack_weights(w, false, t == DType::I8 ? "i8" : "i4", &*q);
         REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
         CHECK(pw->scales.dtype() == (t == DType::I4 && !f32_scales ? DType::BF16 : DType::F32));
+        // The 4 rows at once (gemv_rows: exact decode), and one at a time (the single-row GEMV,
+        // either decode).
         auto kern = jit::generate_c(wq_spec(t, M, *pw));
         REQUIRE_MESSAGE(kern.ok(), kern.status().to_string());
+        auto kern1 = jit::generate_c(wq_spec(t, 1, *pw));
+        REQUIRE_MESSAGE(kern1.ok(), kern1.status().to_string());
         // Rows: random; all positive (the offset's cancellation at its worst); magnitudes
         // 1e-20..1e3; random with one value of 2^110 (past the denormal decode's range).
         std::vector<float> a = random_tensor({M, K}, DType::F32, 901).to_f32();
@@ -2050,21 +2054,29 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
         }
         a[3 * K + K / 2] = std::ldexp(1.0f, 110);
         auto check = [&](const std::vector<float>& av, int64_t rows) {
-          Tensor y(DType::F32, {M, N});
-          cpu.run(*kern, {const_cast<float*>(av.data()), pw->data.bytes().data(),
-                          pw->scales.bytes().data(), y.bytes().data()});
-          const std::vector<float> yv = y.to_f32();
-          int64_t bad = 0;
-          for (int64_t i = 0; i < rows; ++i)
-            for (int64_t j = 0; j < N; ++j) {
-              const auto [want, mag] = fp64_dot(av, wv, K, N, i, j);
-              const double got = yv[i * N + j];
-              const bool ok = std::isnan(want) ? std::isnan(got)
-                              : std::isinf(want) ? got == want
-                                                 : std::abs(got - want) <= 1e-5 * mag + 1e-35;
-              if (!ok && bad++ < 3) MESSAGE("row " << i << " column " << j << ": " << got << " want " << want << " (sum of |products| " << mag << ")");
-            }
-          CHECK(bad == 0);
+          for (bool one_row : {false, true}) {
+            CAPTURE(one_row);
+            Tensor y(DType::F32, {M, N});
+            if (!one_row)
+              cpu.run(*kern, {const_cast<float*>(av.data()), pw->data.bytes().data(), pw->scales.bytes().data(),
+                              y.bytes().data()});
+            else
+              for (int64_t i = 0; i < M; ++i)
+                cpu.run(*kern1, {const_cast<float*>(av.data() + i * K), pw->data.bytes().data(), pw->scales.bytes().data(),
+                                 y.bytes().data() + i * N * 4});
+            const std::vector<float> yv = y.to_f32();
+            int64_t bad = 0;
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < N; ++j) {
+                const auto [want, mag] = fp64_dot(av, wv, K, N, i, j);
+                const double got = yv[i * N + j];
+                const bool ok = std::isnan(want) ? std::isnan(got)
+                                : std::isinf(want) ? got == want
+                                                   : std::abs(got - want) <= 1e-5 * mag + 1e-35;
+                if (!ok && bad++ < 3) MESSAGE("row " << i << " column " << j << ": " << got << " want " << want << " (sum of |products| " << mag << ")");
+              }
+            CHECK(bad == 0);
+          }
         };
         check(a, M);
         // NaN and infinities in A (the denormal decode leaves such rows to the exact one).

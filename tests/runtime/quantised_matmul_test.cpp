@@ -138,6 +138,8 @@ const Case kCases[] = {
     {3, 40, 48, false, false, 2},
     {70, 150, 200, false, false, 0, false, true}, {9, 65, 137, true, true, 0, false, true},
     {3, 40, 48, false, false, 2, false, true},
+    // 2..4 rows at once (gemv_rows) with a fused epilogue, and with A in the plan's 16-bit format
+    {2, 37, 40, false, false, 0, true}, {3, 40, 48, false, false, 0, false, true},
     // N a multiple of 64 with M > 4: the sums accumulate in an FP32 Y, K slice by slice (ragged
     // row tiles, a ragged last slice; 5 row tiles take column groups of 512).
     {139, 256, 300}, {600, 512, 140, true, false}, {7, 64, 129},
@@ -173,6 +175,8 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
       // int4: the scales BF16 (int4_weight_params chooses BF16 values)
       if (mode == Mode::int4_weights) want_bytes = P * ((c.k + 7) / 8) * 64 + P * (c.k / int4_group_for(c.k, 32)) * 16 * 2;
       if (c.gemm) want_bytes += c.n * 4;  // the bias: Gemm's C is a wide input, kept FP32
+      // the epilogue's bias, stored as the plan stores the Add (FP32 in fp32 and int4-weights)
+      if (c.epilogue) want_bytes += c.n * (mode == Mode::fp32 || mode == Mode::int4_weights ? 4 : 2);
       CHECK(r.stats.weight_bytes == want_bytes);
       // FP32 sums in another order than the emulation's (FP64 for int8, sequential FP32
       // otherwise): a few ulps of the dot products.
