@@ -25,13 +25,15 @@
 // fake-quantised to INT8 with that per-tensor scale, as an int8 plan's emulation stores it).
 //
 // Two schedules, chosen by M:
-//   M <= 4 (GEMV, memory-bound): work item = 4 panels (64 columns); the panels stream once,
-//     dequantised in registers, accumulating in FP32: 2..4 rows at once (gemv_rows), one row
-//     at a time where those rows would not fit the stack or i4 groups are not whole blocks. One
-//     row: per-column (i8) and per-group (i4) scales are factored out of the sums, i8's once at
-//     the end, i4's per group as s * sum a*q, so the inner loop is a load, a decode and an FMA
-//     (gemv_blocked for i8 / i4); 2..4 rows: i8's at the end, i4 decodes q * s.
-//   M > 4 (GEMM): work item = up to 132 rows (M split evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
+//   M <= 8 (GEMV, memory-bound): work item = 4 panels (64 columns); the panels stream once,
+//     dequantised in registers, accumulating in FP32: 2..8 rows at once (gemv_rows; 5..8 only
+//     there, else the GEMM), one row at a time (M <= 4) where those rows would not fit the
+//     stack or i4 groups are not whole blocks. One row: per-column (i8) and per-group (i4)
+//     scales are factored out of the sums, i8's once at the end, i4's per group as s * sum a*q,
+//     so the inner loop is a load, a decode and an FMA (gemv_blocked for i8 / i4); 2..8 rows:
+//     i8's at the end, i4 decodes q * s.
+//   M > 8 (or 5..8 where gemv_rows does not apply; GEMM): work item = up to 132 rows (M split
+//     evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
 //     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
 //     while its KC x NC block is packed, or read in place (F32); A rows in place (F32) or
 //     converted to FP32 rows per block; F32 weights and A with an F32 Y of whole 64-column
@@ -52,8 +54,10 @@ namespace hpf::jit {
 namespace {
 
 constexpr int64_t kGemvMaxRows = 4;
-// The GEMV of 2..4 rows (gemv_rows) holds the rows of A as FP32 on the stack, at most this many
-// bytes (else each row streams the weights on its own).
+// The GEMV of 2..8 rows at once (gemv_rows; 5..8 where it applies, else the GEMM) holds the rows
+// of A as FP32 on the stack, at most this many bytes (else each row streams the weights on its
+// own, or the GEMM runs).
+constexpr int64_t kGemvRowsMax = 8;
 constexpr int64_t kGemvRowsStackBytes = 128 * 1024;
 constexpr int64_t kColGroup = 128;    // GEMM columns per work item (two NC blocks)
 constexpr int64_t kPanelsPerItem = 4;  // GEMV panels per work item
@@ -356,11 +360,14 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
   return {h.str(), body};
 }
 
-// The GEMV of M = 2..4 rows, every format: each weight is loaded and decoded once for all M rows
-// (rows of A as FP32 on the stack, zero past K), the M x 4 panels' sums in registers. Row by row
-// (the single-row GEMVs above, M times) read and decoded the weights M times: 4096x4096 with one
-// thread, weights in L3, FP32 4.6 ms at M = 2 and 9.3 at M = 4 against 2.35 at M = 1 and the
-// GEMM's 3.9 at M = 5; INT4 2.0 ms at M = 4 against 0.49 at M = 1. i4 (groups of whole blocks)
+// The GEMV of M = 2..8 rows, every format: each weight is loaded and decoded once for all M rows
+// (rows of A as FP32 on the stack, zero past K), the sums of M rows x PC panels in registers (an
+// item's 4 panels in one pass or two). Row by row (the single-row GEMVs above, M times) read and
+// decoded the weights M times: 4096x4096 with one thread, weights in L3, FP32 4.6 ms at M = 2 and
+// 9.3 at M = 4 against 2.35 at M = 1 and the GEMM's 3.9 at M = 5; INT4 2.0 ms at M = 4 against
+// 0.49 at M = 1. Against the GEMM at M = 5..8 (which dequantises the weights into panels for
+// its 6-row tiles, a ragged one among them): FP32 3.3-3.5 -> 2.4-2.6 ms, BF16 2.4-3.0 -> 1.3-2.0,
+// INT4 2.8-3.3 -> 1.5-2.1; FP32 at M = 6 alike. i4 (groups of whole blocks)
 // decodes q times the group's scale, the dequantised weight the emulation multiplies by (exact:
 // a 4-bit q times a BF16 scale fits FP32's 24 bits; F32 scales round as the emulation's q * s);
 // i8 takes its column scales at the end.
@@ -368,6 +375,9 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
                      DType y_dtype) {
   const bool block = f == "i4" || f == "i8", i4 = f == "i4";
   const int64_t B = i4 ? 8 : f == "i8" ? 4 : 1, KBn = (K + B - 1) / B, KP = KBn * B, P = (N + 15) / 16, NG = K / G;
+  // Panels per pass over the weights: M x PC sums in registers, at most 24 (the FP32 GEMM's
+  // tile) for the row formats, 16 for the block formats (their decode holds 8 to 12 vectors).
+  const int64_t PC = M * 4 <= (block ? 16 : 24) ? 4 : 2;
   std::ostringstream h;
   if (!block) h << kGemvRowPrefetch;
   // Panels c < nc of an item (block formats: their blocks every npi units from wb, scales at
@@ -405,9 +415,9 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
   } else {
     const int64_t row_bytes = f == "f32" ? 64 : 32, rows_per_line = 64 / row_bytes;
     h << "  for (i64 k = 0; k < " << L(K) << "; ++k) {\n"
-      << "    if (nc == 4" << (rows_per_line > 1 ? " && (k & " + std::to_string(rows_per_line - 1) + ") == 0" : "") << ")\n"
+      << "    if (nc == " << PC << (rows_per_line > 1 ? " && (k & " + std::to_string(rows_per_line - 1) + ") == 0" : "") << ")\n"
       << "#pragma clang loop unroll(full)\n"
-      << "      for (int c = 0; c < 4; ++c) __builtin_prefetch((const u8*)W + ((p0 + c) * " << L(K) << " + k + WQ_PF / "
+      << "      for (int c = 0; c < " << PC << "; ++c) __builtin_prefetch((const u8*)W + ((p0 + c) * " << L(K) << " + k + WQ_PF / "
       << row_bytes << ") * " << row_bytes << ");\n"
       << "#pragma clang loop unroll(full)\n"
       << "    for (int c = 0; c < nc; ++c) {\n"
@@ -433,7 +443,8 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
     << "  for (i64 w = begin; w < end; ++w) {\n"
     << "    const i64 p0 = w * 4, np = " << L(P) << " - p0 < 4 ? " << L(P) << " - p0 : 4;\n"
     << "    hpf_f32x16 res[" << M * 4 << "];\n"
-    << "    if (np == 4) wq_rows(W, " << wb << ", 4, " << sb << ", p0, arow, res, 4);\n"
+    << "    if (np == 4)\n"
+    << "      for (int cp = 0; cp < 4; cp += " << PC << ") wq_rows(W, " << wb << " + cp * 16, 4, " << sb << " + cp * 16, p0 + cp, arow, res + cp, " << PC << ");\n"
     << "    else\n"
     << "      for (i64 c0 = 0; c0 < np; ++c0) wq_rows(W, " << wb << " + c0 * 16, np, " << sb << " + c0 * 16, p0 + c0, arow, res + c0, 1);\n"
     << "    for (i64 i = 0; i < " << L(M) << "; ++i)\n"
@@ -502,7 +513,14 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       Y.shape.back() != N)
     return Status::invalid("matmul_wq: inconsistent k/n/group for A " + shape_string(A.shape) + " and Y " + shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, NG = K / G;
-  const bool gemv = M <= kGemvMaxRows;
+  // The GEMV: of 2..8 rows at once (rows on the stack within kGemvRowsStackBytes; i4 groups of
+  // whole blocks, or one group); else up to kGemvMaxRows rows one at a time: the block formats'
+  // (i4 groups likewise), else row by row.
+  const bool whole_blocks = f == "i8" || (f == "i4" && (G % 8 == 0 || NG == 1));
+  const int64_t KPB = f == "i4" ? (K + 7) / 8 * 8 : f == "i8" ? (K + 3) / 4 * 4 : K;
+  const bool rows_at_once = M >= 2 && M <= kGemvRowsMax && M * KPB * 4 <= kGemvRowsStackBytes &&
+                            (whole_blocks || (f != "i4" && f != "i8"));
+  const bool gemv = M <= kGemvMaxRows || rows_at_once;
   const DType s_dtype = spec.inputs[2].dtype;
   if (s_dtype != DType::F32 && !(s_dtype == DType::BF16 && f == "i4"))
     return Status::invalid("matmul_wq: " + std::string(dtype_name(s_dtype)) + " scales for weight format '" + f +
@@ -514,13 +532,8 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   const bool pairs = !gemv && f == "bf16" && A.dtype == DType::BF16;
   HPF_ASSIGN_OR_RETURN(std::string out_fn, c_matmul_epilogue(spec, 3));
   const std::string a_load = c_load_operand(A.dtype, "A[i * " + L(K) + " + p]");
-  // The GEMV: of 2..4 rows at once (rows on the stack within kGemvRowsStackBytes; i4 groups of
-  // whole blocks, or one group); else of one row at a time: the block formats' (i4 groups
-  // likewise), else row by row.
-  const bool whole_blocks = f == "i8" || (f == "i4" && (G % 8 == 0 || NG == 1));
-  const int64_t KPB = f == "i4" ? (K + 7) / 8 * 8 : f == "i8" ? (K + 3) / 4 * 4 : K;
   GemvSource blocked;
-  if (gemv && M >= 2 && M * KPB * 4 <= kGemvRowsStackBytes && (whole_blocks || (f != "i4" && f != "i8")))
+  if (rows_at_once)
     blocked = gemv_rows(f, K, N, M, G, a_load, Y.dtype);
   else if (gemv && whole_blocks)
     blocked = gemv_blocked(f, K, N, M, G, a_load, Y.dtype);

@@ -78,7 +78,7 @@ struct WeightLoweringStats {
 // `amx_int8`, matmul_i8 kernels are asked to run on AMX-INT8 tiles (attr amx; the same packing).
 // Steps it cannot take (transposed A, batched B, other layouts) stay as they are.
 // Without a plan (or for an fp32 or auto node), an F32 weight is packed as F32 too: the GEMV
-// (M <= 4) streams it once, the GEMM copies contiguous panels instead of gathering strided rows
+// (M <= 8) streams it once, the GEMM copies contiguous panels instead of gathering strided rows
 // of the original (BERT-base's projections: ~25% faster).
 Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Plan* plan, std::vector<DType>& storage,
                                                              std::vector<std::vector<int64_t>>& shapes,

@@ -140,9 +140,10 @@ const Case kCases[] = {
     {3, 40, 48, false, false, 2, false, true},
     // 2..4 rows at once (gemv_rows) with a fused epilogue, and with A in the plan's 16-bit format
     {2, 37, 40, false, false, 0, true}, {3, 40, 48, false, false, 0, false, true},
-    // N a multiple of 64 with M > 4: the sums accumulate in an FP32 Y, K slice by slice (ragged
-    // row tiles, a ragged last slice; 5 row tiles take column groups of 512).
-    {139, 256, 300}, {600, 512, 140, true, false}, {7, 64, 129},
+    // N a multiple of 64 with M > 8 (the GEMM): the sums accumulate in an FP32 Y, K slice by
+    // slice or (FP32) whole (ragged row tiles, a ragged last slice; many row tiles take column
+    // groups of 512).
+    {139, 256, 300}, {600, 512, 140, true, false}, {13, 64, 129},
 };
 
 }  // namespace
