@@ -140,6 +140,9 @@ const Case kCases[] = {
     {3, 40, 48, false, false, 2, false, true},
     // 2..4 rows at once (gemv_rows) with a fused epilogue, and with A in the plan's 16-bit format
     {2, 37, 40, false, false, 0, true}, {3, 40, 48, false, false, 0, false, true},
+    // 5..8 rows at once, whole items of 4 panels in two passes (INT8/INT4; FP32/16-bit past 6
+    // rows) and a ragged item
+    {7, 90, 40}, {8, 70, 136, true, true},
     // N a multiple of 64 with M > 8 (the GEMM): the sums accumulate in an FP32 Y, K slice by
     // slice or (FP32) whole (ragged row tiles, a ragged last slice; many row tiles take column
     // groups of 512).
