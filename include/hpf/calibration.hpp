@@ -131,8 +131,8 @@ Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank
 // Per-channel INT8 weight scales: amax over everything but `axis`, / 127, symmetric.
 Expected<QuantParams> int8_weight_params(const Tensor& w, int axis);
 // Group-wise INT4 weight scales: groups of `group_size` (32, 64 or 128; any positive size
-// dividing the axis is accepted) along `axis`, amax / 7 rounded up to a BF16 value (at most
-// 2^-8 more: every q still within -7..7), symmetric. BF16 scales pack in 2 bytes (the CPU
+// dividing the axis is accepted) along `axis`, amax / 7 rounded up to a BF16 value (less
+// than 2^-7 more: every q still within -7..7), symmetric. BF16 scales pack in 2 bytes (the CPU
 // kernels read a fifth fewer bytes with groups of 32), as GGML's Q4_0 stores an FP16 per 32.
 Expected<QuantParams> int4_weight_params(const Tensor& w, int axis, int group_size);
 // FP8 per-tensor scale: amax / max of `format` (448 for F8E4M3, 57344 for F8E5M2); 1 for amax
