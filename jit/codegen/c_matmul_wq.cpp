@@ -30,8 +30,8 @@
 //     there, else the GEMM), one row at a time (M <= 4) where those rows would not fit the
 //     stack or i4 groups are not whole blocks. One row: per-column (i8) and per-group (i4)
 //     scales are factored out of the sums, i8's once at the end, i4's per group as s * sum a*q,
-//     so the inner loop is a load, a decode and an FMA (gemv_blocked for i8 / i4); 2..8 rows:
-//     i8's at the end, i4 decodes q * s.
+//     so the inner loop is a load, a decode and an FMA (gemv_blocked for i8 / i4); 2..8 rows
+//     likewise (gemv_rows).
 //   M > 8 (or 5..8 where gemv_rows does not apply; GEMM): work item = up to 132 rows (M split
 //     evenly) x 128 columns (512 from 4 row tiles); the FP32 GEMM's
 //     microkernel (gemm_micro_source); B is dequantised exactly (q * s, the emulation's values)
@@ -367,10 +367,9 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
 // 9.3 at M = 4 against 2.35 at M = 1 and the GEMM's 3.9 at M = 5; INT4 2.0 ms at M = 4 against
 // 0.49 at M = 1. Against the GEMM at M = 5..8 (which dequantises the weights into panels for
 // its 6-row tiles, a ragged one among them): FP32 3.3-3.5 -> 2.4-2.6 ms, BF16 2.4-3.0 -> 1.3-2.0,
-// INT4 2.8-3.3 -> 1.5-2.1; FP32 at M = 6 alike. i4 (groups of whole blocks)
-// decodes q times the group's scale, the dequantised weight the emulation multiplies by (exact:
-// a 4-bit q times a BF16 scale fits FP32's 24 bits; F32 scales round as the emulation's q * s);
-// i8 takes its column scales at the end.
+// INT4 2.8-3.3 -> 1.5-2.1; FP32 at M = 6 alike. i4 (groups of whole blocks, or one group) sums
+// a * q per group and adds the sums times the group's scale, i8 takes its column scales at the
+// end, as the single-row GEMV does.
 GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int64_t G, const std::string& a_load,
                      DType y_dtype) {
   const bool block = f == "i4" || f == "i8", i4 = f == "i4";
@@ -391,27 +390,51 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
     << "#pragma clang loop unroll(full)\n"
     << "    for (int c = 0; c < 4; ++c) t[i][c] = (hpf_f32x16){};\n";
   if (block) {
-    h << "  for (i64 kb = 0; kb < " << L(KBn) << "; ++kb) {\n"
+    // i4: per scale group of GB blocks, the sums of a * q, then res += sums * the group's scale
+    // (a multiply per group and column, not per decoded row; INT4 4096x4096, one thread, 2
+    // alternations: M = 2 0.79-0.85 -> 0.66-0.67 ms, M = 4 1.13-1.15 -> 0.97-1.02, M = 8
+    // 2.10-2.19 -> 1.96-2.01); i8: one group of all blocks.
+    const int64_t GB = i4 && G % 8 == 0 ? G / 8 : KBn, NGB = (KBn + GB - 1) / GB;
+    if (i4)
+      h << "#pragma clang loop unroll(full)\n"
+        << "  for (int i = 0; i < " << M << "; ++i)\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "    for (int c = 0; c < nc; ++c) res[i * 4 + c] = (hpf_f32x16){};\n";
+    h << "  for (i64 gi = 0; gi < " << L(NGB) << "; ++gi) {\n";
+    if (i4)
+      h << "    hpf_f32x16 sc[4];\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "    for (int c = 0; c < nc; ++c) sc[c] = wq_sc(sb + (gi * npi + c) * 16);\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "    for (int i = 0; i < " << M << "; ++i)\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "      for (int c = 0; c < 4; ++c) t[i][c] = (hpf_f32x16){};\n";
+    h << "  for (i64 kb = gi * " << L(GB) << "; kb < (gi + 1) * " << L(GB) << " && kb < " << L(KBn) << "; ++kb) {\n"
       << "    hpf_u32x16 x[4], xs[4];\n"
-      << "    hpf_f32x16 sc[4];\n"
-      << "    (void)xs; (void)sc;\n"
+      << "    (void)xs;\n"
       << "#pragma clang loop unroll(full)\n"
       << "    for (int c = 0; c < nc; ++c) {\n"
       << "      const u32* restrict u = wb + (kb * npi + c) * 16;\n"
       << "      __builtin_prefetch((const u8*)u + " << kGemvBlockPrefetchL1 << ");\n"
       << "      __builtin_prefetch((const u8*)u + " << kGemvBlockPrefetchL2 << ", 0, 2);\n"
       << "      x[c] = *(const hpf_u32x16*)u" << (i4 ? "" : " ^ 0x80808080u") << ";\n"
-      << (i4 ? "      sc[c] = wq_sc(sb + ((kb * 8) / " + L(G) + " * npi + c) * 16);\n" : "      xs[c] = x[c] >> 16;\n")
+      << (i4 ? "" : "      xs[c] = x[c] >> 16;\n")
       << "    }\n"
       << "#pragma clang loop unroll(full)\n"
       << "    for (int r = 0; r < " << B << "; ++r)\n"
       << "#pragma clang loop unroll(full)\n"
       << "      for (int c = 0; c < nc; ++c) {\n"
-      << "        const hpf_f32x16 m = " << (i4 ? "wq_i4c(x[c], r) * sc[c]" : "wq_i8c(x[c], xs[c], r)") << ";\n"
+      << "        const hpf_f32x16 m = " << (i4 ? "wq_i4c(x[c], r)" : "wq_i8c(x[c], xs[c], r)") << ";\n"
       << "#pragma clang loop unroll(full)\n"
       << "        for (int i = 0; i < " << M << "; ++i) t[i][c] += a[i * " << L(KP) << " + kb * " << B << " + r] * m;\n"
       << "      }\n"
       << "  }\n";
+    if (i4)
+      h << "#pragma clang loop unroll(full)\n"
+        << "    for (int i = 0; i < " << M << "; ++i)\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "      for (int c = 0; c < nc; ++c) res[i * 4 + c] += t[i][c] * sc[c];\n";
+    h << "  }\n";
   } else {
     const int64_t row_bytes = f == "f32" ? 64 : 32, rows_per_line = 64 / row_bytes;
     h << "  for (i64 k = 0; k < " << L(K) << "; ++k) {\n"
@@ -427,11 +450,12 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
       << "    }\n"
       << "  }\n";
   }
-  h << "#pragma clang loop unroll(full)\n"
-    << "  for (int i = 0; i < " << M << "; ++i)\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < nc; ++c) res[i * 4 + c] = t[i][c];\n"
-    << "}\n";
+  if (!i4)
+    h << "#pragma clang loop unroll(full)\n"
+      << "  for (int i = 0; i < " << M << "; ++i)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < nc; ++c) res[i * 4 + c] = t[i][c];\n";
+  h << "}\n";
 
   std::ostringstream s;
   const std::string wb = "(const u32*)W + w * " + L(4 * KBn * 16), sb = "S + w * " + L(i4 ? 4 * NG * 16 : 0);
