@@ -179,13 +179,24 @@ std::string row_loader(const std::string& f, int64_t K, int64_t P, bool bf16_sca
 //     whose FMA takes denormal operands at full speed, or where HPF_PREFER_WQ_DENORMAL is
 //     defined before the source (the tests do, to check it on any host); other hosts (Intel
 //     takes a microcode assist per denormal operand) and other rows decode exact q.
+// Rows of K per packed block: i4 8, i8 4, the float formats 1 (a row is a unit).
+int64_t block_rows(const std::string& f) { return f == "i4" ? 8 : f == "i8" ? 4 : 1; }
+
+// The GEMV's store of panel c's 16 sums `sums` (row i, item panels from p0) to Y, through the
+// epilogue, columns past N left out: the lines inside the loops over i and c.
+std::string gemv_store(const std::string& sums, int64_t N, DType y_dtype) {
+  return "        float o[16]; __builtin_memcpy(o, &" + sums + ", 64);\n"
+         "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " + L(N) + ") break;\n"
+         "          Y[i * " + L(N) + " + j] = " + c_store(y_dtype, "wq_out(o[jj], args, i, j)") + "; }\n";
+}
+
 struct GemvSource {
   std::string helpers, body;  // before the kernel; the kernel after its pointers
 };
 GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, int64_t G, const std::string& a_load,
                          DType y_dtype) {
   const bool i4 = f == "i4";
-  const int64_t B = i4 ? 8 : 4, KBn = (K + B - 1) / B, KP = KBn * B, P = (N + 15) / 16, NG = K / G;
+  const int64_t B = block_rows(f), KBn = (K + B - 1) / B, KP = KBn * B, P = (N + 15) / 16, NG = K / G;
   // Blocks per chunk: i4 a divisor of the group's blocks (at most 4), i8 8 (32 rows).
   const int64_t GB = G % 8 == 0 ? G / 8 : KBn;
   const int64_t CB = !i4 ? 8 : NG == 1 ? 4 : GB % 4 == 0 ? 4 : GB % 2 == 0 ? 2 : 1;
@@ -231,9 +242,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     << "      for (int c = 0; c < np; ++c) {\n"
     << (i4 ? "" : "        acc[c] *= *(const hpf_f32x16*)(S + (p0 + c) * 16);\n")
     << "        if (dn) acc[c] *= ps;\n"
-    << "        float o[16]; __builtin_memcpy(o, &acc[c], 64);\n"
-    << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
-    << "          Y[i * " << L(N) << " + j] = " << c_store(y_dtype, "wq_out(o[jj], args, i, j)") << "; }\n"
+    << gemv_store("acc[c]", N, y_dtype)
     << "      }\n"
     << "    }\n"
     << "  }\n"
@@ -373,7 +382,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
 GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int64_t G, const std::string& a_load,
                      DType y_dtype) {
   const bool block = f == "i4" || f == "i8", i4 = f == "i4";
-  const int64_t B = i4 ? 8 : f == "i8" ? 4 : 1, KBn = (K + B - 1) / B, KP = KBn * B, P = (N + 15) / 16, NG = K / G;
+  const int64_t B = block_rows(f), KBn = (K + B - 1) / B, KP = KBn * B, P = (N + 15) / 16, NG = K / G;
   // Panels per pass over the weights: M x PC sums in registers, at most 24 (the FP32 GEMM's
   // tile) for the row formats, 16 for the block formats (their decode holds 8 to 12 vectors).
   const int64_t PC = M * 4 <= (block ? 16 : 24) ? 4 : 2;
@@ -384,11 +393,12 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
   h << "static inline __attribute__((always_inline)) void wq_rows(const void* restrict W, const u32* restrict wb, i64 npi,\n"
     << "    const wq_s_t* restrict sb, i64 p0, const float* restrict a, hpf_f32x16* restrict res, const int nc) {\n"
     << "  (void)W; (void)wb; (void)npi; (void)sb; (void)p0;\n"
-    << "  hpf_f32x16 t[" << M << "][4];\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "  for (int i = 0; i < " << M << "; ++i)\n"
-    << "#pragma clang loop unroll(full)\n"
-    << "    for (int c = 0; c < 4; ++c) t[i][c] = (hpf_f32x16){};\n";
+    << "  hpf_f32x16 t[" << M << "][4];\n";
+  if (!i4)
+    h << "#pragma clang loop unroll(full)\n"
+      << "  for (int i = 0; i < " << M << "; ++i)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < 4; ++c) t[i][c] = (hpf_f32x16){};\n";
   if (block) {
     // i4: per scale group of GB blocks, the sums of a * q, then res += sums * the group's scale
     // (a multiply per group and column, not per decoded row; INT4 4096x4096, one thread, 2
@@ -474,9 +484,7 @@ GemvSource gemv_rows(const std::string& f, int64_t K, int64_t N, int64_t M, int6
     << "    for (i64 i = 0; i < " << L(M) << "; ++i)\n"
     << "      for (int c = 0; c < np; ++c) {\n"
     << (f == "i8" ? "        res[i * 4 + c] *= *(const hpf_f32x16*)(S + (p0 + c) * 16);\n" : "")
-    << "        float o[16]; __builtin_memcpy(o, &res[i * 4 + c], 64);\n"
-    << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
-    << "          Y[i * " << L(N) << " + j] = " << c_store(y_dtype, "wq_out(o[jj], args, i, j)") << "; }\n"
+    << gemv_store("res[i * 4 + c]", N, y_dtype)
     << "      }\n"
     << "  }\n"
     << "}\n";
@@ -541,9 +549,9 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   // whole blocks, or one group); else up to kGemvMaxRows rows one at a time: the block formats'
   // (i4 groups likewise), else row by row.
   const bool whole_blocks = f == "i8" || (f == "i4" && (G % 8 == 0 || NG == 1));
-  const int64_t KPB = f == "i4" ? (K + 7) / 8 * 8 : f == "i8" ? (K + 3) / 4 * 4 : K;
-  const bool rows_at_once = M >= 2 && M <= kGemvRowsMax && M * KPB * 4 <= kGemvRowsStackBytes &&
-                            (whole_blocks || (f != "i4" && f != "i8"));
+  const int64_t KP = (K + block_rows(f) - 1) / block_rows(f) * block_rows(f);  // K padded to whole blocks
+  const bool rows_at_once = M >= 2 && M <= kGemvRowsMax && M * KP * 4 <= kGemvRowsStackBytes &&
+                            (f != "i4" || whole_blocks);
   const bool gemv = M <= kGemvMaxRows || rows_at_once;
   const DType s_dtype = spec.inputs[2].dtype;
   if (s_dtype != DType::F32 && !(s_dtype == DType::BF16 && f == "i4"))
@@ -623,9 +631,7 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     }
     s << "      }\n";
     s << "      for (int c = 0; c < np; ++c) {\n"
-      << "        float o[16]; __builtin_memcpy(o, &acc[c], 64);\n"
-      << "        for (i64 jj = 0; jj < 16; ++jj) { const i64 j = (p0 + c) * 16 + jj; if (j >= " << L(N) << ") break;\n"
-      << "          Y[i * " << L(N) << " + j] = " << c_store(Y.dtype, "wq_out(o[jj], args, i, j)") << "; }\n"
+      << gemv_store("acc[c]", N, Y.dtype)
       << "      }\n"
       << "    }\n  }\n}\n";
     return GeneratedKernel{name, s.str(), M > 0 ? (P + kPanelsPerItem - 1) / kPanelsPerItem : 0, 2};
