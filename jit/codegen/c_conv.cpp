@@ -546,7 +546,7 @@ Expected<GeneratedKernel> conv_pointwise_rows(const KernelSpec& spec, const Conv
     tile_fin = "      if (fused) {\n"
                "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
                "          hpf_vf c[HPF_MR][HPF_NV];\n"
-               "          hpf_mm_micro_sums(1, HPF_MR, HPF_NV, " + L(K) + ", " + wt + ", HPF_MR, 1, bp + jp, bsk, HPF_VW, acc, HPF_NC, c, " + bpf + ");\n" +
+               "          hpf_mm_micro_sums(1, HPF_MR, HPF_NV, " + L(K) + ", " + wt + ", HPF_MR, 1, bp + jp, bsk, HPF_VW, acc, HPF_NC, c, " + bpf + ", 0);\n" +
                fin_v +
                "        }\n"
                // As below: the next pixel block's lines of these rows, for writing.

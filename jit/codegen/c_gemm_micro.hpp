@@ -19,6 +19,9 @@
 //       hpf_mm_micro_rn / hpf_mm_micro_rest_n(mr, nv, ...) the same over the first nv vectors of
 //       the NR columns (nv a constant); hpf_mm_micro_bx0(...) as hpf_mm_micro_bx with the sums
 //       starting at zero (acc only written: the first slice of K)
+//   hpf_mm_micro_pack(zero, kc, ap, asi, bp, bsk, bcopy, acc, ldc, bpf)  a full tile of A rows in
+//       place over B read in place (row k at bp + k * bsk, any alignment), each B row also stored
+//       to the 64-byte aligned NR-wide panel bcopy (B packed by the first tile that reads it)
 //   hpf_mm_micro_cols(mr, cols, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)  any mr <= HPF_MR rows
 //       and the first `cols` (1..HPF_NR, run time) columns in whole vectors: a ragged last panel
 //       (the lanes past `cols` in its last vector are computed from what B holds there).

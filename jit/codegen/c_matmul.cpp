@@ -1,7 +1,9 @@
 // MatMul / Gemm in C: batched, numpy broadcasting of batch dimensions, operands in any float
 // format converted to FP32 while packing, FP32 accumulation.
 //
-// Schedule (GotoBLAS-like, sized so every buffer lives on the stack, < 64 KiB in all):
+// Schedule, FP32 A and Y (not transposed A): column blocks of B packed once per slice of K for
+// many row tiles (generate_c_matmul below). Otherwise
+// (GotoBLAS-like, sized so every buffer lives on the stack, < 64 KiB in all):
 //   work item = a block of kRowBlock rows of one batch matrix; a launch range is cut into
 //   chunks of MC rows; per chunk, for each NC-column block, for each KC-deep slice:
 //   B[KC x NC] is packed into NR-wide panels (zero padded), then per MR rows A[MR x KC] is
@@ -41,6 +43,14 @@ std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64
 
 // Rows per work item: a multiple of the microkernel's MR (6), so ranges cut on whole tiles.
 constexpr int64_t kRowBlock = 6;
+// The schedule of column blocks (an FP32 A and Y, below): work items wanted at least, and rows per
+// item at least (as M allows); the depth of a packed slice of B at most (a whole K of 2048: 512
+// KiB; 3072 in two slices was 1-2% faster than whole in a C harness of 128x768x3072), and at most
+// on the stack (128 KiB); B prefetched this many rows ahead into L1 by the microkernel, from the
+// packed block and (kPackPrefetch) from B's own rows as the first tile packs them.
+constexpr int64_t kBlockItems = 32, kBlockMinRows = 256;
+constexpr int64_t kBlockKCMax = 2048, kBlockKCStack = 512;
+constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
 
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 
@@ -73,10 +83,12 @@ typedef int hpf_vi __attribute__((vector_size(sizeof(hpf_vf))));
    accumulators in two and spill them.
    hpf_mm_micro_sums leaves the sums in c (registers, once inlined) for the caller to finish;
    hpf_mm_micro_rnz stores them to acc. bpf > 0 (a constant): each k also prefetches B's row
-   k + bpf into L1, for a B that streams from L2 (a whole depth of K, hpf_mm_micro_bx0_pf). */
+   k + bpf into L1, for a B that streams from L2 (a whole depth of K, hpf_mm_micro_bx0_pf).
+   bcopy (null at most calls): B's row k is also stored to bcopy + k * HPF_NR, 64-byte aligned
+   (packing B as its first tile reads it, hpf_mm_micro_pack). */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_sums(
     int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
-    i64 bsv, const float* restrict acc, i64 ldc, hpf_vf c[HPF_MR][HPF_NV], int bpf) {
+    i64 bsv, const float* restrict acc, i64 ldc, hpf_vf c[HPF_MR][HPF_NV], int bpf, float* restrict bcopy) {
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -87,6 +99,10 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v)
       if (v < nv) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);  /* any alignment */
+    if (bcopy)
+#pragma clang loop unroll(full)
+      for (int v = 0; v < HPF_NV; ++v)
+        if (v < nv) *(hpf_vf*)(bcopy + p * HPF_NR + v * HPF_VW) = b[v];
     if (bpf > 0 && p + bpf < kc)
 #pragma clang loop unroll(full)
       for (int v = 0; v < HPF_NV; ++v)
@@ -104,9 +120,9 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 }
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rnz(
     int zero, int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk,
-    i64 bsv, float* restrict acc, i64 ldc, int bpf) {
+    i64 bsv, float* restrict acc, i64 ldc, int bpf, float* restrict bcopy) {
   hpf_vf c[HPF_MR][HPF_NV];
-  hpf_mm_micro_sums(zero, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, c, bpf);
+  hpf_mm_micro_sums(zero, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, c, bpf, bcopy);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -116,7 +132,7 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rn(
     int mr, int nv, i64 kc, const float* restrict ap, i64 ask, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
     float* restrict acc, i64 ldc) {
-  hpf_mm_micro_rnz(0, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, 0);
+  hpf_mm_micro_rnz(0, mr, nv, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, 0, 0);
 }
 /* All NR columns. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_r(
@@ -128,10 +144,14 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   hpf_mm_micro_r(HPF_MR, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc))
 /* A full tile whose sums start at zero (acc is only written): the whole K in one slice. */
 #define hpf_mm_micro_bx0(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc) \
-  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc), 0)
+  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc), 0, 0)
 /* The same with B prefetched bpf rows ahead (see hpf_mm_micro_sums). */
 #define hpf_mm_micro_bx0_pf(kc, ap, ask, asi, bp, bsk, bsv, acc, ldc, bpf) \
-  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc), (bpf))
+  hpf_mm_micro_rnz(1, HPF_MR, HPF_NV, (kc), (ap), (ask), (asi), (bp), (bsk), (bsv), (acc), (ldc), (bpf), 0)
+/* A full tile (sums from zero where zero) over NR columns of B read in place, row k at bp + k *
+   bsk, prefetched bpf rows ahead, each row also stored to the NR-wide panel bcopy. */
+#define hpf_mm_micro_pack(zero, kc, ap, asi, bp, bsk, bcopy, acc, ldc, bpf) \
+  hpf_mm_micro_rnz((zero), HPF_MR, HPF_NV, (kc), (ap), 1, (asi), (bp), (bsk), HPF_VW, (acc), (ldc), (bpf), (bcopy))
 /* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
    none read past mr), over nv vectors. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest_n(
@@ -247,6 +267,25 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
   const size_t own_inputs = spec.inputs.size() - spec.epilogue_inputs;
   const bool has_c = gemm && own_inputs > 2;
   HPF_ASSIGN_OR_RETURN(std::string epi_ptrs, epilogue_pointers(spec, static_cast<int>(Y.shape.size()) - 1));
+  // What turns a sum v at row i, column j of matrix t into the output: alpha, beta * C, the
+  // epilogue (statements on v; empty when there is nothing to do).
+  std::string finish;
+  if (gemm) {
+    const float alpha = attr_f(spec.attrs, "alpha", 1.0f), beta = attr_f(spec.attrs, "beta", 1.0f);
+    if (alpha != 1.0f) finish += "v = v * " + c_float(alpha) + ";\n";
+    if (has_c && beta != 0.0f) {
+      const auto& cs = spec.inputs[2].shape;
+      std::string idx = numel(cs) == 1 ? "0" : cs.size() == 1 ? "j" : (cs[0] == 1 ? "j" : (cs[1] == 1 ? "i" : "i * " + ll(N) + " + j"));
+      finish += "v = v + " + c_float(beta) + " * " + c_load(spec.inputs[2].dtype, "C[" + idx + "]") + ";\n";
+    }
+  }
+  // The epilogue's operands: a scalar, one per column, or one per element of Y.
+  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(spec, "v", [&](int k) {
+    const int kind = epilogue_operand_kind(spec.inputs[k].shape, Y.shape, static_cast<int>(Y.shape.size()) - 1);
+    const std::string idx = kind == 0 ? "0" : kind == 1 ? "j" : "(t * " + ll(M) + " + i) * " + ll(N) + " + j";
+    return c_load(spec.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
+  }));
+  finish += epi;
   std::ostringstream s;
   s << c_prelude() << gemm_micro_source() << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
@@ -256,8 +295,117 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "*)args[2];\n";
   s << "  " << c_storage_type(Y.dtype) << "* restrict Y = (" << c_storage_type(Y.dtype) << "*)args[" << spec.inputs.size()
     << "];\n"
-    << epi_ptrs
-    << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
+    << epi_ptrs;
+  if (A.dtype == DType::F32 && !ta && Y.dtype == DType::F32 && M > 0 && N > 0 && K > 0) {
+    // FP32 rows of A and an FP32 Y, which holds the sums: an item is one NC block of columns of
+    // one matrix and as many rows as leave kBlockItems items or more (rows split no finer than
+    // kBlockMinRows: each part packs the block again). Per slice of K (the whole K up to
+    // kBlockKCMax, else even slices) the block's B is packed once into NR-wide panels (on the stack
+    // up to kBlockKCStack rows, else in the thread's scratch buffer) and serves every row tile of
+    // the item, each tile's sums in registers across the slice, A's rows read in place. An FP32 B
+    // of rows (not transposed) is packed by the first row tile as it reads it. A ragged last
+    // panel goes through a tile on the stack (its columns past N are not Y's), and so does every
+    // panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
+    // Against the schedule below (a 128 x 64 block of B packed per 132 rows, the tile's sums
+    // added in memory per 128 of K), with B an input, `hpf-gemm-bench`, one thread: 2048^3 136 ->
+    // 105 ms, 128x768x3072 5.08 -> 4.5 (bench/README.md).
+    const int64_t groups = (N + kGemmNC - 1) / kGemmNC;
+    const int64_t parts = std::max<int64_t>(
+        1, std::min(M / kBlockMinRows, (kBlockItems + groups * batches - 1) / (groups * batches)));
+    const int64_t RT = ((M + parts - 1) / parts + kGemmMR - 1) / kGemmMR * kGemmMR, tiles = (M + RT - 1) / RT;
+    const int64_t slices = (K + kBlockKCMax - 1) / kBlockKCMax, KC = (K + slices - 1) / slices;
+    if (KC <= kBlockKCStack)
+      s << "  float bpack[" << KC << " * HPF_NC] __attribute__((aligned(64)));\n"
+        << "  const i64 kcs = " << ll(KC) << ";\n";
+    else  // the thread's scratch buffer, else slices of kBlockKCStack on the stack
+      s << "  float bstack[" << kBlockKCStack << " * HPF_NC] __attribute__((aligned(64)));\n"
+        << "  float* restrict bpack = (float*)hpf_scratch(" << ll(KC * kGemmNC * 4) << ");\n"
+        << "  i64 kcs = " << ll(KC) << ";\n"
+        << "  if (!bpack) {\n    bpack = bstack;\n    kcs = " << ll(kBlockKCStack) << ";\n  }\n";
+    s << "  float tmp[HPF_MR * HPF_NR] __attribute__((aligned(64)));\n"
+      // Y's rows hold the sums where they are whole vectors, aligned (the Session's buffers are;
+      // a caller's own may not be)
+      << "  const int ya = " << (N % 16 == 0 ? "((__UINTPTR_TYPE__)Y & (sizeof(hpf_vf) - 1)) == 0" : "0") << ";\n"
+      << "  for (i64 w = begin; w < end; ++w) {\n"
+      << "    const i64 t = w / " << ll(groups * tiles) << ", wi = w % " << ll(groups * tiles) << ";\n"
+      << "    const i64 a0 = " << batch_offset(ba, bo, M * K) << ", b0 = " << batch_offset(bb, bo, K * N) << ";\n"
+      << "    const i64 ic = wi / " << ll(groups) << " * " << ll(RT) << ", mc = " << ll(M) << " - ic < " << ll(RT) << " ? "
+      << ll(M) << " - ic : " << ll(RT) << ";\n"
+      << "    const i64 jc = wi % " << ll(groups) << " * HPF_NC, nc = " << ll(N) << " - jc < HPF_NC ? " << ll(N)
+      << " - jc : HPF_NC;\n"
+      << "    float* restrict yb = Y + (t * " << ll(M) << " + ic) * " << ll(N) << " + jc;\n"
+      << "    for (i64 pc = 0; pc < " << ll(K) << "; pc += kcs) {\n"
+      << "      const i64 kc = " << ll(K) << " - pc < kcs ? " << ll(K) << " - pc : kcs;\n";
+    // B[pc.., jc..] into NR-wide panels of kc rows, k-major, zero past nc; an FP32 B of whole
+    // blocks (of rows in place) while the first row tile reads it (pack_first).
+    const bool pack_first = !tb && B.dtype == DType::F32 && N % 16 == 0;
+    s << "      const int pk = " << (pack_first ? "ya && nc == HPF_NC && mc >= HPF_MR" : "0") << ";\n"
+      << "      if (!pk)\n";
+    if (tb)
+      s << "      for (i64 jj = 0; jj < HPF_NC; ++jj) {\n"
+        << "        float* restrict d = bpack + (jj / HPF_NR) * kc * HPF_NR + jj % HPF_NR;\n"
+        << "        if (jj < nc) { const i64 j = jc + jj;\n"
+        << "          for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = "
+        << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
+        << "        } else for (i64 q = 0; q < kc; ++q) d[q * HPF_NR] = 0.0f;\n"
+        << "      }\n";
+    else
+      s << "      for (i64 q = 0; q < kc; ++q) {\n"
+        << "        const i64 p = pc + q;\n"
+        << "        if (p + " << kPackPrefetch << " < " << ll(K) << ")\n"
+        << "          for (i64 l = 0; l < nc; l += 16) __builtin_prefetch(&B[b0 + (p + " << kPackPrefetch << ") * " << ll(N) << " + jc + l], 0, 3);\n"
+        << "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+        << "          float* restrict d = bpack + jp * kc + q * HPF_NR;\n"
+        << "          if (jp + HPF_NR <= nc) {\n"
+        << "            for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = "
+        << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
+        << "          } else {\n"
+        << "            for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = jp + jj < nc ? "
+        << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << " : 0.0f; }\n"
+        << "          }\n"
+        << "        }\n"
+        << "      }\n";
+    s << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+      << "        const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+      << "        const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
+      << "        float* restrict yt = yb + ir * " << ll(N) << ";\n"
+      << "        for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+      << "          const float* restrict bp = bpack + jp * kc;\n"
+      << "          if (ya && jp + HPF_NR <= nc) {\n"
+      << "            if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N)
+      << " + jc + jp, " << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
+      << "            else if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
+      << ll(N) << ", " << kBlockPrefetch << ", 0);\n"
+      << "            else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
+      << "              if (pc == 0) for (i64 r = 0; r < mr; ++r) for (i64 j = 0; j < HPF_NR; ++j) yt[r * " << ll(N) << " + jp + j] = 0.0f;\n"
+      << "              hpf_mm_micro_rest(mr, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N) << ");\n"
+      << "            }\n"
+      << "          } else {  // a ragged last panel, or rows of Y not aligned to vectors: through tmp\n"
+      << "            for (i64 r = 0; r < HPF_MR; ++r)\n"
+      << "              for (i64 j = 0; j < HPF_NR; ++j) tmp[r * HPF_NR + j] = pc > 0 && r < mr && jp + j < nc ? yt[r * " << ll(N)
+      << " + jp + j] : 0.0f;\n"
+      << "            hpf_mm_micro_cols(mr, nc - jp < HPF_NR ? nc - jp : HPF_NR, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, tmp, HPF_NR);\n"
+      << "            for (i64 r = 0; r < mr; ++r)\n"
+      << "              for (i64 j = 0; j < HPF_NR && jp + j < nc; ++j) yt[r * " << ll(N) << " + jp + j] = tmp[r * HPF_NR + j];\n"
+      << "          }\n"
+      << "        }\n"
+      << "      }\n"
+      << "    }\n";
+    if (!finish.empty())
+      s << "    for (i64 ii = 0; ii < mc; ++ii) {\n"
+        << "      const i64 i = ic + ii;\n"
+        << "      for (i64 jj = 0; jj < nc; ++jj) {\n"
+        << "        const i64 j = jc + jj;\n"
+        << "        (void)i;\n"
+        << "        (void)j;\n"
+        << "        float v = yb[ii * " << ll(N) << " + jj];\n"
+        << finish << "        yb[ii * " << ll(N) << " + jj] = v;\n"
+        << "      }\n"
+        << "    }\n";
+    s << "  }\n}\n";
+    return GeneratedKernel{name, s.str(), batches * tiles * groups, 1};
+  }
+  s << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
     << "  float apack[HPF_KC * HPF_MR] __attribute__((aligned(64)));\n"
     << "  float acc[HPF_MC * HPF_NC] __attribute__((aligned(64)));\n"
     // One batch matrix at a time: the range may start or end inside one.
@@ -347,23 +495,8 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     << "          for (i64 jj = 0; jj < nc; ++jj) {\n"
     << "            const i64 j = jc + jj;\n"
     << "            (void)j;\n"
-    << "            float v = acc[ii * HPF_NC + jj]";
-  if (gemm) {
-    const float alpha = attr_f(spec.attrs, "alpha", 1.0f), beta = attr_f(spec.attrs, "beta", 1.0f);
-    if (alpha != 1.0f) s << " * " << c_float(alpha);
-    if (has_c && beta != 0.0f) {
-      const auto& cs = spec.inputs[2].shape;
-      std::string idx = numel(cs) == 1 ? "0" : cs.size() == 1 ? "j" : (cs[0] == 1 ? "j" : (cs[1] == 1 ? "i" : "i * " + ll(N) + " + j"));
-      s << " + " << c_float(beta) << " * " << c_load(spec.inputs[2].dtype, "C[" + idx + "]");
-    }
-  }
-  // The epilogue's operands: a scalar, one per column, or one per element of Y.
-  HPF_ASSIGN_OR_RETURN(std::string epi, c_epilogue(spec, "v", [&](int k) {
-    const int kind = epilogue_operand_kind(spec.inputs[k].shape, Y.shape, static_cast<int>(Y.shape.size()) - 1);
-    const std::string idx = kind == 0 ? "0" : kind == 1 ? "j" : "(t * " + ll(M) + " + i) * " + ll(N) + " + j";
-    return c_load(spec.inputs[k].dtype, "P" + std::to_string(k) + "[" + idx + "]");
-  }));
-  s << ";\n" << epi << "            y[jj] = " << c_store(Y.dtype, "v") << ";\n"
+    << "            float v = acc[ii * HPF_NC + jj];\n"
+    << finish << "            y[jj] = " << c_store(Y.dtype, "v") << ";\n"
     << "          }\n        }\n      }\n    }\n  }\n}\n";
   // A range should hold enough rows to pay for packing B: >= 60 rows, more when N*K is small.
   const int64_t grain_rows = std::max<int64_t>(60, 65536 / std::max<int64_t>(1, N * K));

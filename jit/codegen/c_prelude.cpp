@@ -19,6 +19,7 @@ float sinf(float); float cosf(float); float tanf(float); float asinf(float); flo
 float atanf(float); float sinhf(float); float coshf(float); float asinhf(float); float acoshf(float);
 float atanhf(float); float floorf(float); float ceilf(float); float rintf(float);
 float expm1f(float); float log1pf(float); double fmod(double, double);
+void* hpf_scratch(i64 bytes); /* the CPU plugin's per-thread scratch (plugins/cpu/runtime_symbols.hpp) */
 static inline float hpf_f32(u32 b) { union { u32 u; float f; } x; x.u = b; return x.f; }
 static inline u32 hpf_bits(float f) { union { u32 u; float f; } x; x.f = f; return x.u; }
 static inline float hpf_rne(float v) { /* |v| < 2^22 */ return (v + 12582912.0f) - 12582912.0f; }

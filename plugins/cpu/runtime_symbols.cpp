@@ -5,6 +5,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <cstdlib>
 
 namespace hpf::cpu {
 
@@ -63,6 +64,25 @@ float truncdfbf2(double x) { return half_in_float(f64_to_bf16_bits(x)); }
 float extendhfsf2(float h) { return f16_bits_to_f32(half_of_float(h)); }
 double extendhfdf2(float h) { return f16_bits_to_f32(half_of_float(h)); }
 #endif
+
+// The calling thread's scratch buffer (see runtime_symbols.hpp): grown in steps of 64 KiB, kept
+// until the thread exits.
+void* scratch(int64_t bytes) {
+  struct Buffer {
+    void* data = nullptr;
+    int64_t size = 0;
+    ~Buffer() { std::free(data); }
+  };
+  thread_local Buffer buffer;
+  if (bytes <= 0) return nullptr;
+  if (buffer.size < bytes) {
+    const int64_t size = (bytes + 65535) / 65536 * 65536;
+    std::free(buffer.data);
+    buffer.data = std::aligned_alloc(64, static_cast<size_t>(size));
+    buffer.size = buffer.data ? size : 0;
+  }
+  return buffer.data;
+}
 
 template <typename F>
 void* address(F* f) {
@@ -142,6 +162,8 @@ const std::vector<RuntimeSymbol>& runtime_symbols() {
       {"memcpy", address<void*(void*, const void*, size_t)>(&::memcpy)},
       {"memmove", address<void*(void*, const void*, size_t)>(&::memmove)},
       {"memset", address<void*(void*, int, size_t)>(&::memset)},
+      // libhpf's own
+      {"hpf_scratch", address(&scratch)},
   // compiler-rt conversion helpers
 #ifdef HPF_CPU_HALF_HELPERS
       {"__truncsfhf2", address(&truncsfhf2)},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 
 #include <xmmintrin.h>
@@ -105,6 +106,10 @@ std::string conv_tile;
 // Outputs written over the input jit::c_in_place_input names (a copy of it), as the Session's
 // memory plan lets them where that input dies at the step.
 bool outputs_in_place = false;
+// >= 0: every operand is copied to memory this many bytes past a 64-byte boundary for the
+// kernel (0: aligned, as the Session's buffers are; 4: rows off every vector boundary); -1: the
+// kernel runs on the Tensors' own memory (malloc's alignment).
+int64_t operand_offset = -1;
 
 bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_out, Tensor* want_out,
               bool pack_conv = false) {
@@ -159,7 +164,26 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
       }
       args.push_back(vals[st.outputs[o]].bytes().data());
     }
+    std::vector<std::unique_ptr<std::byte[]>> moved;  // operand copies at operand_offset
+    if (operand_offset >= 0) {
+      for (void*& a : args) {
+        const Tensor* t = nullptr;  // the Tensor whose memory `a` is
+        for (const Tensor& v : vals)
+          if (v.nbytes() > 0 && v.bytes().data() == a) t = &v;
+        if (pack && a == packed.bytes().data()) t = &packed;
+        REQUIRE(t != nullptr);
+        moved.emplace_back(new std::byte[t->nbytes() + 64 + operand_offset]);
+        const uintptr_t at = (reinterpret_cast<uintptr_t>(moved.back().get()) + 63) / 64 * 64 + operand_offset;
+        std::memcpy(reinterpret_cast<void*>(at), a, t->nbytes());
+        a = reinterpret_cast<void*>(at);
+      }
+    }
     cpu.run(*k, args);
+    if (operand_offset >= 0)
+      for (size_t o = 0; o < st.outputs.size(); ++o) {
+        Tensor& t = vals[st.outputs[o]];
+        std::memcpy(t.bytes().data(), args[args.size() - st.outputs.size() + o], t.nbytes());
+      }
   }
   *got_out = vals[g->outputs()[0]];
   *want_out = (*want)[0];
@@ -699,6 +723,47 @@ TEST_CASE("codegen: Gemm transposes and C broadcasts across the K and N blocks")
         check_graph(g, {random_tensor(c.ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K}, t, 29)},
                     t == DType::F32 ? 1e-4 : 1e-2);
       }
+}
+
+// The FP32 MatMul/Gemm with B an input (column blocks, c_matmul.cpp): K in one slice on the stack
+// (<= 512), in the thread's scratch buffer, and in two slices (> 2048, the second adding to Y);
+// B packed apart and while the first row tile reads it; several row parts of a block; ragged
+// column blocks and row tiles; batches broadcast; transB, alpha, beta and C; a fused epilogue.
+// Each with every operand 64-byte aligned (Y's rows hold the sums) and 4 bytes off (through a
+// tile on the stack).
+TEST_CASE("codegen: MatMul and Gemm with B an input: K slices, row parts, ragged blocks, Y aligned or not") {
+  struct Case {
+    std::vector<int64_t> a, b;
+    bool gemm = false, epilogue = false;
+  };
+  for (const Case& c : std::vector<Case>{{{13, 600}, {600, 128}},
+                                         {{13, 2100}, {2100, 64}},
+                                         {{520, 40}, {40, 80}},
+                                         {{12, 300}, {300, 192}},
+                                         {{2, 3, 9, 700}, {3, 700, 70}},
+                                         {{30, 530}, {96, 530}, true},
+                                         {{25, 96}, {96, 144}, false, true}})
+    for (const int64_t offset : {0, 4}) {
+      CAPTURE(c.a.front());
+      CAPTURE(c.b.back());
+      CAPTURE(offset);
+      GraphBuilder g("mm_b_input");
+      auto a = g.input("a", DType::F32, Shape(c.a.begin(), c.a.end()));
+      auto w = g.input("b", DType::F32, Shape(c.b.begin(), c.b.end()));
+      ValueId y;
+      if (c.gemm) {  // B [N, K], transposed
+        auto bias = g.constant(random_tensor({c.b.front()}, DType::F32, 31));
+        y = g.op1("Gemm", {a, w, bias}, {{"transB", int64_t{1}}, {"alpha", 0.75f}, {"beta", -1.5f}});
+      } else {
+        y = g.matmul(a, w);
+      }
+      if (c.epilogue)
+        y = g.op1("Relu", {g.add(y, g.constant(random_tensor({c.b.back()}, DType::F32, 32)))});
+      g.output(y, "out");
+      operand_offset = offset;
+      check_graph(g, {random_tensor(c.a, DType::F32, 33), random_tensor(c.b, DType::F32, 34)}, 1e-4);
+      operand_offset = -1;
+    }
 }
 
 // ---- reductions and data movement (reduce, concat, slice, pad, expand, resize families) ----

@@ -472,6 +472,49 @@ TEST_CASE("cpu plugin: every item is visited exactly once, whatever the grain") 
   api()->program_unload(plugin.p, prog);
 }
 
+// hpf_scratch (plugins/cpu/runtime_symbols.hpp): per item, a buffer of 1 KiB .. 1.2 MiB (growing
+// and shrinking) filled with the item's pattern and read back; a thread sharing another's buffer
+// would read the other's pattern.
+const char* kScratch = R"(#include <stdint.h>
+void* hpf_scratch(int64_t bytes);
+void scratch(void* const* a, int64_t b, int64_t e) {
+  int64_t* out = (int64_t*)a[0];
+  for (int64_t i = b; i < e; ++i) {
+    const int64_t bytes = 1024 + (i % 5) * 300000, words = bytes / 8;
+    int64_t* p = (int64_t*)hpf_scratch(bytes);
+    out[4 * i] = p != 0;
+    out[4 * i + 1] = ((uintptr_t)p & 63) == 0;
+    int64_t ok = p != 0;
+    for (int64_t k = 0; ok && k < words; ++k) p[k] = i * 7 + k;
+    for (int64_t k = 0; ok && k < words; ++k) ok = p[k] == i * 7 + k;
+    out[4 * i + 2] = ok;
+    out[4 * i + 3] = hpf_scratch(0) == 0;  /* nothing asked, nothing given */
+  }
+}
+)";
+
+TEST_CASE("cpu plugin: hpf_scratch gives each thread its own 64-byte aligned buffer") {
+  Plugin plugin;
+  hpf_program* prog = plugin.load(plugin.compile(kScratch, "scratch"));
+  const int64_t items = 2000;
+  Buffer<int64_t> out(plugin, 4 * items);
+  out.put(std::vector<int64_t>(4 * items, 0));
+  plugin.launch(plugin.kernel(prog, "scratch"), {out.ptr()}, items, 1);
+  auto v = out.get();
+  int64_t got = 0, aligned = 0, kept = 0, none = 0;
+  for (int64_t i = 0; i < items; ++i) {
+    got += v[4 * i];
+    aligned += v[4 * i + 1];
+    kept += v[4 * i + 2];
+    none += v[4 * i + 3];
+  }
+  CHECK(got == items);
+  CHECK(aligned == items);
+  CHECK(kept == items);
+  CHECK(none == items);
+  api()->program_unload(plugin.p, prog);
+}
+
 TEST_CASE("cpu plugin: threads compile, load and launch on one instance at once") {
   Plugin plugin;
   auto work = [&](int scale) {
