@@ -54,6 +54,40 @@ constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
 
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 
+// C statements that pack B[pc.., jc..] (kc x nc of matrix b0; element (p, j) at B[b0 + b_pj])
+// into NR-wide panels `stride` floats apart, k-major, zero past nc; `prefetch` > 0: B's rows
+// (not transposed) that many ahead prefetched into L1 as each is read.
+std::string pack_b(bool tb, DType bt, const std::string& b_pj, const std::string& stride, int64_t K, int64_t N,
+                   int prefetch, const std::string& in) {
+  const std::string load = c_load_operand(bt, "B[b0 + " + b_pj + "]");
+  std::ostringstream s;
+  if (tb) {
+    s << in << "for (i64 jj = 0; jj < HPF_NC; ++jj) {\n"
+      << in << "  float* restrict d = bpack + (jj / HPF_NR) * " << stride << " * HPF_NR + jj % HPF_NR;\n"
+      << in << "  if (jj < nc) { const i64 j = jc + jj;\n"
+      << in << "    for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = " << load << "; }\n"
+      << in << "  } else for (i64 q = 0; q < kc; ++q) d[q * HPF_NR] = 0.0f;\n"
+      << in << "}\n";
+    return s.str();
+  }
+  s << in << "for (i64 q = 0; q < kc; ++q) {\n" << in << "  const i64 p = pc + q;\n";
+  if (prefetch > 0)
+    s << in << "  if (p + " << prefetch << " < " << ll(K) << ")\n"
+      << in << "    for (i64 l = 0; l < nc; l += 16) __builtin_prefetch(&B[b0 + (p + " << prefetch << ") * " << ll(N)
+      << " + jc + l], 0, 3);\n";
+  s << in << "  for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+    << in << "    float* restrict d = bpack + jp * " << stride << " + q * HPF_NR;\n"
+    << in << "    if (jp + HPF_NR <= nc) {\n"
+    << in << "      for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = " << load << "; }\n"
+    << in << "    } else {\n"
+    << in << "      for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = jp + jj < nc ? " << load
+    << " : 0.0f; }\n"
+    << in << "    }\n"
+    << in << "  }\n"
+    << in << "}\n";
+  return s.str();
+}
+
 }  // namespace
 
 const char* gemm_micro_source() {
@@ -308,7 +342,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     // panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
     // Against the schedule below (a 128 x 64 block of B packed per 132 rows, the tile's sums
     // added in memory per 128 of K), with B an input, `hpf-gemm-bench`, one thread: 2048^3 136 ->
-    // 105 ms, 128x768x3072 5.08 -> 4.5 (bench/README.md).
+    // 106 ms, 128x768x3072 5.08 -> 4.4 (bench/README.md).
     const int64_t groups = (N + kGemmNC - 1) / kGemmNC;
     const int64_t parts = std::max<int64_t>(
         1, std::min(M / kBlockMinRows, (kBlockItems + groups * batches - 1) / (groups * batches)));
@@ -341,30 +375,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     const bool pack_first = !tb && B.dtype == DType::F32 && N % 16 == 0;
     s << "      const int pk = " << (pack_first ? "ya && nc == HPF_NC && mc >= HPF_MR" : "0") << ";\n"
       << "      if (!pk)\n";
-    if (tb)
-      s << "      for (i64 jj = 0; jj < HPF_NC; ++jj) {\n"
-        << "        float* restrict d = bpack + (jj / HPF_NR) * kc * HPF_NR + jj % HPF_NR;\n"
-        << "        if (jj < nc) { const i64 j = jc + jj;\n"
-        << "          for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = "
-        << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
-        << "        } else for (i64 q = 0; q < kc; ++q) d[q * HPF_NR] = 0.0f;\n"
-        << "      }\n";
-    else
-      s << "      for (i64 q = 0; q < kc; ++q) {\n"
-        << "        const i64 p = pc + q;\n"
-        << "        if (p + " << kPackPrefetch << " < " << ll(K) << ")\n"
-        << "          for (i64 l = 0; l < nc; l += 16) __builtin_prefetch(&B[b0 + (p + " << kPackPrefetch << ") * " << ll(N) << " + jc + l], 0, 3);\n"
-        << "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
-        << "          float* restrict d = bpack + jp * kc + q * HPF_NR;\n"
-        << "          if (jp + HPF_NR <= nc) {\n"
-        << "            for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = "
-        << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
-        << "          } else {\n"
-        << "            for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = jp + jj < nc ? "
-        << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << " : 0.0f; }\n"
-        << "          }\n"
-        << "        }\n"
-        << "      }\n";
+    s << pack_b(tb, B.dtype, b_pj, "kc", K, N, kPackPrefetch, "      ");
     s << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
       << "        const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
       << "        const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
@@ -423,29 +434,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     << "        for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "        for (i64 pc = 0; pc < " << ll(K) << "; pc += HPF_KC) {\n"
     << "          const i64 kc = " << ll(K) << " - pc < HPF_KC ? " << ll(K) << " - pc : HPF_KC;\n";
-  // Pack B[pc.., jc..] into NR-wide panels, k-major, zero padded past nc.
-  if (tb)
-    s << "          for (i64 jj = 0; jj < HPF_NC; ++jj) {\n"
-      << "            float* restrict d = bpack + (jj / HPF_NR) * HPF_KC * HPF_NR + jj % HPF_NR;\n"
-      << "            if (jj < nc) { const i64 j = jc + jj;\n"
-      << "              for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = "
-      << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
-      << "            } else for (i64 q = 0; q < kc; ++q) d[q * HPF_NR] = 0.0f;\n"
-      << "          }\n";
-  else
-    s << "          for (i64 q = 0; q < kc; ++q) {\n"
-      << "            const i64 p = pc + q;\n"
-      << "            for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
-      << "              float* restrict d = bpack + jp * HPF_KC + q * HPF_NR;\n"
-      << "              if (jp + HPF_NR <= nc) {\n"
-      << "                for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = "
-      << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << "; }\n"
-      << "              } else {\n"
-      << "                for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = jp + jj < nc ? "
-      << c_load_operand(B.dtype, "B[b0 + " + b_pj + "]") << " : 0.0f; }\n"
-      << "              }\n"
-      << "            }\n"
-      << "          }\n";
+  s << pack_b(tb, B.dtype, b_pj, "HPF_KC", K, N, 0, "          ");
   s << "          for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
     << "            const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n";
   // Pack A[ic+ir.., pc..] k-major (MR values per k), zero rows past mr.
