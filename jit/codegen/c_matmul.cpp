@@ -3,7 +3,7 @@
 //
 // Schedule, FP32 A and Y (not transposed A): column blocks of B packed once per slice of K for
 // many row tiles (generate_c_matmul below). Otherwise
-// (GotoBLAS-like, sized so every buffer lives on the stack, < 64 KiB in all):
+// (GotoBLAS-like, sized so every buffer lives on the stack, 68 KiB in all):
 //   work item = a block of kRowBlock rows of one batch matrix; a launch range is cut into
 //   chunks of MC rows; per chunk, for each NC-column block, for each KC-deep slice:
 //   B[KC x NC] is packed into NR-wide panels (zero padded), then per MR rows A[MR x KC] is
@@ -337,7 +337,8 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     // kBlockKCMax, else even slices) the block's B is packed once into NR-wide panels (on the stack
     // up to kBlockKCStack rows, else in the thread's scratch buffer) and serves every row tile of
     // the item, each tile's sums in registers across the slice, A's rows read in place. An FP32 B
-    // of rows (not transposed) is packed by the first row tile as it reads it. A ragged last
+    // of rows (not transposed) is packed by the first row tile as it reads it (where that tile
+    // is whole and writes Y itself). A ragged last
     // panel goes through a tile on the stack (its columns past N are not Y's), and so does every
     // panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
     // Against the schedule below (a 128 x 64 block of B packed per 132 rows, the tile's sums
@@ -370,8 +371,9 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "    float* restrict yb = Y + (t * " << ll(M) << " + ic) * " << ll(N) << " + jc;\n"
       << "    for (i64 pc = 0; pc < " << ll(K) << "; pc += kcs) {\n"
       << "      const i64 kc = " << ll(K) << " - pc < kcs ? " << ll(K) << " - pc : kcs;\n";
-    // B[pc.., jc..] into NR-wide panels of kc rows, k-major, zero past nc; an FP32 B of whole
-    // blocks (of rows in place) while the first row tile reads it (pack_first).
+    // B[pc.., jc..] into NR-wide panels of kc rows, k-major, zero past nc: an FP32 B of rows (not
+    // transposed) by the first row tile as it reads them (pack_first), where that tile is whole,
+    // over a whole block, and writes an aligned Y; else in a pass of its own.
     const bool pack_first = !tb && B.dtype == DType::F32 && N % 16 == 0;
     s << "      const int pk = " << (pack_first ? "ya && nc == HPF_NC && mc >= HPF_MR" : "0") << ";\n"
       << "      if (!pk)\n";
@@ -383,9 +385,12 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "        for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
       << "          const float* restrict bp = bpack + jp * kc;\n"
       << "          if (ya && jp + HPF_NR <= nc) {\n"
-      << "            if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N)
-      << " + jc + jp, " << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
-      << "            else if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
+      << "            ";
+    if (pack_first)  // (only then: B is FP32)
+      s << "if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N) << " + jc + jp, "
+        << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
+        << "            else ";
+    s << "if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
       << ll(N) << ", " << kBlockPrefetch << ", 0);\n"
       << "            else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
       << "              if (pc == 0) for (i64 r = 0; r < mr; ++r) for (i64 j = 0; j < HPF_NR; ++j) yt[r * " << ll(N) << " + jp + j] = 0.0f;\n"

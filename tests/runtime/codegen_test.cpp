@@ -728,19 +728,24 @@ TEST_CASE("codegen: Gemm transposes and C broadcasts across the K and N blocks")
 // The FP32 MatMul/Gemm with B an input (column blocks, c_matmul.cpp): K in one slice on the stack
 // (<= 512), in the thread's scratch buffer, and in two slices (> 2048, the second adding to Y);
 // B packed apart and while the first row tile reads it; several row parts of a block; ragged
-// column blocks and row tiles; batches broadcast; transB, alpha, beta and C; a fused epilogue.
-// Each with every operand 64-byte aligned (Y's rows hold the sums) and 4 bytes off (through a
-// tile on the stack).
+// column blocks and row tiles; batches, broadcast or not; transB, alpha, beta and C; a fused
+// epilogue. Each with every operand 64-byte aligned (where N % 16 == 0, Y's rows hold the sums)
+// and 4 bytes off (through a tile on the stack).
 TEST_CASE("codegen: MatMul and Gemm with B an input: K slices, row parts, ragged blocks, Y aligned or not") {
   struct Case {
     std::vector<int64_t> a, b;
     bool gemm = false, epilogue = false;
   };
+  struct Offset {  // operand_offset for one check, -1 again however it ends
+    explicit Offset(int64_t o) { operand_offset = o; }
+    ~Offset() { operand_offset = -1; }
+  };
   for (const Case& c : std::vector<Case>{{{13, 600}, {600, 128}},
                                          {{13, 2100}, {2100, 64}},
-                                         {{520, 40}, {40, 80}},
+                                         {{520, 600}, {600, 80}},
                                          {{12, 300}, {300, 192}},
                                          {{2, 3, 9, 700}, {3, 700, 70}},
+                                         {{2, 7, 600}, {2, 600, 64}},
                                          {{30, 530}, {96, 530}, true},
                                          {{25, 96}, {96, 144}, false, true}})
     for (const int64_t offset : {0, 4}) {
@@ -760,9 +765,15 @@ TEST_CASE("codegen: MatMul and Gemm with B an input: K slices, row parts, ragged
       if (c.epilogue)
         y = g.op1("Relu", {g.add(y, g.constant(random_tensor({c.b.back()}, DType::F32, 32)))});
       g.output(y, "out");
-      operand_offset = offset;
+      {  // one kernel: the epilogue fused into the MatMul
+        auto built = g.build();
+        REQUIRE_MESSAGE(built.ok(), built.status().to_string());
+        auto steps = jit::lower(*built, {});
+        REQUIRE_MESSAGE(steps.ok(), steps.status().to_string());
+        CHECK(steps->size() == 1);
+      }
+      Offset at(offset);
       check_graph(g, {random_tensor(c.a, DType::F32, 33), random_tensor(c.b, DType::F32, 34)}, 1e-4);
-      operand_offset = -1;
     }
 }
 
