@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <new>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 
 #include "hpf/plugin.h"
 #include "jit/codegen/kernel_spec.hpp"
+#include "plugins/cpu/host_memory.hpp"
 
 namespace hpf::bench {
 
@@ -33,18 +36,36 @@ inline double now_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Storage 64-byte aligned, as the CPU plugin's buffers (buffer_alloc) from which the Session's
-// kernels read weights and activations; a std::vector's large blocks are 16-byte aligned, which
-// splits every 64-byte load from them across two cache lines (libhpf's packed FP32 GEMM 1024^3
-// in a C harness 5% slower with its operands 16 bytes off).
+// Storage as the CPU plugin's buffers (buffer_alloc), from which the Session's kernels read
+// weights and activations: 64-byte aligned (a std::vector's large blocks are 16-byte aligned,
+// which splits every 64-byte load from them across two cache lines: libhpf's packed FP32 GEMM
+// 1024^3 in a C harness 5% slower with its operands 16 bytes off), and from 2 MiB on mapped on
+// huge pages where the system has them (plugins/cpu/host_memory.hpp). Every peer's operands
+// come from here alike.
+inline std::mutex host_blocks_mutex;
+inline std::map<void*, cpu::HostBlock> host_blocks;
+inline void* host_allocate(size_t bytes) {
+  const cpu::HostBlock b = cpu::allocate_host(bytes);
+  if (b.data == nullptr) throw std::bad_alloc();
+  std::lock_guard<std::mutex> lock(host_blocks_mutex);
+  host_blocks[b.data] = b;
+  return b.data;
+}
+inline void host_free(void* p) {
+  if (p == nullptr) return;
+  std::lock_guard<std::mutex> lock(host_blocks_mutex);
+  const auto it = host_blocks.find(p);
+  cpu::free_host(it->second);
+  host_blocks.erase(it);
+}
 template <class T>
 struct Aligned64 {
   using value_type = T;
   Aligned64() = default;
   template <class U>
   Aligned64(const Aligned64<U>&) {}
-  T* allocate(size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
-  void deallocate(T* p, size_t) { ::operator delete(p, std::align_val_t{64}); }
+  T* allocate(size_t n) { return static_cast<T*>(host_allocate(n * sizeof(T))); }
+  void deallocate(T* p, size_t) { host_free(p); }
   friend bool operator==(const Aligned64&, const Aligned64&) { return true; }
 };
 template <class T>

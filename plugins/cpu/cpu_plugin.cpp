@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "plugins/cpu/clang_compiler.hpp"
+#include "plugins/cpu/host_memory.hpp"
 #include "plugins/cpu/orc_loader.hpp"
 #include "plugins/cpu/thread_pool.hpp"
 
@@ -29,6 +30,7 @@ struct hpf_error {
 struct hpf_buffer {
   void* data;
   size_t size;
+  hpf::cpu::HostBlock block;  // what data came from (plugins/cpu/host_memory.hpp)
 };
 
 struct hpf_kernel {
@@ -232,30 +234,23 @@ hpf_error* device_synchronize(hpf_plugin*, int32_t device) {
 
 // ---- memory ----
 
-constexpr size_t kAlignment = 64;
-
 hpf_error* buffer_alloc(hpf_plugin*, int32_t device, size_t bytes, hpf_buffer** out) {
   if (out == nullptr) return make_error(HPF_ERROR_INVALID_ARGUMENT, "buffer_alloc: out is null");
   *out = nullptr;
   if (hpf_error* e = check_device("buffer_alloc", device)) return e;
   return guarded("buffer_alloc", [&]() -> hpf_error* {
-    if (bytes > SIZE_MAX - kAlignment)
-      return make_error(HPF_ERROR_OUT_OF_MEMORY,
-                        "buffer_alloc: " + std::to_string(bytes) + " bytes");
-    const size_t rounded =
-        bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* data = std::aligned_alloc(kAlignment, rounded);
-    if (data == nullptr)
+    const hpf::cpu::HostBlock block = hpf::cpu::allocate_host(bytes);
+    if (block.data == nullptr)
       return make_error(HPF_ERROR_OUT_OF_MEMORY,
                         "buffer_alloc: cannot allocate " + std::to_string(bytes) + " bytes");
-    *out = new hpf_buffer{data, bytes};
+    *out = new hpf_buffer{block.data, bytes, block};
     return nullptr;
   });
 }
 
 void buffer_free(hpf_plugin*, hpf_buffer* buffer) {
   if (buffer == nullptr) return;
-  std::free(buffer->data);
+  hpf::cpu::free_host(buffer->block);
   delete buffer;
 }
 

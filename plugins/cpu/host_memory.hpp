@@ -1,0 +1,34 @@
+// Host memory for the CPU plugin's buffers (weights, activations, the Session's slots).
+//
+// A block of kHugePageBytes (2 MiB) or more is mapped on its own, 2 MiB aligned, and marked
+// MADV_HUGEPAGE: where the kernel's transparent huge pages are `always` or `madvise` (Debian's
+// default), the block is backed by 2 MiB pages and a kernel that walks it (a B matrix read
+// column block by column block, 3 KiB apart row to row) takes one TLB entry per 2 MiB instead
+// of per 4 KiB. Only the whole 2 MiB ranges inside the block can be huge; the tail is ordinary
+// pages, so resident memory is what the block touches, as with malloc. Where huge pages are
+// off (`never`) the madvise is refused and the block is ordinary pages. Smaller blocks come
+// from aligned_alloc. HPF_HUGE_PAGES=0 maps nothing and takes every block from aligned_alloc.
+//
+// Every block is at least 64-byte aligned and its contents are unspecified (mapped blocks read
+// as zeros). Thread-safe: the functions keep no state but HPF_HUGE_PAGES, read once.
+#ifndef HPF_PLUGINS_CPU_HOST_MEMORY_HPP_
+#define HPF_PLUGINS_CPU_HOST_MEMORY_HPP_
+
+#include <cstddef>
+
+namespace hpf::cpu {
+
+inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+struct HostBlock {
+  void* data = nullptr;  // null: the allocation failed
+  size_t mapped = 0;     // bytes mapped with mmap (free_host unmaps them); 0: aligned_alloc
+};
+
+// At least `bytes` (0 counts as 1), 64-byte aligned; owned by the caller until free_host.
+HostBlock allocate_host(size_t bytes);
+void free_host(const HostBlock& block);
+
+}  // namespace hpf::cpu
+
+#endif  // HPF_PLUGINS_CPU_HOST_MEMORY_HPP_
