@@ -45,11 +45,15 @@ std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64
 constexpr int64_t kRowBlock = 6;
 // The schedule of column blocks (an FP32 A and Y, below): work items wanted at least, and rows per
 // item at least (as M allows); the depth of a packed slice of B at most (a whole K of 2048: 512
-// KiB; 3072 in two slices was 1-2% faster than whole in a C harness of 128x768x3072), and at most
-// on the stack (128 KiB); B prefetched this many rows ahead into L1 by the microkernel, from the
-// packed block and (kPackPrefetch) from B's own rows as the first tile packs them.
+// KiB) and at most on the stack (128 KiB); for items of kBlockSmallRows rows or fewer, slices of
+// kBlockKCSmall at most, so that the rows' slice of A (512 KiB) stays in L2 for every block
+// (C harness, one core: 128x768x3072 4.0 -> 3.7 ms against slices of 1536; 1024^3, items of 516
+// rows, 3% slower with them, 2048^3 6% slower); B prefetched this many rows ahead into L1 by the
+// microkernel, from the packed block and (kPackPrefetch) from B's own rows as the first tile
+// packs them.
 constexpr int64_t kBlockItems = 32, kBlockMinRows = 256;
 constexpr int64_t kBlockKCMax = 2048, kBlockKCStack = 512;
+constexpr int64_t kBlockKCSmall = 512, kBlockSmallRows = 256;
 constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
 
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
@@ -186,6 +190,53 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
    bsk, prefetched bpf rows ahead, each row also stored to the NR-wide panel bcopy. */
 #define hpf_mm_micro_pack(zero, kc, ap, asi, bp, bsk, bcopy, acc, ldc, bpf) \
   hpf_mm_micro_rnz((zero), HPF_MR, HPF_NV, (kc), (ap), 1, (asi), (bp), (bsk), HPF_VW, (acc), (ldc), (bpf), (bcopy))
+/* A full tile (sums from zero where zero, else added to acc) over an NR-wide packed panel bp
+   (row k at bp + k * HPF_NR, prefetched 16 rows ahead into L1), A's rows read in place (a(i, p)
+   at ap[i * asi + p]), that also prefetches into L2 the next block's B, pfn rows of 64 floats
+   from pfr on, pfs floats apart: one row per 16 k, ahead of the tile that packs them. The k loop
+   runs in steps of 16 so that the prefetch costs no test per k (tested per k, a C harness of
+   128x768x3072 ran 5% slower). */
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_step(
+    i64 p, const float* restrict ap, i64 asi, const float* restrict bp, hpf_vf c[HPF_MR][HPF_NV]) {
+  hpf_vf b[HPF_NV];
+#pragma clang loop unroll(full)
+  for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * HPF_NR + v * HPF_VW);
+#pragma clang loop unroll(full)
+  for (int v = 0; v < HPF_NV; ++v) __builtin_prefetch(bp + (p + 16) * HPF_NR + v * HPF_VW, 0, 3);
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i) {
+    const float a = ap[i * asi + p];
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
+  }
+}
+static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_ahead(
+    int zero, i64 kc, const float* restrict ap, i64 asi, const float* restrict bp, float* restrict acc, i64 ldc,
+    const float* pfr, i64 pfn, i64 pfs) {
+  hpf_vf c[HPF_MR][HPF_NV];
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) c[i][v] = zero ? (hpf_vf){} : *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
+  i64 p = 0;
+  for (; p + 16 <= kc; p += 16) {
+    if (pfn > 0) {
+      __builtin_prefetch(pfr, 0, 2);
+      __builtin_prefetch(pfr + 16, 0, 2);
+      __builtin_prefetch(pfr + 32, 0, 2);
+      __builtin_prefetch(pfr + 48, 0, 2);
+      pfr += pfs;
+      --pfn;
+    }
+#pragma clang loop unroll_count(4)
+    for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, ap, asi, bp, c);
+  }
+  for (; p < kc; ++p) hpf_mm_micro_step(p, ap, asi, bp, c);
+#pragma clang loop unroll(full)
+  for (int i = 0; i < HPF_MR; ++i)
+#pragma clang loop unroll(full)
+    for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+}
 /* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
    none read past mr), over nv vectors. */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_rest_n(
@@ -333,22 +384,25 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
   if (A.dtype == DType::F32 && !ta && Y.dtype == DType::F32 && M > 0 && N > 0 && K > 0) {
     // FP32 rows of A and an FP32 Y, which holds the sums: an item is one NC block of columns of
     // one matrix and as many rows as leave kBlockItems items or more (rows split no finer than
-    // kBlockMinRows: each part packs the block again). Per slice of K (the whole K up to
-    // kBlockKCMax, else even slices) the block's B is packed once into NR-wide panels (on the stack
-    // up to kBlockKCStack rows, else in the thread's scratch buffer) and serves every row tile of
-    // the item, each tile's sums in registers across the slice, A's rows read in place. An FP32 B
-    // of rows (not transposed) is packed by the first row tile as it reads it (where that tile
-    // is whole and writes Y itself). A ragged last
-    // panel goes through a tile on the stack (its columns past N are not Y's), and so does every
-    // panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
-    // Against the schedule below (a 128 x 64 block of B packed per 132 rows, the tile's sums
-    // added in memory per 128 of K), with B an input, `hpf-gemm-bench`, one thread: 2048^3 136 ->
-    // 106 ms, 128x768x3072 5.08 -> 4.4 (bench/README.md).
+    // kBlockMinRows: each part packs the block again). The items of one matrix and row part that
+    // a range holds make a run, done slice by slice of K (the whole K up to kBlockKCMax, or
+    // kBlockKCSmall for few rows; else even slices) over all its blocks, so that the rows' slice
+    // of A serves every block. Per slice a block's B is packed once into NR-wide panels (on the
+    // stack up to kBlockKCStack rows, else in the thread's scratch buffer) and serves every row
+    // tile, each tile's sums in registers across the slice and added into Y across slices, A's
+    // rows read in place. An FP32 B of rows (not transposed) is packed by the first row tile as it
+    // reads it (where that tile is whole and writes Y itself), and the run's next block is
+    // prefetched into L2 meanwhile, a few rows by each full tile (hpf_mm_micro_ahead): the
+    // packing tile then finds it there instead of waiting on L3 (C harness, one core, against
+    // the same schedule without: 2048^3 113-116 -> 107-109 ms, 128x768x3072 4.0-4.1 -> 3.8). A
+    // ragged last panel goes through a tile on the stack (its columns past N are not Y's), and so
+    // does every panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
     const int64_t groups = (N + kGemmNC - 1) / kGemmNC;
     const int64_t parts = std::max<int64_t>(
         1, std::min(M / kBlockMinRows, (kBlockItems + groups * batches - 1) / (groups * batches)));
     const int64_t RT = ((M + parts - 1) / parts + kGemmMR - 1) / kGemmMR * kGemmMR, tiles = (M + RT - 1) / RT;
-    const int64_t slices = (K + kBlockKCMax - 1) / kBlockKCMax, KC = (K + slices - 1) / slices;
+    const int64_t kc_max = RT <= kBlockSmallRows ? kBlockKCSmall : kBlockKCMax;
+    const int64_t slices = (K + kc_max - 1) / kc_max, KC = (K + slices - 1) / slices;
     if (KC <= kBlockKCStack)
       s << "  float bpack[" << KC << " * HPF_NC] __attribute__((aligned(64)));\n"
         << "  const i64 kcs = " << ll(KC) << ";\n";
@@ -357,68 +411,98 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
         << "  float* restrict bpack = (float*)hpf_scratch(" << ll(KC * kGemmNC * 4) << ");\n"
         << "  i64 kcs = " << ll(KC) << ";\n"
         << "  if (!bpack) {\n    bpack = bstack;\n    kcs = " << ll(kBlockKCStack) << ";\n  }\n";
+    const bool pack_first = !tb && B.dtype == DType::F32 && N % 16 == 0;
     s << "  float tmp[HPF_MR * HPF_NR] __attribute__((aligned(64)));\n"
       // Y's rows hold the sums where they are whole vectors, aligned (the Session's buffers are;
       // a caller's own may not be)
       << "  const int ya = " << (N % 16 == 0 ? "((__UINTPTR_TYPE__)Y & (sizeof(hpf_vf) - 1)) == 0" : "0") << ";\n"
-      << "  for (i64 w = begin; w < end; ++w) {\n"
-      << "    const i64 t = w / " << ll(groups * tiles) << ", wi = w % " << ll(groups * tiles) << ";\n"
+      << "  for (i64 run = begin; run < end;) {\n"
+      << "    const i64 t = run / " << ll(groups * tiles) << ", g0 = run % " << ll(groups * tiles) << " / " << ll(groups)
+      << " * " << ll(groups) << ";\n"
+      << "    const i64 rend = t * " << ll(groups * tiles) << " + g0 + " << ll(groups) << " < end ? t * " << ll(groups * tiles)
+      << " + g0 + " << ll(groups) << " : end;\n"
       << "    const i64 a0 = " << batch_offset(ba, bo, M * K) << ", b0 = " << batch_offset(bb, bo, K * N) << ";\n"
-      << "    const i64 ic = wi / " << ll(groups) << " * " << ll(RT) << ", mc = " << ll(M) << " - ic < " << ll(RT) << " ? "
+      << "    const i64 ic = g0 / " << ll(groups) << " * " << ll(RT) << ", mc = " << ll(M) << " - ic < " << ll(RT) << " ? "
       << ll(M) << " - ic : " << ll(RT) << ";\n"
-      << "    const i64 jc = wi % " << ll(groups) << " * HPF_NC, nc = " << ll(N) << " - jc < HPF_NC ? " << ll(N)
-      << " - jc : HPF_NC;\n"
-      << "    float* restrict yb = Y + (t * " << ll(M) << " + ic) * " << ll(N) << " + jc;\n"
       << "    for (i64 pc = 0; pc < " << ll(K) << "; pc += kcs) {\n"
-      << "      const i64 kc = " << ll(K) << " - pc < kcs ? " << ll(K) << " - pc : kcs;\n";
+      << "      const i64 kc = " << ll(K) << " - pc < kcs ? " << ll(K) << " - pc : kcs;\n"
+      << "      for (i64 w = run; w < rend; ++w) {\n"
+      << "        const i64 jc = w % " << ll(groups) << " * HPF_NC, nc = " << ll(N) << " - jc < HPF_NC ? " << ll(N)
+      << " - jc : HPF_NC;\n"
+      << "        float* restrict yb = Y + (t * " << ll(M) << " + ic) * " << ll(N) << " + jc;\n";
     // B[pc.., jc..] into NR-wide panels of kc rows, k-major, zero past nc: an FP32 B of rows (not
     // transposed) by the first row tile as it reads them (pack_first), where that tile is whole,
     // over a whole block, and writes an aligned Y; else in a pass of its own.
-    const bool pack_first = !tb && B.dtype == DType::F32 && N % 16 == 0;
-    s << "      const int pk = " << (pack_first ? "ya && nc == HPF_NC && mc >= HPF_MR" : "0") << ";\n"
-      << "      if (!pk)\n";
-    s << pack_b(tb, B.dtype, b_pj, "kc", K, N, kPackPrefetch, "      ");
-    s << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-      << "        const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-      << "        const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
-      << "        float* restrict yt = yb + ir * " << ll(N) << ";\n"
-      << "        for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
-      << "          const float* restrict bp = bpack + jp * kc;\n"
-      << "          if (ya && jp + HPF_NR <= nc) {\n"
-      << "            ";
+    s << "        const int pk = " << (pack_first ? "ya && nc == HPF_NC && mc >= HPF_MR" : "0") << ";\n";
+    if (pack_first)
+      // The block this thread packs next: the run's next one, else its first at the next slice,
+      // else the next item's first slice (the next range's, which the thread most often runs
+      // next: plugins/cpu/thread_pool.hpp). Its rows are prefetched into L2 by this block's full
+      // tiles, shared out among them; a ragged block is left to its packing tile.
+      s << "        i64 nx = w + 1, npc = pc;\n"
+        << "        if (w + 1 == rend) {\n"
+        << "          if (pc + kcs < " << ll(K) << ") {\n            nx = run;\n            npc = pc + kcs;\n          } else {\n"
+        << "            npc = 0;\n          }\n        }\n"
+        << "        const i64 nj = nx % " << ll(groups) << " * HPF_NC;\n"
+        << "        const i64 pfrows = nx < " << ll(batches * tiles * groups) << " && nj + HPF_NC <= " << ll(N) << " ? ("
+        << ll(K) << " - npc < kcs ? " << ll(K) << " - npc : kcs) : 0;\n"
+        << "        const float* pfr = B;\n"
+        << "        if (pfrows) {\n"
+        << "          const i64 t = nx / " << ll(groups * tiles) << ";\n"
+        << "          pfr = B + " << batch_offset(bb, bo, K * N) << " + npc * " << ll(N) << " + nj;\n"
+        << "        }\n"
+        << "        const i64 pft = mc / HPF_MR * (HPF_NC / HPF_NR) - (pk ? HPF_NC / HPF_NR : 0);\n"
+        << "        const i64 pfper = pft > 0 ? (pfrows + pft - 1) / pft : 0;\n"
+        << "        i64 pfdone = 0;\n";
+    s << "        if (!pk)\n";
+    s << pack_b(tb, B.dtype, b_pj, "kc", K, N, kPackPrefetch, "        ");
+    s << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+      << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+      << "          const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
+      << "          float* restrict yt = yb + ir * " << ll(N) << ";\n"
+      << "          for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+      << "            const float* restrict bp = bpack + jp * kc;\n"
+      << "            if (ya && jp + HPF_NR <= nc) {\n"
+      << "              ";
     if (pack_first)  // (only then: B is FP32)
       s << "if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N) << " + jc + jp, "
         << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
-        << "            else ";
-    s << "if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
-      << ll(N) << ", " << kBlockPrefetch << ", 0);\n"
-      << "            else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
-      << "              if (pc == 0) for (i64 r = 0; r < mr; ++r) for (i64 j = 0; j < HPF_NR; ++j) yt[r * " << ll(N) << " + jp + j] = 0.0f;\n"
-      << "              hpf_mm_micro_rest(mr, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N) << ");\n"
-      << "            }\n"
-      << "          } else {  // a ragged last panel, or rows of Y not aligned to vectors: through tmp\n"
-      << "            for (i64 r = 0; r < HPF_MR; ++r)\n"
-      << "              for (i64 j = 0; j < HPF_NR; ++j) tmp[r * HPF_NR + j] = pc > 0 && r < mr && jp + j < nc ? yt[r * " << ll(N)
+        << "              else if (mr == HPF_MR) {\n"
+        << "                const i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
+        << "                hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, yt + jp, " << ll(N) << ", pfr + pfdone * "
+        << ll(N) << ", n, " << ll(N) << ");\n"
+        << "                pfdone += n;\n"
+        << "              }\n";
+    else
+      s << "if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
+        << ll(N) << ", " << kBlockPrefetch << ", 0);\n";
+    s << "              else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
+      << "                if (pc == 0) for (i64 r = 0; r < mr; ++r) for (i64 j = 0; j < HPF_NR; ++j) yt[r * " << ll(N) << " + jp + j] = 0.0f;\n"
+      << "                hpf_mm_micro_rest(mr, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N) << ");\n"
+      << "              }\n"
+      << "            } else {  // a ragged last panel, or rows of Y not aligned to vectors: through tmp\n"
+      << "              for (i64 r = 0; r < HPF_MR; ++r)\n"
+      << "                for (i64 j = 0; j < HPF_NR; ++j) tmp[r * HPF_NR + j] = pc > 0 && r < mr && jp + j < nc ? yt[r * " << ll(N)
       << " + jp + j] : 0.0f;\n"
-      << "            hpf_mm_micro_cols(mr, nc - jp < HPF_NR ? nc - jp : HPF_NR, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, tmp, HPF_NR);\n"
-      << "            for (i64 r = 0; r < mr; ++r)\n"
-      << "              for (i64 j = 0; j < HPF_NR && jp + j < nc; ++j) yt[r * " << ll(N) << " + jp + j] = tmp[r * HPF_NR + j];\n"
+      << "              hpf_mm_micro_cols(mr, nc - jp < HPF_NR ? nc - jp : HPF_NR, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, tmp, HPF_NR);\n"
+      << "              for (i64 r = 0; r < mr; ++r)\n"
+      << "                for (i64 j = 0; j < HPF_NR && jp + j < nc; ++j) yt[r * " << ll(N) << " + jp + j] = tmp[r * HPF_NR + j];\n"
+      << "            }\n"
       << "          }\n"
-      << "        }\n"
-      << "      }\n"
-      << "    }\n";
+      << "        }\n";
     if (!finish.empty())
-      s << "    for (i64 ii = 0; ii < mc; ++ii) {\n"
-        << "      const i64 i = ic + ii;\n"
-        << "      for (i64 jj = 0; jj < nc; ++jj) {\n"
-        << "        const i64 j = jc + jj;\n"
-        << "        (void)i;\n"
-        << "        (void)j;\n"
-        << "        float v = yb[ii * " << ll(N) << " + jj];\n"
-        << finish << "        yb[ii * " << ll(N) << " + jj] = v;\n"
-        << "      }\n"
-        << "    }\n";
-    s << "  }\n}\n";
+      s << "        if (pc + kc == " << ll(K) << ")  // the item's sums are whole\n"
+        << "          for (i64 ii = 0; ii < mc; ++ii) {\n"
+        << "            const i64 i = ic + ii;\n"
+        << "            for (i64 jj = 0; jj < nc; ++jj) {\n"
+        << "              const i64 j = jc + jj;\n"
+        << "              (void)i;\n"
+        << "              (void)j;\n"
+        << "              float v = yb[ii * " << ll(N) << " + jj];\n"
+        << finish << "              yb[ii * " << ll(N) << " + jj] = v;\n"
+        << "            }\n"
+        << "          }\n";
+    s << "      }\n    }\n    run = rend;\n  }\n}\n";
     return GeneratedKernel{name, s.str(), batches * tiles * groups, 1};
   }
   s << "  float bpack[HPF_KC * HPF_NC] __attribute__((aligned(64)));\n"
