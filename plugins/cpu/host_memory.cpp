@@ -13,11 +13,8 @@ constexpr size_t kAlignment = 64;
 constexpr size_t kPageBytes = 4096;
 
 bool huge_pages_wanted() {
-  static const bool wanted = [] {
-    const char* env = std::getenv("HPF_HUGE_PAGES");
-    return env == nullptr || std::strcmp(env, "0") != 0;
-  }();
-  return wanted;
+  const char* env = std::getenv("HPF_HUGE_PAGES");
+  return env == nullptr || std::strcmp(env, "0") != 0;
 }
 
 // `length` bytes (a multiple of 4 KiB) at a 2 MiB boundary: map 2 MiB more, unmap the ends.

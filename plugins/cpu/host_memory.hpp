@@ -10,7 +10,8 @@
 // from aligned_alloc. HPF_HUGE_PAGES=0 maps nothing and takes every block from aligned_alloc.
 //
 // Every block is at least 64-byte aligned and its contents are unspecified (mapped blocks read
-// as zeros). Thread-safe: the functions keep no state but HPF_HUGE_PAGES, read once.
+// as zeros). Thread-safe (they keep no state; HPF_HUGE_PAGES is read at each allocation of 2 MiB
+// or more, so it must not be set meanwhile by another thread).
 #ifndef HPF_PLUGINS_CPU_HOST_MEMORY_HPP_
 #define HPF_PLUGINS_CPU_HOST_MEMORY_HPP_
 
