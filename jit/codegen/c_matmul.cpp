@@ -45,15 +45,11 @@ std::string batch_offset(const std::vector<int64_t>& in, const std::vector<int64
 constexpr int64_t kRowBlock = 6;
 // The schedule of column blocks (an FP32 A and Y, below): work items wanted at least, and rows per
 // item at least (as M allows); the depth of a packed slice of B at most (a whole K of 2048: 512
-// KiB) and at most on the stack (128 KiB); for items of kBlockSmallRows rows or fewer, slices of
-// kBlockKCSmall at most, so that the rows' slice of A (512 KiB) stays in L2 for every block
-// (C harness, one core: 128x768x3072 4.0 -> 3.7 ms against slices of 1536; 1024^3, items of 516
-// rows, 3% slower with them, 2048^3 6% slower); B prefetched this many rows ahead into L1 by the
-// microkernel, from the packed block and (kPackPrefetch) from B's own rows as the first tile
-// packs them.
+// KiB; fewer rows: kGemmSliceKC) and at most on the stack (128 KiB); B prefetched this many rows
+// ahead into L1 by the microkernel, from the packed block and (kPackPrefetch) from B's own rows
+// as the first tile packs them.
 constexpr int64_t kBlockItems = 32, kBlockMinRows = 256;
 constexpr int64_t kBlockKCMax = 2048, kBlockKCStack = 512;
-constexpr int64_t kBlockKCSmall = 512, kBlockSmallRows = 256;
 constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
 
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
@@ -190,19 +186,20 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
    bsk, prefetched bpf rows ahead, each row also stored to the NR-wide panel bcopy. */
 #define hpf_mm_micro_pack(zero, kc, ap, asi, bp, bsk, bcopy, acc, ldc, bpf) \
   hpf_mm_micro_rnz((zero), HPF_MR, HPF_NV, (kc), (ap), 1, (asi), (bp), (bsk), HPF_VW, (acc), (ldc), (bpf), (bcopy))
-/* A full tile (sums from zero where zero, else added to acc) over an NR-wide packed panel bp
-   (row k at bp + k * HPF_NR, prefetched 16 rows ahead into L1), A's rows read in place (a(i, p)
-   at ap[i * asi + p]), that also prefetches into L2 the next block's B, pfn rows of 64 floats
-   from pfr on, pfs floats apart: one row per 16 k, ahead of the tile that packs them. The k loop
-   runs in steps of 16 so that the prefetch costs no test per k (tested per k, a C harness of
-   128x768x3072 ran 5% slower). */
+/* A full tile (sums from zero where zero, else added to acc) over NR columns of B (vector v of
+   row k at bp + k * bsk + v * bsv, prefetched 16 rows ahead into L1), A's rows read in place
+   (a(i, p) at ap[i * asi + p]), that also prefetches into L2 the B that the thread reads next:
+   pfn rows from pfr on, pfs floats apart, each row four lines pls floats apart; one row per 16
+   k, so that the rows reach L2 ahead of the tile that first reads them. The k loop runs in steps
+   of 16 so that the prefetch costs no test per k (tested per k, a C harness of 128x768x3072 ran
+   5% slower). */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_step(
-    i64 p, const float* restrict ap, i64 asi, const float* restrict bp, hpf_vf c[HPF_MR][HPF_NV]) {
+    i64 p, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv, hpf_vf c[HPF_MR][HPF_NV]) {
   hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
-  for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * HPF_NR + v * HPF_VW);
+  for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * bsk + v * bsv);
 #pragma clang loop unroll(full)
-  for (int v = 0; v < HPF_NV; ++v) __builtin_prefetch(bp + (p + 16) * HPF_NR + v * HPF_VW, 0, 3);
+  for (int v = 0; v < HPF_NV; ++v) __builtin_prefetch(bp + (p + 16) * bsk + v * bsv, 0, 3);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i) {
     const float a = ap[i * asi + p];
@@ -211,8 +208,8 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   }
 }
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_ahead(
-    int zero, i64 kc, const float* restrict ap, i64 asi, const float* restrict bp, float* restrict acc, i64 ldc,
-    const float* pfr, i64 pfn, i64 pfs) {
+    int zero, i64 kc, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    float* restrict acc, i64 ldc, const float* pfr, i64 pfn, i64 pfs, i64 pls) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
@@ -222,16 +219,16 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   for (; p + 16 <= kc; p += 16) {
     if (pfn > 0) {
       __builtin_prefetch(pfr, 0, 2);
-      __builtin_prefetch(pfr + 16, 0, 2);
-      __builtin_prefetch(pfr + 32, 0, 2);
-      __builtin_prefetch(pfr + 48, 0, 2);
+      __builtin_prefetch(pfr + pls, 0, 2);
+      __builtin_prefetch(pfr + 2 * pls, 0, 2);
+      __builtin_prefetch(pfr + 3 * pls, 0, 2);
       pfr += pfs;
       --pfn;
     }
 #pragma clang loop unroll_count(4)
-    for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, ap, asi, bp, c);
+    for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, ap, asi, bp, bsk, bsv, c);
   }
-  for (; p < kc; ++p) hpf_mm_micro_step(p, ap, asi, bp, c);
+  for (; p < kc; ++p) hpf_mm_micro_step(p, ap, asi, bp, bsk, bsv, c);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -386,7 +383,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     // one matrix and as many rows as leave kBlockItems items or more (rows split no finer than
     // kBlockMinRows: each part packs the block again). The items of one matrix and row part that
     // a range holds make a run, done slice by slice of K (the whole K up to kBlockKCMax, or
-    // kBlockKCSmall for few rows; else even slices) over all its blocks, so that the rows' slice
+    // kGemmSliceKC for few rows; else even slices) over all its blocks, so that the rows' slice
     // of A serves every block. Per slice a block's B is packed once into NR-wide panels (on the
     // stack up to kBlockKCStack rows, else in the thread's scratch buffer) and serves every row
     // tile, each tile's sums in registers across the slice and added into Y across slices, A's
@@ -401,7 +398,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     const int64_t parts = std::max<int64_t>(
         1, std::min(M / kBlockMinRows, (kBlockItems + groups * batches - 1) / (groups * batches)));
     const int64_t RT = ((M + parts - 1) / parts + kGemmMR - 1) / kGemmMR * kGemmMR, tiles = (M + RT - 1) / RT;
-    const int64_t kc_max = RT <= kBlockSmallRows ? kBlockKCSmall : kBlockKCMax;
+    const int64_t kc_max = RT <= kGemmSliceRows ? kGemmSliceKC : kBlockKCMax;
     const int64_t slices = (K + kc_max - 1) / kc_max, KC = (K + slices - 1) / slices;
     if (KC <= kBlockKCStack)
       s << "  float bpack[" << KC << " * HPF_NC] __attribute__((aligned(64)));\n"
@@ -469,8 +466,8 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
         << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
         << "              else if (mr == HPF_MR) {\n"
         << "                const i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
-        << "                hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, yt + jp, " << ll(N) << ", pfr + pfdone * "
-        << ll(N) << ", n, " << ll(N) << ");\n"
+        << "                hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N)
+        << ", pfr + pfdone * " << ll(N) << ", n, " << ll(N) << ", 16);\n"
         << "                pfdone += n;\n"
         << "              }\n";
     else

@@ -676,32 +676,66 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
   // of the same one (8 lanes).
   s << "#define WQ_BSV (HPF_VW == 16 ? " << L(K * 16) << " : 8LL)\n";
   if (whole_k) {
-    // FP32 weights and rows of A, sums in Y: each row tile runs the whole depth of K in
-    // registers per panel and stores its sums once, instead of K slice by slice with the tile
-    // of Y back from L2 per slice; the NC block's panels (K x NC, 512 KiB at K = 2048) stream
-    // from L2 to every row tile, row k + 16 prefetched into L1 as row k is read. C harnesses of
-    // the dumped kernels on one core, 4 alternations: 2048^3 105.4 -> 96.3 ms, BERT's 128 x 768
-    // x 768 0.82 -> 0.79, 128 x 3072 x 768 3.65 -> 3.52, 128 x 768 x 3072 3.65 -> 3.52; without
-    // the prefetch 2048^3 3% faster, the BERT shapes 2-8% slower.
-    s << "  for (i64 w = begin; w < end; ++w) {\n"
-      << item << "    for (i64 jc = j0; jc < j1; jc += HPF_NC)\n"
-      << "      for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-      << "        const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-      << "        const float* restrict ar = A + (ic + ir) * " << L(K) << ";\n"
-      << "        for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
-      << "          const float* restrict bp = (const float*)W + (jc + jp) / 16 * " << L(K * 16) << ";\n"
-      << "          float* restrict yt = Y + (ic + ir) * " << L(N) << " + jc + jp;\n"
-      << "          if (mr == HPF_MR) hpf_mm_micro_bx0_pf(" << L(K) << ", ar, 1, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N)
-      << ", 16);\n"
-      << "          else {  // a ragged tile: exactly mr rows, from zero\n"
-      << "            for (i64 r = 0; r < mr; ++r)\n"
-      << "              for (i64 j = 0; j < HPF_NR; ++j) yt[r * " << L(N) << " + j] = 0.0f;\n"
-      << "            hpf_mm_micro_rest(mr, " << L(K) << ", ar, 1, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N) << ");\n"
+    // FP32 weights and rows of A, sums in Y: each row tile keeps its sums in registers over a
+    // slice of K (the whole K, or slices of kGemmSliceKC for items of kGemmSliceRows rows or
+    // fewer: c_gemm_micro.hpp) and adds them into Y once per slice; the NC block's panels (K x NC,
+    // 512 KiB at K = 2048) stream from L2 to every row tile, row k + 16 prefetched into L1 as row
+    // k is read (C harnesses of the dumped kernels on one core, 4 alternations, against the sums
+    // added in memory per 128 of K: 2048^3 105.4 -> 96.3 ms, BERT's 128 x 768 x 768 0.82 -> 0.79,
+    // 128 x 3072 x 768 3.65 -> 3.52, 128 x 768 x 3072 3.65 -> 3.52). The items of one row part
+    // that a range holds run slice by slice over all their blocks, and each block's full tiles
+    // prefetch into L2 the panels the thread reads next (the next block's, else the first
+    // block's next slice, else the next item's), a few rows each, so that no tile waits on L3
+    // for them (C harness, 128 x 768 x 3072: 3.52-3.71 -> 3.33-3.42 ms).
+    const int64_t items = tiles * groups;
+    const int64_t kslices = (K + (RT <= kGemmSliceRows ? kGemmSliceKC : K) - 1) / (RT <= kGemmSliceRows ? kGemmSliceKC : K);
+    const int64_t KC = (K + kslices - 1) / kslices;
+    s << "  for (i64 run = begin; run < end;) {\n"
+      << "    const i64 rend = run / " << L(groups) << " * " << L(groups) << " + " << L(groups) << " < end ? run / " << L(groups)
+      << " * " << L(groups) << " + " << L(groups) << " : end;\n"
+      << "    const i64 ic = (run / " << L(groups) << ") * " << L(RT) << ", mc = " << L(M) << " - ic < " << L(RT) << " ? "
+      << L(M) << " - ic : " << L(RT) << ";\n"
+      << "    for (i64 pc = 0; pc < " << L(K) << "; pc += " << L(KC) << ") {\n"
+      << "      const i64 kc = " << L(K) << " - pc < " << L(KC) << " ? " << L(K) << " - pc : " << L(KC) << ";\n"
+      << "      for (i64 w = run; w < rend; ++w) {\n"
+      << "        const i64 j0 = (w % " << L(groups) << ") * HPF_NC, j1 = j0 + HPF_NC;\n"
+      // the panels this thread reads next (see above), prefetched by the full tiles
+      << "        i64 nx = w + 1, npc = pc;\n"
+      << "        if (w + 1 == rend) {\n"
+      << "          if (pc + kc < " << L(K) << ") {\n            nx = run;\n            npc = pc + kc;\n          } else {\n"
+      << "            npc = 0;\n          }\n        }\n"
+      << "        const i64 pfrows = nx < " << L(items) << " ? (" << L(K) << " - npc < " << L(KC) << " ? " << L(K) << " - npc : "
+      << L(KC) << ") : 0;\n"
+      << "        const float* pfr = (const float*)W + (pfrows ? nx % " << L(groups) << " * HPF_NC / 16 * " << L(K * 16)
+      << " + npc * 16 : 0);\n"
+      << "        const i64 pft = mc / HPF_MR * (HPF_NC / HPF_NR), pfper = pft > 0 ? (pfrows + pft - 1) / pft : 0;\n"
+      << "        i64 pfdone = 0;\n"
+      << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
+      << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+      << "          const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
+      << "          for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+      << "            const float* restrict bp = (const float*)W + (j0 + jp) / 16 * " << L(K * 16) << " + pc * 16;\n"
+      << "            float* restrict yt = Y + (ic + ir) * " << L(N) << " + j0 + jp;\n"
+      << "            if (mr == HPF_MR) {\n"
+      << "              const i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
+      << "              hpf_mm_micro_ahead(pc == 0, kc, ar, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N)
+      << ", pfr + pfdone * 16, n, 16, " << L(K * 16) << ");\n"
+      << "              pfdone += n;\n"
+      << "            } else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
+      << "              if (pc == 0)\n"
+      << "                for (i64 r = 0; r < mr; ++r)\n"
+      << "                  for (i64 j = 0; j < HPF_NR; ++j) yt[r * " << L(N) << " + j] = 0.0f;\n"
+      << "              hpf_mm_micro_rest(mr, kc, ar, 1, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N) << ");\n"
+      << "            }\n"
       << "          }\n"
       << "        }\n"
+      << "        if (pc + kc == " << L(K) << ")  // the item's sums are whole\n"
+      << "  " << epilogue
       << "      }\n"
-      << epilogue << "  }\n}\n";
-    return GeneratedKernel{name, s.str(), tiles * groups, 1};
+      << "    }\n"
+      << "    run = rend;\n"
+      << "  }\n}\n";
+    return GeneratedKernel{name, s.str(), items, 1};
   }
   std::string deq = "wq_row(W, pp, k)";
   if (f == "i8") deq = "wq_row(W, pp, k) * *(const hpf_f32x16*)(S + pp * 16)";

@@ -145,8 +145,9 @@ const Case kCases[] = {
     {7, 90, 40}, {8, 70, 136, true, true},
     // N a multiple of 64 with M > 8 (the GEMM): the sums accumulate in an FP32 Y, K slice by
     // slice or (FP32) whole (ragged row tiles, a ragged last slice; many row tiles take column
-    // groups of 512).
-    {139, 256, 300}, {600, 512, 140, true, false}, {13, 64, 129},
+    // groups of 512). FP32 with few rows: slices of 512 at most over all of a range's blocks
+    // (13 x 192 x 1100: three slices; 20 x 4096 x 600: 64 items, ranges of several blocks).
+    {139, 256, 300}, {600, 512, 140, true, false}, {13, 64, 129}, {13, 192, 1100}, {20, 4096, 600},
 };
 
 }  // namespace
@@ -183,8 +184,10 @@ TEST_CASE("matmul_wq: FP32, BF16, F16, INT8 (A quantised per row) and INT4 plans
       if (c.epilogue) want_bytes += c.n * (mode == Mode::fp32 || mode == Mode::int4_weights ? 4 : 2);
       CHECK(r.stats.weight_bytes == want_bytes);
       // FP32 sums in another order than the emulation's (FP64 for int8, sequential FP32
-      // otherwise): a few ulps of the dot products.
-      CHECK_MESSAGE(r.worst <= 2e-5, "worst relative error " << r.worst);
+      // otherwise): a few ulps of the dot products, which grow as sqrt(K) (20 x 4096 x 600 in
+      // slices of 300: 2.2e-5 worst over its 82k outputs).
+      const double tol = 2e-5 * std::sqrt(std::max(1.0, c.k / 300.0));
+      CHECK_MESSAGE(r.worst <= tol, "worst relative error " << r.worst);
       // int8 outputs are fake-quantised: an FP32 sum within an ulp of a rounding boundary may
       // land one step away from the FP64 one; rare.
       CHECK(r.step_diffs * 100 <= r.elements);
