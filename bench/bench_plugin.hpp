@@ -47,14 +47,20 @@ inline std::map<void*, cpu::HostBlock> host_blocks;
 inline void* host_allocate(size_t bytes) {
   const cpu::HostBlock b = cpu::allocate_host(bytes);
   if (b.data == nullptr) throw std::bad_alloc();
-  std::lock_guard<std::mutex> lock(host_blocks_mutex);
-  host_blocks[b.data] = b;
+  try {
+    std::lock_guard<std::mutex> lock(host_blocks_mutex);
+    host_blocks[b.data] = b;
+  } catch (...) {
+    cpu::free_host(b);
+    throw;
+  }
   return b.data;
 }
 inline void host_free(void* p) {
   if (p == nullptr) return;
   std::lock_guard<std::mutex> lock(host_blocks_mutex);
   const auto it = host_blocks.find(p);
+  if (it == host_blocks.end()) std::abort();  // not host_allocate's: a bug in the bench
   cpu::free_host(it->second);
   host_blocks.erase(it);
 }

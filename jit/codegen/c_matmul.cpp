@@ -187,25 +187,33 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 #define hpf_mm_micro_pack(zero, kc, ap, asi, bp, bsk, bcopy, acc, ldc, bpf) \
   hpf_mm_micro_rnz((zero), HPF_MR, HPF_NV, (kc), (ap), 1, (asi), (bp), (bsk), HPF_VW, (acc), (ldc), (bpf), (bcopy))
 /* A full tile (sums from zero where zero, else added to acc) over NR columns of B (vector v of
-   row k at bp + k * bsk + v * bsv, prefetched 16 rows ahead into L1), A's rows read in place
-   (a(i, p) at ap[i * asi + p]), that also prefetches into L2 the B that the thread reads next:
-   pfn rows from pfr on, pfs floats apart, each row four lines pls floats apart; one row per 16
-   k, so that the rows reach L2 ahead of the tile that first reads them. The k loop runs in steps
-   of 16 so that the prefetch costs no test per k (tested per k, a C harness of 128x768x3072 ran
-   5% slower). */
+   row k at bp + k * bsk + v * bsv, any alignment, prefetched 16 rows ahead into L1 within the kc
+   rows), A's rows read in place (a(i, p) at ap[i * asi + p]), that also prefetches into L2 the B
+   that the thread reads next: pfn rows (at most kc / 16), row d at pfr + d * pfs, each four lines
+   pls floats apart; one row per 16 k, so that the rows reach L2 ahead of the tile that first
+   reads them. The k loop runs in steps of 16 so that the prefetch costs no test per k (tested
+   per k, a C harness of 128x768x3072 ran 5% slower). */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_step(
-    i64 p, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv, hpf_vf c[HPF_MR][HPF_NV]) {
+    i64 p, int pf, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
+    hpf_vf c[HPF_MR][HPF_NV]) {
   hpf_vf b[HPF_NV];
 #pragma clang loop unroll(full)
-  for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vf*)(bp + p * bsk + v * bsv);
+  for (int v = 0; v < HPF_NV; ++v) b[v] = *(const hpf_vfu*)(bp + p * bsk + v * bsv);
+  if (pf)
 #pragma clang loop unroll(full)
-  for (int v = 0; v < HPF_NV; ++v) __builtin_prefetch(bp + (p + 16) * bsk + v * bsv, 0, 3);
+    for (int v = 0; v < HPF_NV; ++v) __builtin_prefetch(bp + (p + 16) * bsk + v * bsv, 0, 3);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i) {
     const float a = ap[i * asi + p];
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) c[i][v] += a * b[v];
   }
+}
+static inline __attribute__((always_inline)) void hpf_mm_prefetch_l2(const float* q, i64 pls) {
+  __builtin_prefetch(q, 0, 2);
+  __builtin_prefetch(q + pls, 0, 2);
+  __builtin_prefetch(q + 2 * pls, 0, 2);
+  __builtin_prefetch(q + 3 * pls, 0, 2);
 }
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_ahead(
     int zero, i64 kc, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
@@ -215,20 +223,18 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) c[i][v] = zero ? (hpf_vf){} : *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
-  i64 p = 0;
-  for (; p + 16 <= kc; p += 16) {
-    if (pfn > 0) {
-      __builtin_prefetch(pfr, 0, 2);
-      __builtin_prefetch(pfr + pls, 0, 2);
-      __builtin_prefetch(pfr + 2 * pls, 0, 2);
-      __builtin_prefetch(pfr + 3 * pls, 0, 2);
-      pfr += pfs;
-      --pfn;
-    }
+  i64 p = 0, d = 0;
+  for (; p + 32 <= kc; p += 16) {  /* rows p + 16 .. p + 31 into L1: inside the kc rows */
+    if (d < pfn) hpf_mm_prefetch_l2(pfr + d++ * pfs, pls);
 #pragma clang loop unroll_count(4)
-    for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, ap, asi, bp, bsk, bsv, c);
+    for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, 1, ap, asi, bp, bsk, bsv, c);
   }
-  for (; p < kc; ++p) hpf_mm_micro_step(p, ap, asi, bp, bsk, bsv, c);
+  for (; p + 16 <= kc; p += 16) {  /* the last 16 rows or more */
+    if (d < pfn) hpf_mm_prefetch_l2(pfr + d++ * pfs, pls);
+#pragma clang loop unroll_count(4)
+    for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, 0, ap, asi, bp, bsk, bsv, c);
+  }
+  for (; p < kc; ++p) hpf_mm_micro_step(p, 0, ap, asi, bp, bsk, bsv, c);
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
@@ -465,9 +471,10 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       s << "if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N) << " + jc + jp, "
         << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
         << "              else if (mr == HPF_MR) {\n"
-        << "                const i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
+        << "                i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
+        << "                if (n > kc / 16) n = kc / 16;  // what the tile prefetches\n"
         << "                hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N)
-        << ", pfr + pfdone * " << ll(N) << ", n, " << ll(N) << ", 16);\n"
+        << ", n ? pfr + pfdone * " << ll(N) << " : B, n, " << ll(N) << ", 16);\n"
         << "                pfdone += n;\n"
         << "              }\n";
     else

@@ -717,9 +717,10 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "            const float* restrict bp = (const float*)W + (j0 + jp) / 16 * " << L(K * 16) << " + pc * 16;\n"
       << "            float* restrict yt = Y + (ic + ir) * " << L(N) << " + j0 + jp;\n"
       << "            if (mr == HPF_MR) {\n"
-      << "              const i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
+      << "              i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
+      << "              if (n > kc / 16) n = kc / 16;  // what the tile prefetches\n"
       << "              hpf_mm_micro_ahead(pc == 0, kc, ar, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N)
-      << ", pfr + pfdone * 16, n, 16, " << L(K * 16) << ");\n"
+      << ", n ? pfr + pfdone * 16 : (const float*)W, n, 16, " << L(K * 16) << ");\n"
       << "              pfdone += n;\n"
       << "            } else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
       << "              if (pc == 0)\n"

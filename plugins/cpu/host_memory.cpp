@@ -28,7 +28,7 @@ void* map_aligned(size_t length) {
   const uintptr_t end = aligned + length;
   if (start + span > end) munmap(reinterpret_cast<void*>(end), start + span - end);
   void* block = reinterpret_cast<void*>(aligned);
-  madvise(block, length, MADV_HUGEPAGE);  // refused where huge pages are off: ordinary pages
+  madvise(block, length, MADV_HUGEPAGE);  // refused without THP in the kernel: ordinary pages
   return block;
 }
 

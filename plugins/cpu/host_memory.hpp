@@ -4,10 +4,12 @@
 // MADV_HUGEPAGE: where the kernel's transparent huge pages are `always` or `madvise` (Debian's
 // default), the block is backed by 2 MiB pages and a kernel that walks it (a B matrix read
 // column block by column block, 3 KiB apart row to row) takes one TLB entry per 2 MiB instead
-// of per 4 KiB. Only the whole 2 MiB ranges inside the block can be huge; the tail is ordinary
-// pages, so resident memory is what the block touches, as with malloc. Where huge pages are
-// off (`never`) the madvise is refused and the block is ordinary pages. Smaller blocks come
-// from aligned_alloc. HPF_HUGE_PAGES=0 maps nothing and takes every block from aligned_alloc.
+// of per 4 KiB. Only the whole 2 MiB ranges inside the block can be huge pages, and the first
+// touch of one may make all of its 2 MiB resident; the tail past the last whole range is
+// ordinary pages. Where huge pages are `never` the advice is taken but nothing changes; a kernel
+// built without them refuses it, and the block is ordinary pages. Smaller blocks come from
+// aligned_alloc. HPF_HUGE_PAGES=0 (exactly) maps nothing and takes every block from
+// aligned_alloc.
 //
 // Every block is at least 64-byte aligned and its contents are unspecified (mapped blocks read
 // as zeros). Thread-safe (they keep no state; HPF_HUGE_PAGES is read at each allocation of 2 MiB

@@ -730,10 +730,11 @@ TEST_CASE("codegen: Gemm transposes and C broadcasts across the K and N blocks")
 // B packed apart and while the first row tile reads it; several row parts of a block; ragged
 // column blocks and row tiles; batches, broadcast or not; transB, alpha, beta and C; a fused
 // epilogue; few rows in slices of 512 at most, each slice over all the blocks of a range (13 x
-// 1100 x 200: three slices, a ragged block; 4 x 13 x 1100 x 1040: 68 items, ranges of several
-// blocks that end inside a matrix and cross into the next, each block prefetching the next one's
-// B). Each with every operand 64-byte aligned (where N % 16 == 0, Y's rows hold the sums) and 4
-// bytes off (through a tile on the stack).
+// 1100 x 200: three slices, a ragged block; 4 x 13 x 1100 x 1040 with a fused epilogue: 68 items,
+// with two threads (ctest runs this case so too) ranges of several blocks that end inside a
+// matrix and cross into the next, each block prefetching the next one's B, the epilogue once per
+// item after its last slice). Each with every operand 64-byte aligned (where N % 16 == 0, Y's rows
+// hold the sums) and 4 bytes off (through a tile on the stack).
 TEST_CASE("codegen: MatMul and Gemm with B an input: K slices, row parts, ragged blocks, Y aligned or not") {
   struct Case {
     std::vector<int64_t> a, b;
@@ -752,7 +753,7 @@ TEST_CASE("codegen: MatMul and Gemm with B an input: K slices, row parts, ragged
                                          {{30, 530}, {96, 530}, true},
                                          {{25, 96}, {96, 144}, false, true},
                                          {{13, 1100}, {1100, 200}},
-                                         {{4, 13, 1100}, {4, 1100, 1040}}})
+                                         {{4, 13, 1100}, {4, 1100, 1040}, false, true}})
     for (const int64_t offset : {0, 4}) {
       CAPTURE(c.a.front());
       CAPTURE(c.b.back());

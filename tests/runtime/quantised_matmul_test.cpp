@@ -146,8 +146,11 @@ const Case kCases[] = {
     // N a multiple of 64 with M > 8 (the GEMM): the sums accumulate in an FP32 Y, K slice by
     // slice or (FP32) whole (ragged row tiles, a ragged last slice; many row tiles take column
     // groups of 512). FP32 with few rows: slices of 512 at most over all of a range's blocks
-    // (13 x 192 x 1100: three slices; 20 x 4096 x 600: 64 items, ranges of several blocks).
-    {139, 256, 300}, {600, 512, 140, true, false}, {13, 64, 129}, {13, 192, 1100}, {20, 4096, 600},
+    // (13 x 192 x 1100: a Gemm in three slices, alpha, beta and its bias applied once at the
+    // last; 20 x 4096 x 600: 64 items, ranges of several blocks; 140 x 1088 x 600: two row parts
+    // of 17 blocks, ranges of two items with two threads, one of them across the parts).
+    {139, 256, 300}, {600, 512, 140, true, false}, {13, 64, 129}, {13, 192, 1100, true, false}, {20, 4096, 600},
+    {140, 1088, 600},
 };
 
 }  // namespace
