@@ -22,11 +22,11 @@
 //   hpf_mm_micro_pack(zero, kc, ap, asi, bp, bsk, bcopy, acc, ldc, bpf)  a full tile of A rows in
 //       place over B read in place (row k at bp + k * bsk, any alignment), each B row also stored
 //       to the 64-byte aligned NR-wide panel bcopy (B packed by the first tile that reads it)
-//   hpf_mm_micro_ahead(zero, kc, ap, asi, bp, bsk, bsv, acc, ldc, pfr, pfn, pfs, pls)  a full
+//   hpf_mm_micro_ahead(zero, kc, ap, asi, bp, bsk, bsv, acc, ldc, pfr, d0, d1, pfs, pls)  a full
 //       tile of A rows in place (sums from zero where zero, else added to acc) over B through
-//       strides (any alignment), that also prefetches into L2 the B the thread reads next: pfn
-//       rows (at most kc / 16), row d at pfr + d * pfs, four lines pls floats apart each, one
-//       row per 16 k
+//       strides (any alignment), that also prefetches into L2 the B the thread reads next: rows
+//       d0 .. d1 - 1 (at most kc / 16), row d at pfr + d * pfs, four lines pls floats apart each,
+//       one row per 16 k; returns how many rows it prefetched
 //   hpf_mm_micro_cols(mr, cols, kc, ap, ask, asi, bp, bsk, bsv, acc, ldc)  any mr <= HPF_MR rows
 //       and the first `cols` (1..HPF_NR, run time) columns in whole vectors: a ragged last panel
 //       (the lanes past `cols` in its last vector are computed from what B holds there).

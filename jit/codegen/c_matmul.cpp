@@ -189,10 +189,11 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
 /* A full tile (sums from zero where zero, else added to acc) over NR columns of B (vector v of
    row k at bp + k * bsk + v * bsv, any alignment, prefetched 16 rows ahead into L1 within the kc
    rows), A's rows read in place (a(i, p) at ap[i * asi + p]), that also prefetches into L2 the B
-   that the thread reads next: pfn rows (at most kc / 16), row d at pfr + d * pfs, each four lines
-   pls floats apart; one row per 16 k, so that the rows reach L2 ahead of the tile that first
-   reads them. The k loop runs in steps of 16 so that the prefetch costs no test per k (tested
-   per k, a C harness of 128x768x3072 ran 5% slower). */
+   that the thread reads next: rows d0, d0 + 1, .. below d1 (at most kc / 16 of them), row d at
+   pfr + d * pfs, each four lines pls floats apart; one row per 16 k, so that the rows reach L2
+   ahead of the tile that first reads them; returns how many it prefetched. The k loop runs in
+   steps of 16 so that the prefetch costs no test per k (tested per k, a C harness of
+   128x768x3072 ran 5% slower). */
 static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_step(
     i64 p, int pf, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
     hpf_vf c[HPF_MR][HPF_NV]) {
@@ -215,22 +216,22 @@ static inline __attribute__((always_inline)) void hpf_mm_prefetch_l2(const float
   __builtin_prefetch(q + 2 * pls, 0, 2);
   __builtin_prefetch(q + 3 * pls, 0, 2);
 }
-static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_micro_ahead(
+static inline __attribute__((always_inline, min_vector_width(512))) i64 hpf_mm_micro_ahead(
     int zero, i64 kc, const float* restrict ap, i64 asi, const float* restrict bp, i64 bsk, i64 bsv,
-    float* restrict acc, i64 ldc, const float* pfr, i64 pfn, i64 pfs, i64 pls) {
+    float* restrict acc, i64 ldc, const float* pfr, i64 d0, i64 d1, i64 pfs, i64 pls) {
   hpf_vf c[HPF_MR][HPF_NV];
 #pragma clang loop unroll(full)
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) c[i][v] = zero ? (hpf_vf){} : *(const hpf_vf*)(acc + i * ldc + v * HPF_VW);
-  i64 p = 0, d = 0;
+  i64 p = 0, d = d0;
   for (; p + 32 <= kc; p += 16) {  /* rows p + 16 .. p + 31 into L1: inside the kc rows */
-    if (d < pfn) hpf_mm_prefetch_l2(pfr + d++ * pfs, pls);
+    if (d < d1) hpf_mm_prefetch_l2(pfr + d++ * pfs, pls);
 #pragma clang loop unroll_count(4)
     for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, 1, ap, asi, bp, bsk, bsv, c);
   }
   for (; p + 16 <= kc; p += 16) {  /* the last 16 rows or more */
-    if (d < pfn) hpf_mm_prefetch_l2(pfr + d++ * pfs, pls);
+    if (d < d1) hpf_mm_prefetch_l2(pfr + d++ * pfs, pls);
 #pragma clang loop unroll_count(4)
     for (int u = 0; u < 16; ++u) hpf_mm_micro_step(p + u, 0, ap, asi, bp, bsk, bsv, c);
   }
@@ -239,6 +240,7 @@ static inline __attribute__((always_inline, min_vector_width(512))) void hpf_mm_
   for (int i = 0; i < HPF_MR; ++i)
 #pragma clang loop unroll(full)
     for (int v = 0; v < HPF_NV; ++v) *(hpf_vf*)(acc + i * ldc + v * HPF_VW) = c[i][v];
+  return d - d0;
 }
 /* A ragged tile of mr < HPF_MR rows, exactly: pieces of 4, 2 and 1 rows (no padded rows computed,
    none read past mr), over nv vectors. */
@@ -470,13 +472,9 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     if (pack_first)  // (only then: B is FP32)
       s << "if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N) << " + jc + jp, "
         << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
-        << "              else if (mr == HPF_MR) {\n"
-        << "                i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
-        << "                if (n > kc / 16) n = kc / 16;  // what the tile prefetches\n"
-        << "                hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N)
-        << ", n ? pfr + pfdone * " << ll(N) << " : B, n, " << ll(N) << ", 16);\n"
-        << "                pfdone += n;\n"
-        << "              }\n";
+        << "              else if (mr == HPF_MR)\n"
+        << "                pfdone += hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N)
+        << ", pfr, pfdone, pfdone + pfper < pfrows ? pfdone + pfper : pfrows, " << ll(N) << ", 16);\n";
     else
       s << "if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
         << ll(N) << ", " << kBlockPrefetch << ", 0);\n";

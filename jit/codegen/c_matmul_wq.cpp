@@ -688,8 +688,8 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
     // block's next slice, else the next item's), a few rows each, so that no tile waits on L3
     // for them (C harness, 128 x 768 x 3072: 3.52-3.71 -> 3.33-3.42 ms).
     const int64_t items = tiles * groups;
-    const int64_t kslices = (K + (RT <= kGemmSliceRows ? kGemmSliceKC : K) - 1) / (RT <= kGemmSliceRows ? kGemmSliceKC : K);
-    const int64_t KC = (K + kslices - 1) / kslices;
+    const int64_t kc_max = RT <= kGemmSliceRows ? kGemmSliceKC : K;
+    const int64_t kslices = (K + kc_max - 1) / kc_max, KC = (K + kslices - 1) / kslices;
     s << "  for (i64 run = begin; run < end;) {\n"
       << "    const i64 rend = run / " << L(groups) << " * " << L(groups) << " + " << L(groups) << " < end ? run / " << L(groups)
       << " * " << L(groups) << " + " << L(groups) << " : end;\n"
@@ -717,11 +717,8 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
       << "            const float* restrict bp = (const float*)W + (j0 + jp) / 16 * " << L(K * 16) << " + pc * 16;\n"
       << "            float* restrict yt = Y + (ic + ir) * " << L(N) << " + j0 + jp;\n"
       << "            if (mr == HPF_MR) {\n"
-      << "              i64 n = pfrows - pfdone < pfper ? pfrows - pfdone : pfper;\n"
-      << "              if (n > kc / 16) n = kc / 16;  // what the tile prefetches\n"
-      << "              hpf_mm_micro_ahead(pc == 0, kc, ar, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N)
-      << ", n ? pfr + pfdone * 16 : (const float*)W, n, 16, " << L(K * 16) << ");\n"
-      << "              pfdone += n;\n"
+      << "              pfdone += hpf_mm_micro_ahead(pc == 0, kc, ar, " << L(K) << ", bp, 16, WQ_BSV, yt, " << L(N)
+      << ", pfr, pfdone, pfdone + pfper < pfrows ? pfdone + pfper : pfrows, 16, " << L(K * 16) << ");\n"
       << "            } else {  // a ragged tile: exactly mr rows, from zero in the first slice\n"
       << "              if (pc == 0)\n"
       << "                for (i64 r = 0; r < mr; ++r)\n"
