@@ -149,6 +149,16 @@ struct Plugin {
   bool amx_bf16() const { return has_feature("+amx-bf16") && has_feature("+amx-tile"); }
   // Whether it compiles for AMX-INT8 (the Session then asks matmul_i8 kernels for tiles: attr amx).
   bool amx_int8() const { return has_feature("+amx-int8") && has_feature("+amx-tile"); }
+  // The largest |q| the device's plans give W8A8 weights: 64 where its matmul formats carry the
+  // hint "i8w7" (plugin.h), else 127.
+  int int8_weight_max() const {
+    const hpf_device_info* d = api->device_info(p, 0);
+    for (size_t i = 0; d && i < d->precision_count; ++i)
+      if (std::string(d->precisions[i].op_class) == "matmul" &&
+          ("," + std::string(d->precisions[i].formats) + ",").find(",i8w7,") != std::string::npos)
+        return 64;
+    return 127;
+  }
   bool has_feature(const char* flag) const {
     const hpf_device_info* d = api->device_info(p, 0);
     const std::string f = d && d->compile_flags ? d->compile_flags : "";

@@ -89,7 +89,8 @@ AlignedVector<std::byte> aligned_copy(const Tensor& t) { return {t.bytes().begin
 bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
                        jit::GeneratedKernel& k, hpf_kernel*& kern, Held& held) {
   std::optional<QuantParams> q;
-  if (format == "i8" || format == "i8vnni") q = *int8_weight_params(B, 1);
+  if (format == "i8") q = *int8_weight_params(B, 1);
+  if (format == "i8vnni") q = *int8_weight_params(B, 1, cpu.int8_weight_max());  // as the planner quantises W8A8
   if (format == "i4") q = *int4_weight_params(B, 0, int4_group_for(s.k, 32));
   auto pw = pack_weights(B, false, format, q ? &*q : nullptr);
   if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
@@ -106,7 +107,7 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
       x *= a_scale;
     spec.inputs.push_back({DType::I32, pw->column_sums.shape()});
     spec.attrs["a_scale"] = a_scale;
-    spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
+    spec.attrs["w_max_abs"] = int64_t{pw->max_abs};
     if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};  // as the Session asks
   }
   held = {aligned_copy(pw->data), aligned_copy(pw->scales), aligned_copy(pw->column_sums)};
@@ -127,7 +128,7 @@ bool integer_kernel_for(Plugin& cpu, const Shape3& s, const Tensor& B, jit::Gene
   spec.outputs = {{DType::I32, {s.m, s.n}}};
   spec.attrs["k"] = s.k;
   spec.attrs["n"] = s.n;
-  spec.attrs["w_has_m128"] = int64_t{pw->has_m128};
+  spec.attrs["w_max_abs"] = int64_t{pw->max_abs};
   if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};
   held = {aligned_copy(pw->data), aligned_copy(pw->column_sums)};
   return compile_spec(cpu, spec, k, kern);
@@ -150,12 +151,14 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     AlignedVector<float> bv(s.k * s.n);
     for (float& x : bv) x = d(gen);
     Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
-    // The integers both integer GEMMs take: u8 A, s8 B.
+    // The integers both integer GEMMs take: u8 A, s8 B in the range the device's plans quantise
+    // W8A8 weights to (|q| <= 64 on AVX2 without VNNI, where wider ones saturate oneDNN's pairs).
     AlignedVector<uint8_t> au(s.m * s.k);
     Tensor bs(DType::I8, {s.k, s.n});
     auto* bsd = reinterpret_cast<int8_t*>(bs.bytes().data());
     for (size_t i = 0; i < au.size(); ++i) au[i] = uint8_t(int(A[i] * 127) + 128);
-    for (size_t i = 0; i < bv.size(); ++i) bsd[i] = int8_t(bv[i] * 127);
+    const int wmax = cpu.int8_weight_max();
+    for (size_t i = 0; i < bv.size(); ++i) bsd[i] = int8_t(bv[i] * wmax);
     AlignedVector<int32_t> ch(s.m * s.n, 0), ci(s.m * s.n, 1);
     double f32_ms = -1, i8_ms = -1, u8_ms = -1, dnnl_ms = -1;
     jit::GeneratedKernel k;

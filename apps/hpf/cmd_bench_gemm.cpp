@@ -85,7 +85,9 @@ Expected<std::shared_ptr<Plan>> plan_for(const std::string& dtype, const Graph& 
   if (mm.activation_quant) observed.push_back("y");
   std::map<std::string, Observer> obs;
   if (!observed.empty()) HPF_RETURN_IF_ERROR(observe_values(g, {{a}}, observed, obs));
-  HPF_RETURN_IF_ERROR(calibrate_plan(g, plan, obs));
+  PlannerOptions po;
+  po.device = f;  // the device's INT8 weight range
+  HPF_RETURN_IF_ERROR(calibrate_plan(g, plan, obs, po));
   return std::make_shared<Plan>(std::move(plan));
 }
 

@@ -190,7 +190,9 @@ hpf::Expected<hpf::Plan> calibrated_policy_plan(const hpf::Graph& g, const Model
     HPF_ASSIGN_OR_RETURN(auto calib, calibration_batches(g, a));
     HPF_RETURN_IF_ERROR(hpf::observe_values(g, calib, values, observers));
   }
-  HPF_RETURN_IF_ERROR(hpf::calibrate_plan(g, plan, observers).with_context("calibrating the plan"));
+  hpf::PlannerOptions po;
+  po.device = formats;  // the device's INT8 weight range
+  HPF_RETURN_IF_ERROR(hpf::calibrate_plan(g, plan, observers, po).with_context("calibrating the plan"));
   return plan;
 }
 

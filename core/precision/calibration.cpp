@@ -256,9 +256,15 @@ Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank
                   input, rank, op));
 }
 
-Expected<QuantParams> int8_weight_params(const Tensor& w, int axis) {
+Expected<QuantParams> int8_weight_params(const Tensor& w, int axis, int qmax) {
+  if (qmax < 1 || qmax > 127)
+    return Status::invalid(fmt::format("int8_weight_params: qmax {} is outside [1, 127]", qmax));
   HPF_ASSIGN_OR_RETURN(auto v, float_values("int8_weight_params", w));
-  return choose_quant_params(v, w.shape(), DType::I8, true, axis);
+  HPF_ASSIGN_OR_RETURN(QuantParams p, choose_quant_params(v, w.shape(), DType::I8, true, axis));
+  // amax / 127 -> amax / qmax: |w| / s then rounds to at most qmax (the ratio is within an ulp).
+  if (qmax != 127)
+    for (float& s : p.scales) s = s * 127.0f / static_cast<float>(qmax);
+  return p;
 }
 
 Expected<QuantParams> int4_weight_params(const Tensor& w, int axis, int group_size) {

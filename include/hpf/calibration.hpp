@@ -128,8 +128,10 @@ struct WeightAxes {
 Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank,
                                  bool trans_b = false);
 
-// Per-channel INT8 weight scales: amax over everything but `axis`, / 127, symmetric.
-Expected<QuantParams> int8_weight_params(const Tensor& w, int axis);
+// Per-channel INT8 weight scales: amax over everything but `axis`, / qmax, symmetric, so that
+// |q| <= qmax (1..127; 64 where the device's dot product wants 7-bit weights,
+// DeviceFormats::int8_weight_max). Errors: qmax out of range, w not float.
+Expected<QuantParams> int8_weight_params(const Tensor& w, int axis, int qmax = 127);
 // Group-wise INT4 weight scales: groups of `group_size` (32, 64 or 128; any positive size
 // dividing the axis is accepted) along `axis`, amax / 7 rounded up to a BF16 value (less
 // than 2^-7 more: every q still within -7..7), symmetric. BF16 scales pack in 2 bytes (the CPU

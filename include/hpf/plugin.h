@@ -69,7 +69,10 @@ typedef struct hpf_kv {
 } hpf_kv;
 
 /* Formats (libhpf's names: "f32", "tf32", "bf16", "f16", "f8e4m3", "f8e5m2", "i8", "u8", "i4")
- * a device runs for one op class ("matmul", "conv", "elementwise", "normalization", ...). */
+ * a device runs for one op class ("matmul", "conv", "elementwise", "normalization", ...). The
+ * list may also carry a hint that is not a format: "i8w7", the class's INT8 dot product wants
+ * weights of 7 bits (|q| <= 64; the planner then quantises W8A8 weights to that range). Names the
+ * host does not know are ignored. */
 typedef struct hpf_precision_support {
   size_t struct_size;
   const char* op_class;

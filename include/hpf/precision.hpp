@@ -171,6 +171,11 @@ struct DeviceFormats {
   // offers int8 only to those: elsewhere an int8 node would compute in FP32 on dequantised
   // weights, slower than FP32 and no smaller in its activations.
   std::vector<std::string> int8_classes;
+  // The largest |q| the planner gives an INT8 weight (int8_weight_params' qmax): 127, or 64 where
+  // the device's INT8 dot product is exact and fastest with 7-bit weights (plugin format hint
+  // "i8w7": AVX2 without VNNI, whose vpmaddubsw adds two u8 x s8 products in 16 bits, exact
+  // while 2 * 255 * |q_w| <= 32767; wider weights take a path about 1.5x slower there).
+  int int8_weight_max = 127;
 };
 
 // A node that did not get the mode its policy asked for, and why.

@@ -24,7 +24,11 @@ Expected<std::string> c_matmul_epilogue(const KernelSpec& spec, size_t c_input);
 // u8 x s8 -> s32 MatMul/Gemm ("matmul_i8"): activations quantised on the fly with attr a_scale,
 // weights pre-packed in VNNI order; see c_matmul_int8.cpp.
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name);
-// The INT8 dot product both INT8 kernels use (after c_prelude(), with I8_W_HAS_M128 defined):
+// The weights' range as int8_dot_source's preprocessor reads it: I8_W_HAS_M128 (some weight is
+// -128) and I8_W_LE64 (every |q_w| <= 64), from attr w_max_abs (the packed weights' largest
+// magnitude; absent: 128, nothing assumed).
+std::string int8_weight_defines(const Attributes& attrs);
+// The INT8 dot product both INT8 kernels use (after c_prelude() and int8_weight_defines()):
 // `i8_dp(acc, a, b)` adds to each 32-bit lane of acc the sum of its 4 u8 bytes of a times the 4
 // s8 bytes of b, exactly, chosen by the preprocessor on the host's features (see
 // c_matmul_int8.cpp); I8_MR x I8_NP is the register tile it suits (rows x 16-lane vectors) and

@@ -154,7 +154,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     return t.str();
   };
   std::ostringstream s;
-  s << c_prelude() << "#define I8_W_HAS_M128 " << (attr_i(in_spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
+  s << c_prelude() << int8_weight_defines(in_spec.attrs)
     << int8_dot_source()
     << "#define I8C_PAD ((u32)(I8_ZP * 0x01010101u))\n"
     // x / s, NaN -> 0, clamped, rounded half to even, plus the zero point.

@@ -31,6 +31,10 @@
 //   AVX512-VNNI   vpdpbusd zmm: 64 multiply-adds per instruction; tile 6 rows x 64 columns
 //                 (24 accumulators);
 //   AVX-VNNI      vpdpbusd ymm (VEX): tile 4 rows x 16 columns;
+//   AVX2, weights of at most 7 bits (attr w_max_abs <= 64: the planner quantises W8A8 weights
+//                 so on such a device, DeviceFormats::int8_weight_max) vpmaddubsw on u8 = q + 128
+//                 and q_w, vpmaddwd by ones: pair sums <= 2 * 255 * 64 = 32640, exact, the
+//                 throughput of oneDNN's (saturating) AVX2 kernel;
 //   AVX2          vpmaddubsw, exact: A is stored signed (no zero point) and the sign moves to
 //                 the weights (vpsignb), so the u8 operand is |q_a| <= 128 and the s8 one
 //                 |q_w| <= 127 (symmetric weights never reach -128; attr w_has_m128 = 0 says so),
@@ -56,6 +60,11 @@ namespace hpf::jit {
 namespace {
 constexpr int64_t kRows = 12;
 }  // namespace
+
+std::string int8_weight_defines(const Attributes& attrs) {
+  const int64_t m = attr_i(attrs, "w_max_abs", 128);
+  return "#define I8_W_HAS_M128 " + std::to_string(m > 127 ? 1 : 0) + "\n#define I8_W_LE64 " + std::to_string(m <= 64 ? 1 : 0) + "\n";
+}
 
 const char* int8_dot_source() {
   return R"(
@@ -84,6 +93,24 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   lo = (i8_v8)__builtin_ia32_vpdpbusd256(lo, alo, __builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7));
   hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, ahi, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
   return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#elif defined(__AVX2__) && I8_W_LE64
+/* AVX2 without VNNI, weights of at most 7 bits (|q_w| <= 64, as the planner quantises them for
+   such a device: DeviceFormats::int8_weight_max): vpmaddubsw on u8 = q_a + 128 (<= 255) and q_w,
+   then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 255 * 64 = 32640 < 32767: exact,
+   never saturating, without the sign path's vpsignb (one thread, 2048^3: 15.9 -> 10.6 ms, see
+   bench/README.md). */
+#define I8_MR 4
+#define I8_NP 1
+typedef char i8_c32 __attribute__((vector_size(32)));
+typedef short i8_h16 __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, i8_v16 b) {
+  const i8_h16 ones = (i8_h16){} + 1;
+  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(
+      (i8_c32)__builtin_shufflevector(a, a, 0, 1, 2, 3, 4, 5, 6, 7), (i8_c32)__builtin_shufflevector(b, b, 0, 1, 2, 3, 4, 5, 6, 7)), ones);
+  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(
+      (i8_c32)__builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15), (i8_c32)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15)), ones);
+  return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 #elif defined(__AVX2__) && !I8_W_HAS_M128
 /* AVX2 without VNNI: vpmaddubsw on |q_a| (u8, <= 128) and q_w * sign(q_a) (s8, |q_w| <= 127),
@@ -223,7 +250,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       integer ? "(i32)((u32)o[jj] - (u32)zc * (u32)Z[j])"
               : c_store(Y.dtype, "wq_out((float)(o[jj] - zc * Z[j]) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f), args, i0 + r, j)");
   std::ostringstream s;
-  s << c_prelude() << "#define I8_TRY_AMX " << (amx ? 1 : 0) << "\n#define I8_W_HAS_M128 " << (attr_i(spec.attrs, "w_has_m128", 1) ? 1 : 0) << "\n"
+  s << c_prelude() << "#define I8_TRY_AMX " << (amx ? 1 : 0) << "\n" << int8_weight_defines(spec.attrs)
     << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
     << int8_dot_source() << out_fn
     // Four bytes of A as one word: the quantised buffer's, or an integer A's own bytes read in place.

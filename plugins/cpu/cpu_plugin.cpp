@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <exception>
 #include <fstream>
 #include <map>
@@ -153,7 +154,18 @@ void describe_device(hpf_plugin& p) {
       {sizeof(hpf_precision_support), "embedding", "f32,bf16,f16"},
       {sizeof(hpf_precision_support), "data_movement", "f32,bf16,f16"},
   };
+  // AVX2 without VNNI: the INT8 kernels' vpmaddubsw is exact without the sign path's extra
+  // vpsignb only for 7-bit weights (jit/codegen/c_matmul_int8.cpp), so ask the planner for them.
+  static const hpf_precision_support kPrecisionsW7[] = {
+      {sizeof(hpf_precision_support), "matmul", "f32,bf16,f16,i8,i4,i8w7"},
+      {sizeof(hpf_precision_support), "conv", "f32,bf16,f16,i8,i8w7"},
+  };
   const auto& target = p.compiler.target();
+  auto has = [&](const char* f) {
+    return std::find(target.features.begin(), target.features.end(), std::string("+") + f) != target.features.end();
+  };
+  // (Under HPF_CPU_TARGET the feature list is empty, implied by the CPU name: no hint then.)
+  const bool w7 = has("avx2") && !has("avx512vnni") && !has("avxvnni");
   p.device_name = cpu_brand(target.cpu);
   p.compiler_name = "clang " + target.clang_version;
   for (const auto& f : target.features) {
@@ -162,6 +174,7 @@ void describe_device(hpf_plugin& p) {
     p.features += f.substr(1);
   }
   p.precisions.assign(std::begin(kPrecisions), std::end(kPrecisions));
+  if (w7) std::copy(std::begin(kPrecisionsW7), std::end(kPrecisionsW7), p.precisions.begin());
   p.fingerprint = {
       {sizeof(hpf_kv), "cpu", target.cpu.c_str()},
       {sizeof(hpf_kv), "features", p.features.c_str()},

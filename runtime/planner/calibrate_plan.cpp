@@ -31,7 +31,8 @@ int int4_group(int64_t axis_size, int wanted) {
   return g < 8 ? static_cast<int>(axis_size) : g;
 }
 
-Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantParams& q,
+// `i8max`: the largest |q| of INT8 weights (int8_weight_params' qmax).
+Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantParams& q, int i8max,
                                     const PlannerOptions& o) {
   const size_t input = n.op == "Gather" ? 0 : 1;
   if (q.type == DType::F8E4M3 || q.type == DType::F8E5M2) return fp8_params(amax_of(w), q.type);
@@ -41,7 +42,7 @@ Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantP
     return int4_weight_params(w, last, int4_group(w.shape()[last], o.int4_group));
   }
   HPF_ASSIGN_OR_RETURN(WeightAxes axes, weight_axes(n.op, input, w.rank(), trans_b(n)));
-  if (q.type == DType::I8) return int8_weight_params(w, axes.output);
+  if (q.type == DType::I8) return int8_weight_params(w, axes.output, i8max);
   if (q.type == DType::I4) {
     if (axes.reduction < 0)
       return Status::invalid("node '" + n.name + "': no reduction axis for INT4 groups");
@@ -79,8 +80,11 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       if (w == kNoValue)
         return Status::invalid("calibrate_plan: node '" + n.name +
                                "' has weight_quant but no weight");
-      HPF_ASSIGN_OR_RETURN(QuantParams q,
-                           weight_params(n, *g.constant(w), *p.weight_quant, options));
+      // The device's 7-bit preference only where the weights meet INT8 activations in a dot
+      // product (W8A8); weight-only INT8 is dequantised to FP32 and keeps every bit.
+      const bool w8a8 = p.mode == Mode::int8 && (p.activation_quant || p.input_quant);
+      HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant,
+                                                        w8a8 ? options.device.int8_weight_max : 127, options));
       p.weight_quant = std::move(q);
     }
     if (p.activation_quant && p.activation_quant->scales.empty()) {

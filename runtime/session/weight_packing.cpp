@@ -30,23 +30,23 @@ int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
 }
 
 // INT8 values v(k, n) of a [K, N] weight in matmul_i8's order, [P][ceil(K/4)][16][4] (K and the
-// columns past N padded with zeros); `sums` gets each column's sum (I32 [P*16]), `has_m128`
-// whether some value is -128.
-Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int64_t)>& v, Tensor& sums, bool& has_m128) {
+// columns past N padded with zeros); `sums` gets each column's sum (I32 [P*16]), `max_abs` the
+// largest |value|.
+Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int64_t)>& v, Tensor& sums, int32_t& max_abs) {
   const int64_t P = (N + kPanel - 1) / kPanel, KG = (K + 3) / 4;
   Tensor data(DType::U8, {P * KG * kPanel * 4});
   sums = Tensor(DType::I32, {P * kPanel});
   auto* d = reinterpret_cast<int8_t*>(data.bytes().data());
   auto* cs = reinterpret_cast<int32_t*>(sums.bytes().data());
   std::memset(d, 0, data.nbytes());
-  has_m128 = false;
+  max_abs = 0;
   for (int64_t n = 0; n < P * kPanel; ++n) {
     int32_t sum = 0;
     for (int64_t k = 0; n < N && k < K; ++k) {
       const int32_t x = v(k, n);
       d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(x);
       sum += x;
-      has_m128 = has_m128 || x == -128;
+      max_abs = std::max(max_abs, x < 0 ? -x : x);
     }
     cs[n] = sum;
   }
@@ -153,7 +153,7 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
   const int64_t NG = K / pw.group;
   if (vnni) {
     pw.data = pack_vnni(K, N, [&](int64_t k, int64_t n) { return stored_int(qs, t, at(k, n)); }, pw.column_sums,
-                        pw.has_m128);
+                        pw.max_abs);
     pw.scales = Tensor(DType::F32, {P * kPanel});
     auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
     for (int64_t n = 0; n < P * kPanel; ++n) sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
@@ -200,7 +200,7 @@ Expected<PackedWeights> pack_int8_weights(const Tensor& b) {
   pw.group = pw.k;
   const auto* x = reinterpret_cast<const int8_t*>(b.bytes().data());
   const int64_t N = pw.n;
-  pw.data = pack_vnni(pw.k, N, [&](int64_t k, int64_t n) { return int32_t{x[k * N + n]}; }, pw.column_sums, pw.has_m128);
+  pw.data = pack_vnni(pw.k, N, [&](int64_t k, int64_t n) { return int32_t{x[k * N + n]}; }, pw.column_sums, pw.max_abs);
   pw.scales = Tensor(DType::F32, {1});
   return pw;
 }
@@ -349,7 +349,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
         spec.attrs["a_dynamic"] = int64_t{1};
       else
         spec.attrs["a_scale"] = a_scale;
-      spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+      spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
       if (amx_int8) spec.attrs["amx"] = int64_t{1};
     }
     if (gemm && own_inputs > 2) {
@@ -442,7 +442,7 @@ Expected<std::vector<std::string>> lower_integer_matmuls(Graph& g, std::vector<D
     spec.outputs = st.spec.outputs;
     spec.attrs["k"] = packed->k;
     spec.attrs["n"] = packed->n;
-    spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+    spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
     if (amx_int8) spec.attrs["amx"] = int64_t{1};
     st.spec = std::move(spec);
     st.inputs = std::move(ins);
@@ -500,7 +500,8 @@ Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, 
         sc[m] = a_scale * q.scales[q.scales.size() == 1 ? 0 : static_cast<size_t>(m)];  // s_a * s_w[m]
         sums[m] *= 128;  // the u8 zero point's share (the kernel ignores it where it stores q signed)
       }
-      pw.has_m128 = std::any_of(qs.begin(), qs.end(), [](std::byte b) { return b == std::byte{0x80}; });
+      pw.max_abs = 0;
+      for (std::byte b : qs) pw.max_abs = std::max(pw.max_abs, std::abs(int32_t{static_cast<int8_t>(b)}));
       packed = packed_cache ? packed_cache->put_packed(key, std::move(pw)) : std::make_shared<const PackedWeights>(std::move(pw));
     }
     const std::string base = g.value(n.inputs[1]).name + "/conv_i8";
@@ -521,7 +522,7 @@ Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, 
     shift_epilogue(spec, 2);  // W became W, S, Z
     spec.attrs["w_shape"] = w->shape();
     spec.attrs["a_scale"] = a_scale;
-    spec.attrs["w_has_m128"] = int64_t{packed->has_m128};
+    spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
     set_out_scale(p, spec);
     st.spec = std::move(spec);
     st.inputs = std::move(ins);

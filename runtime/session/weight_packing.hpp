@@ -29,7 +29,10 @@ struct PackedWeights {
                   // conv_i8 [M], s_a * s_w[m]
   Tensor column_sums;  // i8vnni: I32 [P*16], the sum over k of column n (times the zero point: its share);
                        // conv_i8 [M], 128 * the sum of output channel m's weights
-  bool has_m128 = false;  // i8vnni, conv_i8: some weight is -128 (the AVX2 vpmaddubsw path needs |q| <= 127)
+  // i8vnni, conv_i8: the weights' largest magnitude |q| (128 where some weight is -128). Without
+  // VNNI the AVX2 kernels' dot product depends on it (jit::int8_weight_defines): <= 64 the
+  // plain vpmaddubsw, <= 127 with the activations' sign moved onto the weights, else widened.
+  int32_t max_abs = 128;
 };
 
 // Packs `b` (F32; [K, N], or [N, K] when trans_b) into `format`. i8/i4 need `q`, symmetric,

@@ -533,6 +533,7 @@ TEST_CASE("codegen: Conv BF16 with AMX-packed weights on a target without AMX") 
 // broadcasts a, conv_i8 broadcasts b; the 256-bit paths once reused a's low half for both).
 TEST_CASE("codegen: the INT8 dot product, every instruction path, lane by lane") {
   const std::string kernel = std::string(jit::c_prelude()) + "#ifndef I8_W_HAS_M128\n#define I8_W_HAS_M128 1\n#endif\n" +
+                             "#ifndef I8_W_LE64\n#define I8_W_LE64 0\n#endif\n" +
                              jit::int8_dot_source() + R"(
 void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
   const i32* restrict A = (const i32*)args[0];
@@ -551,17 +552,29 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
 )";
   const int64_t n = 64;  // vectors
   std::mt19937 rng(77);
-  std::vector<int8_t> a(n * 64), b(n * 64);
+  std::vector<int8_t> a(n * 64), b_full(n * 64);
   for (auto& v : a) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
-  for (auto& v : b) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);  // never -128
-  const std::pair<const char*, const char*> paths[] = {
-      {"host", ""},
-      {"no AVX512-VNNI", "#undef __AVX512VNNI__\n"},
-      {"AVX2 vpmaddubsw", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_HAS_M128 0\n"},
-      {"AVX2 widening", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n"},
-      {"plain C", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#undef __AVX2__\n"},
+  for (auto& v : b_full) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);  // never -128
+  // 7-bit weights (|q| <= 64), the first 16 vectors at the 16-bit pair sums' edge: a's bytes all
+  // 0xff (255 read unsigned), b's pairs both +64 or both -64 (+-32640; 32767 is the limit).
+  std::vector<int8_t> b7(n * 64);
+  for (auto& v : b7) v = static_cast<int8_t>(static_cast<int>(rng() % 129) - 64);
+  for (int64_t i = 0; i < 16 * 64; ++i) {
+    a[i] = -1;
+    b7[i] = (i / 2) % 3 == 0 ? -64 : 64;
+  }
+  struct Path { const char* name; const char* prefix; bool w7; };
+  const Path paths[] = {
+      {"host", "", false},
+      {"no AVX512-VNNI", "#undef __AVX512VNNI__\n", false},
+      {"AVX2 vpmaddubsw, 7-bit weights", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_LE64 1\n", true},
+      {"host, 7-bit weights", "#define I8_W_LE64 1\n", true},
+      {"AVX2 vpmaddubsw", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_HAS_M128 0\n", false},
+      {"AVX2 widening", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n", false},
+      {"plain C", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#undef __AVX2__\n", false},
   };
-  for (const auto& [name, prefix] : paths) {
+  for (const auto& [name, prefix, w7] : paths) {
+    std::vector<int8_t>& b = w7 ? b7 : b_full;
     const std::string what = name;
     CAPTURE(what);
     if (!plugin().skip.empty()) {

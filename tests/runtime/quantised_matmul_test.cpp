@@ -7,7 +7,11 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
+
+#include <unistd.h>
 
 #include "hpf/calibration.hpp"
 #include "hpf/planner.hpp"
@@ -371,10 +375,15 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
                          // columns between threads); a GEMV-like M with 300 columns in groups.
                          Chain{100, 64, 256, 130, false}, Chain{2, 40, 300, 48, false},
                          // K multiples of 64, at least 16 rows: AMX-INT8 tiles where the host has them.
-                         Chain{40, 64, 128, 96, false}, Chain{70, 128, 64, 50, true, false, true}}) {
+                         Chain{40, 64, 128, 96, false}, Chain{70, 128, 64, 50, true, false, true}})
+  // w7: the weights planned to |q| <= 64, as for a device asking for 7-bit INT8 weights (AVX2
+  // without VNNI; DeviceFormats::int8_weight_max), whose kernels then take the plain vpmaddubsw.
+  for (const bool w7 : {false, true}) {
+    if (w7 && c.squeeze) continue;
     CAPTURE(c.m);
     CAPTURE(c.n1);
     CAPTURE(c.gemm);
+    CAPTURE(w7);
     GraphBuilder b("i8chain");
     auto a = b.input("a", DType::F32, make_shape(std::vector<int64_t>{c.m, c.k}));
     auto h = b.op1("MatMul", {a, b.constant("w1", random({c.k, c.n1}, 5))}, {}, "mm1");
@@ -389,8 +398,11 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     auto g = b.build();
     REQUIRE(g.ok());
     const Tensor x = random({c.m, c.k}, 4, -2, 2);
+    const auto dump = std::filesystem::temp_directory_path() / ("hpf-i8chain-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dump);
     SessionOptions o;
     o.use_cache = false;
+    o.dump_dir = dump.string();
     auto s = Session::create(o);
     REQUIRE(s.ok());
     auto plan = plan_from_policy(*g, Policy::uniform(Mode::int8), s->device_formats());
@@ -399,7 +411,19 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     std::vector<std::string> observed{g->value(h).name, "y"};
     if (c.epilogue) observed.push_back("mm2:out");
     REQUIRE(observe_values(*g, {{x}}, observed, obs).ok());
-    REQUIRE(calibrate_plan(*g, *plan, obs).ok());
+    PlannerOptions po;
+    po.device = s->device_formats();
+    po.device.int8_weight_max = w7 ? 64 : 127;
+    REQUIRE(calibrate_plan(*g, *plan, obs, po).ok());
+    for (const char* mm : {"mm1", "mm2"}) {  // the weights' largest |q| is the range asked for
+      const Tensor& w = *g->constant(g->node(*g->find_node(mm)).inputs[1]);
+      const QuantParams& q = *plan->find(mm)->weight_quant;
+      Tensor qs(DType::I8, w.shape());
+      REQUIRE(quantize(w.to_f32(), w.shape(), q, qs.bytes()).ok());
+      int32_t mx = 0;
+      for (std::byte v : qs.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
+      CHECK(mx == (w7 ? 64 : 127));
+    }
     if (c.epilogue)  // the int8 plan gives Add and Relu bf16 (int8 is for matmul and conv); keep them f32
       for (NodePlan& np : plan->nodes)
         if (np.name == "add" || np.name == "relu") np.storage = DType::F32;
@@ -422,6 +446,18 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     CHECK(exe->compile_stats().int8_compute_nodes ==
           (c.m > 4 ? std::vector<std::string>{"mm1", "mm2"} : std::vector<std::string>{"mm2"}));
     CHECK(exe->compile_stats().kernels == 2);  // with the epilogue: Add and Relu inside mm2's kernel
+    // The kernels know the weights' range: mm2's, and mm1's where it computes in INT8.
+    int le64 = 0, i8_kernels = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dump)) {
+      std::ifstream f(e.path());
+      const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+      if (src.find("i8_dp(") == std::string::npos) continue;
+      ++i8_kernels;
+      le64 += src.find("#define I8_W_LE64 1") != std::string::npos;
+    }
+    std::filesystem::remove_all(dump);
+    CHECK(i8_kernels == (c.m > 4 ? 2 : 1));
+    CHECK(le64 == (w7 ? i8_kernels : 0));
     auto got = exe->run({x});
     REQUIRE(got.ok());
     const float step = plan->find("mm2")->activation_quant->scales[0];

@@ -180,6 +180,19 @@ TEST_CASE("calibration: per-channel INT8, group-wise INT4 and FP8 weight scales"
   CHECK(p8->type == DType::I8);
   CHECK(p8->axis == 1);
   CHECK(p8->scales == std::vector<float>{2.54f / 127, 4.0f / 127});
+  // 7-bit weights (a device whose dot product wants |q| <= 64): every channel's amax -> +-64.
+  auto p7 = int8_weight_params(w, axes->output, 64);
+  REQUIRE(p7.ok());
+  REQUIRE(p7->scales.size() == 2);
+  CHECK(p7->scales[0] == doctest::Approx(2.54 / 64).epsilon(1e-6));
+  CHECK(p7->scales[1] == doctest::Approx(4.0 / 64).epsilon(1e-6));
+  std::vector<std::byte> q7(6);
+  REQUIRE(quantize(w.to_f32(), w.shape(), *p7, q7).ok());
+  std::vector<int> got7;
+  for (std::byte b : q7) got7.push_back(static_cast<int8_t>(b));
+  CHECK(got7 == std::vector<int>{32, -64, -64, 8, 16, 32});
+  CHECK(int8_weight_params(w, 1, 0).status().message() == "int8_weight_params: qmax 0 is outside [1, 127]");
+  CHECK(!int8_weight_params(w, 1, 128).ok());
 
   CHECK(weight_axes("Gemm", 1, 2, true)->output == 0);
   CHECK(weight_axes("Gemm", 1, 2, true)->reduction == 1);

@@ -290,14 +290,28 @@ TEST_CASE("cpu plugin: one device that describes this machine") {
   CHECK(d.compute_units == static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
   REQUIRE(d.precision_count > 0);
   // Claims match the kernels libhpf generates for it: float storage formats, FP32 compute;
-  // MatMul/Gemm also INT8 and INT4 weights (matmul_wq, matmul_i8).
-  bool matmul_listed = false;
+  // MatMul/Gemm also INT8 and INT4 weights (matmul_wq, matmul_i8), and on AVX2 without VNNI the
+  // hint for 7-bit INT8 weights (MatMul and Conv).
+  std::string features;
+  for (size_t i = 0; i < d.fingerprint_count; ++i)
+    if (std::string(d.fingerprint[i].key) == "features") features = "," + std::string(d.fingerprint[i].value) + ",";
+  REQUIRE(!features.empty());
+  auto has = [&](const char* f) { return features.find("," + std::string(f) + ",") != std::string::npos; };
+  const bool w7 = has("avx2") && !has("avx512vnni") && !has("avxvnni");
+  INFO("7-bit INT8 weights wanted: " << w7);
+  bool matmul_listed = false, conv_listed = false;
   for (size_t i = 0; i < d.precision_count; ++i) {
-    CHECK(std::string(d.precisions[i].formats).find("f32") != std::string::npos);
+    const std::string formats = d.precisions[i].formats;
+    CHECK(formats.find("f32") != std::string::npos);
     if (std::string(d.precisions[i].op_class) == "matmul")
-      matmul_listed = std::string(d.precisions[i].formats) == "f32,bf16,f16,i8,i4";
+      matmul_listed = formats == (w7 ? "f32,bf16,f16,i8,i4,i8w7" : "f32,bf16,f16,i8,i4");
+    if (std::string(d.precisions[i].op_class) == "conv")
+      conv_listed = formats == (w7 ? "f32,bf16,f16,i8,i8w7" : "f32,bf16,f16,i8");
+    if (std::string(d.precisions[i].op_class) != "matmul" && std::string(d.precisions[i].op_class) != "conv")
+      CHECK(formats.find("i8w7") == std::string::npos);
   }
   CHECK(matmul_listed);
+  CHECK(conv_listed);
   std::vector<std::string> keys;
   for (size_t i = 0; i < d.fingerprint_count; ++i) {
     keys.push_back(d.fingerprint[i].key);
