@@ -174,7 +174,9 @@ struct DeviceFormats {
   // The largest |q| the planner gives an INT8 weight (int8_weight_params' qmax): 127, or 64 where
   // the device's INT8 dot product is exact and fastest with 7-bit weights (plugin format hint
   // "i8w7": AVX2 without VNNI, whose vpmaddubsw adds two u8 x s8 products in 16 bits, exact
-  // while 2 * 255 * |q_w| <= 32767; wider weights take a path about 1.5x slower there).
+  // while 2 * 255 * |q_w| <= 32767; wider weights take a path about 1.5x slower there). Policy
+  // plans (--plan int8) use it; plan_auto keeps 127 (the coarser weights cost more divergence
+  // than the budget had room for, planner.cpp).
   int int8_weight_max = 127;
 };
 
