@@ -175,8 +175,9 @@ std::string row_loader(const std::string& f, int64_t K, int64_t P, bool bf16_sca
 //     in L2). Per chunk the offset comes off: sum - off * sum(a) * 2^(S - 149) (off = 8 or 128;
 //     chunks of at most 32 rows keep that cancellation to a few bits of FP32), and the outputs are
 //     times 2^(149 - S), exactly. Denormal operands need DAZ off: the kernel clears DAZ and FTZ
-//     in MXCSR while it runs and restores them. Chosen on Zen 4/5 (__znver4__, __znver5__),
-//     whose FMA takes denormal operands at full speed, or where HPF_PREFER_WQ_DENORMAL is
+//     in MXCSR while it runs and restores them. Chosen on Zen 3/4/5 (__znver3__ .. __znver5__),
+//     whose FMA takes denormal operands at full speed (Zen 3, GEMV 4096x4096 one thread: INT4
+//     1.36 -> 0.80-0.83 ms, INT8 1.14 -> 1.09-1.16), or where HPF_PREFER_WQ_DENORMAL is
 //     defined before the source (the tests do, to check it on any host); other hosts (Intel
 //     takes a microcode assist per denormal operand) and other rows decode exact q.
 // Rows of K per packed block: i4 8, i8 4, the float formats 1 (a row is a unit).
@@ -254,7 +255,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
 
   // Helpers, before the kernel: decodes, wq_prep, wq_item.
   std::ostringstream h;
-  h << "#if defined(__znver4__) || defined(__znver5__) || defined(HPF_PREFER_WQ_DENORMAL)\n"
+  h << "#if defined(__znver3__) || defined(__znver4__) || defined(__znver5__) || defined(HPF_PREFER_WQ_DENORMAL)\n"
     << "#define WQ_DENORM 1\n"
     << "#endif\n"
     // exact q of row r of a block (x: the block's words, xs = x >> 16)
@@ -298,12 +299,15 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     << "    const float* restrict a, const float* restrict cg, hpf_f32x16* restrict acc, const int nc, const int dn) {\n"
     << "  (void)sb; (void)cg;\n";
   // One block of the panels: loads (prefetching ahead) and the FMAs of its rows into T[c].
-  auto block = [&](const std::string& b, const std::string& t, const std::string& t2, const std::string& ind) {
+  // `cs`: the panels' loop header (all nc panels, or the one panel c1 of the AVX2 order below).
+  const std::string all_panels = "for (int c = 0; c < nc; ++c)", one_panel = "for (int c = c1; c < c1 + 1; ++c)";
+  auto block = [&](const std::string& b, const std::string& t, const std::string& t2, const std::string& ind,
+                   const std::string& cs) {
     std::ostringstream o;
     o << ind << "{\n"
       << ind << "  hpf_u32x16 x[4], xs[4];\n"
       << "#pragma clang loop unroll(full)\n"
-      << ind << "  for (int c = 0; c < nc; ++c) {\n"
+      << ind << "  " << cs << " {\n"
       << ind << "    __builtin_prefetch((const u8*)(wb + ((" << b << ") * npi + c) * 16) + " << kGemvBlockPrefetchL1 << ");\n"
       << ind << "    __builtin_prefetch((const u8*)(wb + ((" << b << ") * npi + c) * 16) + " << kGemvBlockPrefetchL2 << ", 0, 2);\n"
       << ind << "    x[c] = *(const hpf_u32x16*)(wb + ((" << b << ") * npi + c) * 16)" << x_of << ";\n"
@@ -313,7 +317,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
       << ind << "  for (int r = 0; r < " << B << "; ++r) {\n"
       << ind << "    const float av = a[(" << b << ") * " << B << " + r];\n"
       << "#pragma clang loop unroll(full)\n"
-      << ind << "    for (int c = 0; c < nc; ++c) {\n"
+      << ind << "    " << cs << " {\n"
       << "#if defined(WQ_DENORM)\n"
       << ind << "      const hpf_f32x16 m = dn ? wq_u(x[c], xs[c], r) : wq_q(x[c], xs[c], r);\n"
       << "#else\n"
@@ -326,10 +330,10 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     return o.str();
   };
   // A chunk's sums into acc: less the offset term (denormal decode), times the group's scale (i4).
-  auto finish = [&](const std::string& v, const std::string& ch, const std::string& ind) {
+  auto finish = [&](const std::string& v, const std::string& ch, const std::string& ind, const std::string& cs) {
     std::ostringstream o;
     o << "#pragma clang loop unroll(full)\n"
-      << ind << "for (int c = 0; c < nc; ++c) {\n"
+      << ind << cs << " {\n"
       << ind << "  hpf_f32x16 v = " << v << ";\n"
       << ind << "  if (dn) v -= cg[" << ch << "];\n"
       << ind << (i4 ? "  acc[c] += v * wq_sc(sb + ((" + ch + ") * " + L(CB) + " / " + L(GB) + " * npi + c) * 16);\n" +
@@ -339,8 +343,14 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
       << ind << "}\n";
     return o.str();
   };
+  // The streams' chunks: with AVX-512 every panel of a block at once (streams x panels sums,
+  // 16 zmm); with 256-bit vectors each hpf_f32x16 is two registers, so the panels go one after
+  // another within a chunk (the chunk's 4 KiB of weights stay in L1 for the next panel): streams
+  // x 1 panel of sums, 8 ymm, where all panels at once spilled (Zen 3, GEMV 4096x4096 one thread,
+  // exact decode: INT8 1.32 -> 1.14 ms, INT4 1.55 -> 1.36).
   if (NCHS > 0)
-    h << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
+    h << "#if defined(__AVX512F__)\n"
+      << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
       << "    hpf_f32x16 t[" << kGemvStreams << "][4];\n"
       << "#pragma clang loop unroll(full)\n"
       << "    for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
@@ -349,12 +359,30 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
       << "    for (i64 kb = 0; kb < " << L(CB) << "; ++kb) {\n"
       << "#pragma clang loop unroll(full)\n"
       << "      for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "      ")
+      << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "      ", all_panels)
       << "    }\n"
       << "#pragma clang loop unroll(full)\n"
       << "    for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "    ")
-      << "  }\n";
+      << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "    ", all_panels)
+      << "  }\n"
+      << "#else\n"
+      << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c1 = 0; c1 < nc; ++c1) {\n"
+      << "      hpf_f32x16 t[" << kGemvStreams << "][4];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int s = 0; s < " << kGemvStreams << "; ++s) t[s][c1] = (hpf_f32x16){};\n"
+      << "      for (i64 kb = 0; kb < " << L(CB) << "; ++kb) {\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "        for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
+      << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "        ", one_panel)
+      << "      }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
+      << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "      ", one_panel)
+      << "    }\n"
+      << "  }\n"
+      << "#endif\n";
   if (NCH > kGemvStreams * NCHS)
     h << "  for (i64 ch = " << L(kGemvStreams * NCHS) << "; ch < " << L(NCH) << "; ++ch) {\n"
       << "    hpf_f32x16 t[4], t2[4];\n"
@@ -362,8 +390,8 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
       << "    for (int c = 0; c < nc; ++c) t[c] = t2[c] = (hpf_f32x16){};\n"
       << "    const i64 kb1 = (ch + 1) * " << L(CB) << " < " << L(KBn) << " ? (ch + 1) * " << L(CB) << " : " << L(KBn) << ";\n"
       << "    for (i64 kb = ch * " << L(CB) << "; kb < kb1; ++kb)\n"
-      << block("kb", "t", "t2", "    ")
-      << finish("t[c] + t2[c]", "ch", "    ")
+      << block("kb", "t", "t2", "    ", all_panels)
+      << finish("t[c] + t2[c]", "ch", "    ", all_panels)
       << "  }\n";
   h << "}\n";
   return {h.str(), body};
