@@ -37,7 +37,7 @@
 //                 throughput of oneDNN's (saturating) AVX2 kernel;
 //   AVX2          vpmaddubsw, exact: A is stored signed (no zero point) and the sign moves to
 //                 the weights (vpsignb), so the u8 operand is |q_a| <= 128 and the s8 one
-//                 |q_w| <= 127 (symmetric weights never reach -128; attr w_has_m128 = 0 says so),
+//                 |q_w| <= 127 (symmetric weights never reach -128; attr w_max_abs <= 127 says so),
 //                 pair sums <= 32512 < 32767; vpmaddwd by ones adds the pairs into 32 bits.
 //                 (u8 = q + 128 with vpmaddubsw would saturate: 255 * 127 * 2 > 32767.)
 //   otherwise     (or weights holding -128) bytes widened to 16 bits and multiplied pairwise into
@@ -98,8 +98,8 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 /* AVX2 without VNNI, weights of at most 7 bits (|q_w| <= 64, as the planner quantises them for
    such a device: DeviceFormats::int8_weight_max): vpmaddubsw on u8 = q_a + 128 (<= 255) and q_w,
    then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 255 * 64 = 32640 < 32767: exact,
-   never saturating, without the sign path's vpsignb (one thread, 2048^3: 15.9 -> 10.6 ms, see
-   bench/README.md). */
+   never saturating, without the sign path's vpsignb (one Zen 3 core, u8 A, 2048^3: 126.9 ->
+   90.2 ms, see bench/README.md). */
 #define I8_MR 4
 #define I8_NP 1
 typedef char i8_c32 __attribute__((vector_size(32)));

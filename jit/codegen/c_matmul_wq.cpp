@@ -345,7 +345,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
   };
   // The streams' chunks: with AVX-512 every panel of a block at once (streams x panels sums,
   // 16 zmm); with 256-bit vectors each hpf_f32x16 is two registers, so the panels go one after
-  // another within a chunk (the chunk's 4 KiB of weights stay in L1 for the next panel): streams
+  // another within a chunk (the chunk's few KiB of weights stay in L1 for the next panel): streams
   // x 1 panel of sums, 8 ymm, where all panels at once spilled (Zen 3, GEMV 4096x4096 one thread,
   // exact decode: INT8 1.32 -> 1.14 ms, INT4 1.55 -> 1.36).
   if (NCHS > 0)
