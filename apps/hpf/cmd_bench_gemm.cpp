@@ -71,9 +71,10 @@ Expected<std::shared_ptr<Plan>> plan_for(const std::string& dtype, const Graph& 
     return Status::unsupported("--dtype " + dtype + ": the device has no " + mode_name(m) + " MatMul (plan gave " +
                                mode_name(plan.nodes.back().mode) + ")");
   NodePlan& mm = plan.nodes.back();
-  if (dtype == "int8w") {  // weight-only: activations and output stay FP32
+  if (dtype == "int8w") {  // weight-only: activations, accumulation and output stay FP32
     mm.activation_quant.reset();
     mm.storage = DType::F32;
+    mm.accumulation = DType::F32;
   }
   std::vector<std::string> observed;
   if (dtype == "int8") {  // A held in INT8 by its producer (an Identity): u8 x s8 -> s32

@@ -8,8 +8,8 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
   Int8Input r;
   const NodePlan* p = plan.find(n.name);
   if (!p || p->mode != Mode::int8 || (n.op != "MatMul" && n.op != "Gemm") || n.inputs.size() < 2) return r;
-  // An int8 node without activation quantisation keeps its activations float (weights only).
-  if (!p->weight_quant || p->weight_quant->type != DType::I8 || !p->activation_quant) return r;
+  // An int8 node with FP32 accumulation keeps its activations float (weights only).
+  if (!p->weight_quant || p->weight_quant->type != DType::I8 || p->accumulation != DType::I32) return r;
   const Tensor* w = g.constant(n.inputs[1]);
   if (!w || w->dtype() != DType::F32 || w->rank() != 2 || n.flag("transA")) return r;
   const ValueId a = n.inputs[0];

@@ -218,6 +218,16 @@ class PolicyResolver {
     return "";
   }
 
+  // Whether a MatMul, Gemm or Conv reads one of `n`'s outputs (and could take it as INT8).
+  bool feeds_int8_reader(const Node& n) const {
+    for (const Node& c : g_.nodes()) {
+      if (c.op != "MatMul" && c.op != "Gemm" && c.op != "Conv") continue;
+      for (ValueId v : c.inputs)
+        if (v != kNoValue && std::find(n.outputs.begin(), n.outputs.end(), v) != n.outputs.end()) return true;
+    }
+    return false;
+  }
+
   void set_formats(const Node& n, NodePlan& p) const {
     const ValueId w = weight_input(g_, n);
     switch (p.mode) {
@@ -237,10 +247,18 @@ class PolicyResolver {
       case Mode::int8:
         p.storage = p.weights = DType::I8;
         p.accumulation = DType::I32;
-        p.activation_quant = QuantParams{DType::I8, {}, {}, -1, 0};
         if (w != kNoValue)
           p.weight_quant = QuantParams{DType::I8, {}, {}, output_channel_axis(g_, n, w), 0};
         if (n.op == "Conv") p.input_quant = QuantParams{DType::I8, {}, {}, -1, 0};
+        // A MatMul/Gemm with weights that no MatMul, Gemm or Conv reads keeps its output float:
+        // the INT8 result would only be dequantised again, with a static scale's rounding and
+        // clipping added (BERT-base, every projection int8 with 8-bit weights: KL 1.05e-3 with
+        // INT8 outputs, 6.6e-4 with float ones, at the same speed).
+        if (w != kNoValue && (n.op == "MatMul" || n.op == "Gemm") && !feeds_int8_reader(n)) {
+          p.storage = DType::F32;
+          return;
+        }
+        p.activation_quant = QuantParams{DType::I8, {}, {}, -1, 0};
         return;
       case Mode::int4_weights:
         if (w == kNoValue || (n.op != "MatMul" && n.op != "Gemm" && n.op != "Gather")) {

@@ -142,9 +142,9 @@ struct Plan {
   Status check_matches(const Graph& g) const;
 };
 
-// How an int8 MatMul/Gemm that quantises activations (activation_quant set, as int8 plans have
-// it; without it the node is weight-only) reads its float input A (the session's kernels do this
-// and the planner's emulation repeats it):
+// How an int8 MatMul/Gemm that quantises activations (INT32 accumulation, as int8 plans have
+// it; with FP32 accumulation the node is weight-only) reads its float input A (the session's
+// kernels do this and the planner's emulation repeats it):
 //   static:  the producer's plan stores A as INT8 with one symmetric scale: that scale;
 //   dynamic: otherwise, when the node is int8 with INT8 weights in a rank-2 float initializer
 //            (MatMul, or Gemm without transA) and A has more than 4 rows or a symbolic row count
@@ -175,8 +175,8 @@ struct DeviceFormats {
   // the device's INT8 dot product is exact and fastest with 7-bit weights (plugin format hint
   // "i8w7": AVX2 without VNNI, whose vpmaddubsw adds two u8 x s8 products in 16 bits, exact
   // while 2 * 255 * |q_w| <= 32767; wider weights take a path about 1.5x slower there). Policy
-  // plans (--plan int8) use it; plan_auto keeps 127 (the coarser weights cost more divergence
-  // than the budget had room for, planner.cpp).
+  // plans (--plan int8) use it; plan_auto offers int8 with 127 and with this range per group
+  // (the coarser weights cost more divergence).
   int int8_weight_max = 127;
 };
 
@@ -193,7 +193,9 @@ struct Fallback {
 // Modes to formats (storage / weights / accumulation):
 //   fp32 f32/f32/f32; tf32 tf32/tf32/f32; bf16 bf16/bf16/f32; fp16 f16/f16/f32;
 //   fp8 f8e4m3/f8e4m3/f32 (per-tensor scales); int8 i8/i8/i32, only on matmul- and conv-class
-//   ops (weights per output channel, activations per tensor); int4-weights f32/i4/f32, group 32,
+//   ops (weights per output channel, activations per tensor), except that a MatMul/Gemm with
+//   weights whose output no MatMul, Gemm or Conv reads stores it f32 (no activation_quant: its
+//   INT32 result is scaled straight to float); int4-weights f32/i4/f32, group 32,
 //   only on MatMul/Gemm/Gather reading a weight initializer (elsewhere it means fp32, silently).
 // A mode the device or the node's op lacks (the op table's formats) falls back along
 //   int8 -> bf16 -> fp16 -> fp32,  fp8 -> fp16 -> bf16 -> fp32,  fp16 -> bf16 -> fp32,

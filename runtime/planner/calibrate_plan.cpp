@@ -81,8 +81,9 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
         return Status::invalid("calibrate_plan: node '" + n.name +
                                "' has weight_quant but no weight");
       // The device's 7-bit preference only where the weights meet INT8 activations in a dot
-      // product (W8A8); weight-only INT8 is dequantised to FP32 and keeps every bit.
-      const bool w8a8 = p.mode == Mode::int8 && (p.activation_quant || p.input_quant);
+      // product (W8A8: INT32 accumulation); weight-only INT8 is dequantised to FP32 and keeps
+      // every bit.
+      const bool w8a8 = p.mode == Mode::int8 && p.accumulation == DType::I32;
       HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant,
                                                         w8a8 ? options.device.int8_weight_max : 127, options));
       p.weight_quant = std::move(q);

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <random>
@@ -77,6 +78,20 @@ bool op_has(const std::string& op, Mode m) {
 
 bool needs_calibration(Mode m) { return m == Mode::int8 || m == Mode::fp8; }
 
+// What an auto node may become: a mode and, for int8 nodes whose weights meet INT8 activations
+// (W8A8), whether the weights take the device's narrower range (DeviceFormats::int8_weight_max:
+// 7 bits on AVX2 without VNNI, whose vpmaddubsw is then exact without the sign trick, about
+// 1.4x faster) or all 8 bits (more exact). Both are candidates; the search picks per group.
+struct Choice {
+  Mode mode = Mode::fp32;
+  bool narrow = false;
+  friend auto operator<=>(const Choice&, const Choice&) = default;
+};
+constexpr Choice kFp32{};
+constexpr Choice kInt8Narrow{Mode::int8, true};
+
+std::string choice_name(Choice c) { return std::string(mode_name(c.mode)) + (c.narrow ? "-narrow" : ""); }
+
 struct Group {
   std::string name;
   std::vector<int32_t> members;
@@ -84,12 +99,12 @@ struct Group {
 
 struct Proposal {
   size_t group = 0;
-  Mode mode = Mode::fp32;
+  Choice choice;
   double sensitivity = 0;  // divergence with only this group lowered
   double score = 0;
 };
 
-using State = std::vector<Mode>;  // per node id
+using State = std::vector<Choice>;  // per node id
 
 // The final latency check times the FP32 plan and the chosen one alternately this many times.
 constexpr int kFinalTimingRounds = 2;
@@ -114,12 +129,12 @@ class Planner {
     if (!(o_.kl_budget > 0)) return Status::invalid("plan_auto: the budget must be > 0");
     if (!(o_.margin > 0 && o_.margin <= 1)) return Status::invalid("plan_auto: the margin must be in (0, 1]");
     HPF_RETURN_IF_ERROR(prepare_plans());
-    HPF_RETURN_IF_ERROR(measure_times());
-    start_.assign(g_.nodes().size(), Mode::fp32);
+    start_.assign(g_.nodes().size(), kFp32);
     for (size_t id = 0; id < start_.size(); ++id)
-      if (!is_auto(id)) start_[id] = base_.nodes[id].mode;
-    l0_ = std::max(cost_.plan_ms(to_plan(start_)), 1e-12);
-    b0_ = std::max<double>(double(cost_.plan_bytes(to_plan(start_))), 1.0);
+      if (!is_auto(id)) start_[id] = {base_.nodes[id].mode};
+    HPF_RETURN_IF_ERROR(measure_times());
+    l0_ = std::max(plan_ms(start_), 1e-12);
+    b0_ = std::max<double>(double(plan_bytes(start_)), 1.0);
     HPF_ASSIGN_OR_RETURN(Evaluation e0, evaluate(start_));
     const double d0 = e0.divergence;
     d0_ = d0;
@@ -165,10 +180,21 @@ class Planner {
       bool any = false;
       for (size_t id = 0; id < g_.nodes().size(); ++id) {
         if (!is_auto(id) || pm.nodes[id].mode != m || !has_float_output(g_, g_.node(id))) continue;
-        candidates_[id].push_back(m);
+        candidates_[id].push_back({m});
         any = true;
       }
-      if (any) mode_plans_[m] = std::move(pm);
+      if (any) mode_plans_[{m}] = std::move(pm);
+    }
+    // int8 with the device's narrower weights, for the W8A8 nodes (weight-only INT8 keeps 8 bits).
+    if (const auto i8 = mode_plans_.find({Mode::int8}); i8 != mode_plans_.end() && o_.device.int8_weight_max < 127) {
+      bool any = false;
+      for (size_t id = 0; id < g_.nodes().size(); ++id) {
+        const NodePlan& p = i8->second.nodes[id];
+        if (!has_candidate(id, {Mode::int8}) || !p.weight_quant || p.accumulation != DType::I32) continue;
+        candidates_[id].push_back(kInt8Narrow);
+        any = true;
+      }
+      if (any) mode_plans_[kInt8Narrow] = i8->second;  // uncalibrated yet: calibrate() sets its scales
     }
     HPF_RETURN_IF_ERROR(calibrate());
     for (size_t id = 0; id < g_.nodes().size(); ++id) {  // static scales on too few rows
@@ -176,8 +202,7 @@ class Planner {
       const auto rows = calibration_rows_.find(static_cast<int32_t>(id));
       if (rows == calibration_rows_.end() || rows->second >= o_.min_calibration_rows) continue;
       const size_t before = c.size();
-      c.erase(std::remove_if(c.begin(), c.end(), [](Mode m) { return m == Mode::int8 || m == Mode::fp8; }),
-              c.end());
+      c.erase(std::remove_if(c.begin(), c.end(), [](Choice k) { return needs_calibration(k.mode); }), c.end());
       if (c.size() != before)
         log(LogLevel::debug, "planner: node '" + g_.node(static_cast<int32_t>(id)).name + "': no int8/fp8 (" +
                                  std::to_string(rows->second) + " calibration rows)");
@@ -200,7 +225,7 @@ class Planner {
         if (seen.insert(v).second) values.push_back(std::move(v));
     };
     want(base_);
-    for (const auto& [m, p] : mode_plans_) want(p);
+    for (const auto& [c, p] : mode_plans_) want(p);
     std::map<std::string, Observer> observers;
     if (!values.empty() && calib_ && ev_.reference_values) {
       // The evaluator's reference pass, which also makes its ground truth.
@@ -214,16 +239,13 @@ class Planner {
     } else if (!values.empty() && calib_) {
       HPF_RETURN_IF_ERROR(observe_values(g_, *calib_, values, observers));
     }
-    // INT8 weights keep all 8 bits here, whatever the device prefers (int8_weight_max): on Zen 3
-    // (7-bit weights for its vpmaddubsw) ResNet-50's int8 convs diverged by 1.04e-3 on the
-    // calibration inputs against 3e-4 with 8 bits, over the search's budget, and the auto plans of
-    // ResNet-50 and BERT-base kept fewer int8 nodes and ran slower. Policy plans (--plan int8)
-    // take the device's range.
+    // INT8 weights keep all 8 bits except in the int8-narrow plan (Choice): on Zen 3, 7-bit weights
+    // everywhere diverged by 1.04e-3 on ResNet-50's calibration inputs against 3e-4 with 8 bits.
     PlannerOptions full = o_;
     full.device.int8_weight_max = 127;
     HPF_RETURN_IF_ERROR(calibrate_plan(g_, base_, observers, full));
-    for (auto& [m, p] : mode_plans_) HPF_RETURN_IF_ERROR(calibrate_plan(g_, p, observers, full));
-    for (const auto& [m, p] : mode_plans_)  // rows seen per node with a static activation scale
+    for (auto& [c, p] : mode_plans_) HPF_RETURN_IF_ERROR(calibrate_plan(g_, p, observers, c.narrow ? o_ : full));
+    for (const auto& [c, p] : mode_plans_)  // rows seen per node with a static activation scale
       for (size_t id = 0; id < p.nodes.size(); ++id) {
         if (!p.nodes[id].activation_quant) continue;
         for (ValueId v : g_.node(static_cast<int32_t>(id)).outputs) {
@@ -238,10 +260,49 @@ class Planner {
     return Status();
   }
 
-  const NodePlan& node_plan(size_t id, Mode m) const {
+  const NodePlan& node_plan(size_t id, Choice c) const {
     if (!is_auto(id)) return base_.nodes[id];
-    if (m == Mode::fp32) return fp32_nodes_[id];
-    return mode_plans_.at(m).nodes[id];
+    if (c == kFp32) return fp32_nodes_[id];
+    return mode_plans_.at(c).nodes[id];
+  }
+
+  // Every candidate in the order the search tries them, least aggressive first.
+  static std::vector<Choice> all_choices() {
+    std::vector<Choice> v;
+    for (Mode m : kCandidates) {
+      v.push_back({m});
+      if (m == Mode::int8) v.push_back(kInt8Narrow);
+    }
+    return v;
+  }
+
+  bool has_candidate(size_t id, Choice c) const {
+    return std::find(candidates_[id].begin(), candidates_[id].end(), c) != candidates_[id].end();
+  }
+  // What node `id` becomes when its group moves to `c`: c, or for int8-narrow plain int8 (a
+  // node whose weights stay 8-bit or that has none), or nothing.
+  std::optional<Choice> take(size_t id, Choice c) const {
+    if (c == kFp32 || has_candidate(id, c)) return c;
+    if (c == kInt8Narrow && has_candidate(id, {Mode::int8})) return Choice{Mode::int8};
+    return std::nullopt;
+  }
+
+  // The cost model's figures for node `id` as `c`, with the time measured for it (measure_times).
+  NodeCost cost_of(size_t id, Choice c) const {
+    NodeCost nc = cost_.cost(static_cast<int32_t>(id), node_plan(id, c));
+    const auto it = measured_.find({id, c});
+    if (it != measured_.end()) nc.measured_ms = it->second;
+    return nc;
+  }
+  double plan_ms(const State& s) const {
+    double ms = 0;
+    for (size_t id = 0; id < s.size(); ++id) ms += cost_of(id, s[id]).ms();
+    return ms;
+  }
+  int64_t plan_bytes(const State& s) const {
+    int64_t b = 0;
+    for (size_t id = 0; id < s.size(); ++id) b += cost_of(id, s[id]).bytes();
+    return b;
   }
 
   Plan to_plan(const State& s) const {
@@ -254,24 +315,19 @@ class Planner {
     return p;
   }
 
-  // Measured times, when an evaluator measures: the FP32 plan and one plan per candidate mode.
+  // Measured times, when an evaluator measures: the FP32 plan and one plan per candidate.
   Status measure_times() {
     if (!ev_.measure_ms) return Status();
-    std::vector<Mode> modes = {Mode::fp32};
-    for (const auto& [m, p] : mode_plans_) modes.push_back(m);
-    for (Mode m : modes) {
-      State s(g_.nodes().size(), Mode::fp32);
-      for (size_t id = 0; id < s.size(); ++id) {
-        if (!is_auto(id))
-          s[id] = base_.nodes[id].mode;
-        else if (std::count(candidates_[id].begin(), candidates_[id].end(), m))
-          s[id] = m;
-      }
+    std::vector<Choice> choices = {kFp32};
+    for (const auto& [c, p] : mode_plans_) choices.push_back(c);
+    for (Choice c : choices) {
+      State s = start_;
+      for (size_t id = 0; id < s.size(); ++id)
+        if (is_auto(id) && has_candidate(id, c)) s[id] = c;
       HPF_ASSIGN_OR_RETURN(auto times, ev_.measure_ms(to_plan(s)));
       for (size_t id = 0; id < s.size(); ++id) {
         const auto it = times.find(g_.node(id).name);
-        if (it != times.end() && (s[id] == m || m == Mode::fp32))
-          cost_.set_measured(it->first, s[id], it->second);
+        if (it != times.end() && (s[id] == c || c == kFp32)) measured_[{id, s[id]}] = it->second;
       }
     }
     return Status();
@@ -292,7 +348,7 @@ class Planner {
     if (std::isnan(e.divergence)) e.divergence = std::numeric_limits<double>::infinity();
     if (log_level() <= LogLevel::debug) {
       std::map<std::string, int> modes;
-      for (Mode m : s) ++modes[mode_name(m)];
+      for (Choice c : s) ++modes[choice_name(c)];
       std::string text;
       for (const auto& [m, n] : modes) text += " " + m + "=" + std::to_string(n);
       log(LogLevel::debug, "plan_auto: evaluation " + std::to_string(report_.evaluations) + ": divergence " +
@@ -306,9 +362,9 @@ class Planner {
     return ms0_ > 0 && e.ms > 0 && e.ms > o_.max_latency_ratio * ms0_;
   }
 
-  // alpha * latency + beta * bytes (normalised by the FP32 plan) of node `id` in mode `m`.
-  double node_cost(size_t id, Mode m) const {
-    const NodeCost c = cost_.cost(static_cast<int32_t>(id), node_plan(id, m));
+  // alpha * latency + beta * bytes (normalised by the FP32 plan) of node `id` as `k`.
+  double node_cost(size_t id, Choice k) const {
+    const NodeCost c = cost_of(id, k);
     return o_.alpha * c.ms() / l0_ + o_.beta * double(c.bytes()) / b0_;
   }
   // The objective: the cost model's latency and bytes, and the divergence. Measured end-to-end
@@ -346,7 +402,7 @@ class Planner {
     auto pair_count = [&](const std::vector<Group>& gs) {
       size_t n = 0;
       for (const Group& gr : gs) {
-        std::set<Mode> modes;
+        std::set<Choice> modes;
         for (int32_t id : gr.members) modes.insert(candidates_[id].begin(), candidates_[id].end());
         n += modes.size();
       }
@@ -362,47 +418,73 @@ class Planner {
     report_.groups = static_cast<int>(groups_.size());
   }
 
-  // `s` with the members of group `gi` that have mode `m` as a candidate set to it (all members
-  // for fp32).
-  State with(const State& s, size_t gi, Mode m) const {
+  // `s` with the members of group `gi` moved to `c` where they can take it (take()).
+  State with(const State& s, size_t gi, Choice c) const {
     State t = s;
     for (int32_t id : groups_[gi].members)
-      if (m == Mode::fp32 || std::count(candidates_[id].begin(), candidates_[id].end(), m))
-        t[id] = m;
+      if (const auto k = take(static_cast<size_t>(id), c)) t[static_cast<size_t>(id)] = *k;
     return t;
   }
 
+  // The index of the group of exactly `members`, added if new.
+  size_t group_of(std::vector<int32_t> members, std::string name) {
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      if (groups_[gi].members == members) return gi;
+    groups_.push_back({std::move(name), std::move(members)});
+    return groups_.size() - 1;
+  }
+
+  // Each (group, candidate) lowered alone. A group over the budget whose lowering would pay is
+  // split in two (its members that change, in graph order) and the halves measured in turn,
+  // while the sensitivity evaluations last: the search then has the parts that fit (BERT-base's
+  // 24 FFN projections in INT8 diverged 6.8e-4 on its calibration inputs, over a search budget of
+  // 5e-4, and a whole class was the finest group its 500 nodes allowed).
   Status measure_sensitivity() {
     const double j0 = objective(start_, 0);
-    for (size_t gi = 0; gi < groups_.size(); ++gi) {
-      std::vector<Mode> modes;
-      for (Mode m : kCandidates)
+    std::deque<std::pair<size_t, Choice>> todo;
+    for (size_t gi = 0; gi < groups_.size(); ++gi)
+      for (Choice c : all_choices())
         for (int32_t id : groups_[gi].members)
-          if (std::count(candidates_[id].begin(), candidates_[id].end(), m)) {
-            modes.push_back(m);
+          if (has_candidate(static_cast<size_t>(id), c)) {
+            todo.push_back({gi, c});
             break;
           }
-      for (Mode m : modes) {
-        if (report_.sensitivity_evaluations >= o_.max_sensitivity_evaluations) break;
-        const State s = with(start_, gi, m);
-        HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(s));
-        const double d = e.divergence;
-        ++report_.sensitivity_evaluations;
-        sensitivity_[{gi, m}] = d;
-        const double gain = j0 - objective(s, 0);
-        if (!(d <= search_budget()) || gain <= 0) continue;
-        // Gain per unit of sensitivity; a floor keeps harmless lowerings ordered by gain.
-        const double sens = std::max(d - d0_, 0.0) + 1e-6 * search_budget();
-        proposals_.push_back({gi, m, d, gain / sens});
+    while (!todo.empty() && report_.sensitivity_evaluations < o_.max_sensitivity_evaluations) {
+      const auto [gi, c] = todo.front();
+      todo.pop_front();
+      const State s = with(start_, gi, c);
+      HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(s));
+      const double d = e.divergence;
+      ++report_.sensitivity_evaluations;
+      sensitivity_[{gi, c}] = d;
+      const double gain = j0 - objective(s, 0);
+      if (gain <= 0) continue;
+      if (!(d <= search_budget())) {
+        std::vector<int32_t> moved;
+        for (int32_t id : groups_[gi].members)
+          if (s[static_cast<size_t>(id)] != start_[static_cast<size_t>(id)]) moved.push_back(id);
+        // Halves are worth measuring while a node's average share could fit the budget.
+        if (moved.size() < 2 || !(d <= search_budget() * double(moved.size()))) continue;
+        const auto half = moved.begin() + static_cast<std::ptrdiff_t>(moved.size() / 2);
+        const std::string name = groups_[gi].name;
+        const size_t a = group_of({moved.begin(), half}, name + "/1");
+        const size_t b = group_of({half, moved.end()}, name + "/2");
+        todo.push_back({a, c});
+        todo.push_back({b, c});
+        continue;
       }
+      // Gain per unit of sensitivity; a floor keeps harmless lowerings ordered by gain.
+      const double sens = std::max(d - d0_, 0.0) + 1e-6 * search_budget();
+      proposals_.push_back({gi, c, d, gain / sens});
     }
+    report_.groups = static_cast<int>(groups_.size());
     std::stable_sort(proposals_.begin(), proposals_.end(),
                      [](const Proposal& a, const Proposal& b) { return a.score > b.score; });
     report_.proposals = static_cast<int>(proposals_.size());
     // Moves back to FP32 close the list: the way out of a local minimum.
     std::set<size_t> lowered;
     for (const Proposal& p : proposals_) lowered.insert(p.group);
-    for (size_t gi : lowered) moves_.push_back({gi, Mode::fp32, 0, 0});
+    for (size_t gi : lowered) moves_.push_back({gi, kFp32, 0, 0});
     moves_.insert(moves_.begin(), proposals_.begin(), proposals_.end());
     return Status();
   }
@@ -440,9 +522,9 @@ class Planner {
     // lowering group by group pays for conversions between formats on the way, which can hide
     // the gain of the whole (ResNet-50 on AMX: half its convs in BF16 measured no faster than
     // FP32, all of them twice as fast).
-    for (Mode m : kCandidates) {
+    for (Choice c : all_choices()) {
       State s = start_;
-      for (size_t gi = 0; gi < groups_.size(); ++gi) s = with(s, gi, m);
+      for (size_t gi = 0; gi < groups_.size(); ++gi) s = with(s, gi, c);
       if (s == start_ || report_.evaluations >= o_.max_evaluations) continue;
       HPF_ASSIGN_OR_RETURN(Evaluation e, evaluate(s));
       if (!(e.divergence <= search_budget())) continue;
@@ -465,7 +547,7 @@ class Planner {
       int accepted = 0;
       for (const Proposal& mv : moves_) {
         if (report_.evaluations >= o_.max_evaluations) break;
-        const State next = with(cur, mv.group, mv.mode);
+        const State next = with(cur, mv.group, mv.choice);
         if (next == cur) continue;
         const double cost_delta = objective(next, 0) - objective(cur, 0);
         // A move that costs: its divergence can at best fall to 0, so this bounds its delta
@@ -510,10 +592,10 @@ class Planner {
   }
 
   // The node's 16-bit candidate (BF16, else FP16; FP32 when it has neither).
-  Mode sixteen_bit(size_t id) const {
+  Choice sixteen_bit(size_t id) const {
     for (Mode m : {Mode::bf16, Mode::fp16})
-      if (std::count(candidates_[id].begin(), candidates_[id].end(), m)) return m;
-    return Mode::fp32;
+      if (has_candidate(id, {m})) return {m};
+    return kFp32;
   }
 
   // The FP32 auto nodes with a 16-bit candidate whose outputs are live at the peak of `s`: the
@@ -553,7 +635,7 @@ class Planner {
     for (size_t v = 0; v < nv; ++v) {
       const int32_t p = g_.value(static_cast<ValueId>(v)).producer;
       if (bytes[v] > 0 && !boundary[v] && p >= 0 && first[v] <= peak && peak <= last[v] && is_auto(static_cast<size_t>(p)) &&
-          s[static_cast<size_t>(p)] == Mode::fp32 && sixteen_bit(static_cast<size_t>(p)) != Mode::fp32)
+          s[static_cast<size_t>(p)] == kFp32 && sixteen_bit(static_cast<size_t>(p)) != kFp32)
         nodes.insert(p);
     }
     return {nodes.begin(), nodes.end()};
@@ -652,18 +734,18 @@ class Planner {
   void record(const State& s, Plan& plan, const Evaluation& e) {
     for (size_t id = 0; id < s.size(); ++id) {
       NodePlan& p = plan.nodes[id];
-      const NodeCost c = cost_.cost(static_cast<int32_t>(id), p);
+      const NodeCost c = cost_of(id, s[id]);
       p.predicted_ms = c.predicted_ms;
       p.measured_ms = c.measured_ms;
       p.bytes = c.bytes();
       p.sensitivity = node_sensitivity(id, s[id]);
-      ++report_.modes[mode_name(p.mode)];
+      ++report_.modes[choice_name(is_auto(id) ? s[id] : Choice{p.mode})];
     }
     report_.metric = o_.metric;
     report_.fp32_ms = l0_;
     report_.fp32_bytes = static_cast<int64_t>(b0_);
-    report_.plan_ms = cost_.plan_ms(plan);
-    report_.plan_bytes = cost_.plan_bytes(plan);
+    report_.plan_ms = plan_ms(s);
+    report_.plan_bytes = plan_bytes(s);
     report_.fp32_measured_ms = ms0_;
     report_.plan_measured_ms = e.ms;
     if (const auto it = seen_.find(start_); it != seen_.end()) report_.fp32_peak_bytes = it->second.peak_bytes;
@@ -671,15 +753,21 @@ class Planner {
     report_.objective = objective(s, e.divergence);
   }
 
-  double node_sensitivity(size_t id, Mode m) const {
+  // The sensitivity of the smallest measured group holding node `id` as `c`.
+  double node_sensitivity(size_t id, Choice c) const {
+    if (c == kFp32 && !candidates_[id].empty()) c = candidates_[id].front();
+    double d = -1;
+    size_t size = 0;
     for (size_t gi = 0; gi < groups_.size(); ++gi) {
       const auto& mem = groups_[gi].members;
-      if (std::find(mem.begin(), mem.end(), static_cast<int32_t>(id)) == mem.end()) continue;
-      if (m == Mode::fp32 && !candidates_[id].empty()) m = candidates_[id].front();
-      const auto it = sensitivity_.find({gi, m});
-      return it == sensitivity_.end() ? -1 : it->second;
+      const auto it = sensitivity_.find({gi, c});
+      if (it == sensitivity_.end() || (size && mem.size() >= size) ||
+          std::find(mem.begin(), mem.end(), static_cast<int32_t>(id)) == mem.end())
+        continue;
+      d = it->second;
+      size = mem.size();
     }
-    return -1;
+    return d;
   }
 
   const Graph& g_;
@@ -691,15 +779,16 @@ class Planner {
   std::mt19937_64 rng_;
 
   Plan base_;
-  std::map<Mode, Plan> mode_plans_;
+  std::map<Choice, Plan> mode_plans_;
   std::vector<NodePlan> fp32_nodes_;
-  std::vector<std::vector<Mode>> candidates_;
+  std::vector<std::vector<Choice>> candidates_;  // per node, least aggressive first
+  std::map<std::pair<size_t, Choice>, double> measured_;  // (node, candidate) -> measured ms
   std::map<int32_t, int64_t> calibration_rows_;  // node -> rows its observer saw (static scales)
   State start_, best_;
   double l0_ = 1, b0_ = 1, d0_ = 0;
   double ms0_ = -1;  // the FP32 plan's measured end-to-end time (-1: not measured)
   std::vector<Group> groups_;
-  std::map<std::pair<size_t, Mode>, double> sensitivity_;
+  std::map<std::pair<size_t, Choice>, double> sensitivity_;
   std::vector<Proposal> proposals_, moves_;
   std::vector<State> history_;
   std::map<State, Evaluation> seen_;

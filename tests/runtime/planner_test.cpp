@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
 #include "hpf/models.hpp"
 #include "hpf/npy.hpp"
@@ -28,6 +29,16 @@ Graph small_matmul() {
   auto x = b.input("x", DType::F32, {4, 8});
   auto w = b.constant("w", filled({8, 16}, 0.1f));
   b.output(b.op1("MatMul", {x, w}, {}, "mm"));
+  return *b.build();
+}
+
+// x[batch, 64] . W1 . W2: in int8 plans mm1's output, which a MatMul reads, is stored INT8 with
+// a static scale from the calibration observers; mm2's stays float.
+Graph int8_chain() {
+  GraphBuilder b("chain");
+  auto x = b.input("x", DType::F32, {Dim::sym("batch"), 64});
+  auto h = b.op1("MatMul", {x, b.constant("w1", filled({64, 32}, 0.05f))}, {}, "mm1");
+  b.output(b.op1("MatMul", {h, b.constant("w2", filled({32, 10}, 0.05f))}, {}, "mm2"), "y");
   return *b.build();
 }
 
@@ -88,10 +99,15 @@ TEST_CASE("cost model: FLOPs and bytes of a MatMul per mode") {
   CHECK(h.output_bytes == 128);
   CHECK(h.input_bytes == 64);
 
-  // INT8: 1 byte per element plus 4-byte scales (16 output channels; one per tensor).
+  // INT8: 1 byte per weight plus 4-byte scales (16 output channels); the output stays F32 (no
+  // MatMul reads it as INT8), and as INT8 is 1 byte per element plus one scale.
   const NodeCost q = cm.cost(0, plan_of(g, Mode::int8));
   CHECK(q.weight_bytes == 128 + 16 * 4);
-  CHECK(q.output_bytes == 64 + 4);
+  CHECK(q.output_bytes == 256);
+  NodePlan i8_out = plan_of(g, Mode::int8);
+  i8_out.storage = DType::I8;
+  i8_out.activation_quant = QuantParams{DType::I8, {}, {}, -1, 0};
+  CHECK(cm.cost(0, i8_out).output_bytes == 64 + 4);
   // INT4 weights, groups of 32 (before calibration): half a byte per weight, 4 groups of 32.
   const NodeCost w4 = cm.cost(0, plan_of(g, Mode::int4_weights));
   CHECK(w4.weight_bytes == 64 + 4 * 4);
@@ -192,7 +208,7 @@ TEST_CASE("reference evaluator: metrics per output kind") {
   auto err = ev->divergence(i8);
   REQUIRE_FALSE(err.ok());
   CHECK(err.status().message() ==
-        "emulation: node 'mm' (MatMul, int8) has no calibrated activation scales (calibrate_plan "
+        "emulation: node 'mm' (MatMul, int8) has no calibrated weight scales (calibrate_plan "
         "fills them)");
 }
 
@@ -366,6 +382,108 @@ TEST_CASE("plan_auto: measured times replace the roofline") {
   CHECK(r.plan_ms == doctest::Approx(double(g.nodes().size())));
 }
 
+// The largest |q| of an int8 node's weights as its plan quantises them.
+int32_t weight_max_q(const Graph& g, const NodePlan& n) {
+  const Tensor& w = *g.constant(g.node(*g.find_node(n.name)).inputs[1]);
+  Tensor q(DType::I8, w.shape());
+  if (!n.weight_quant || !quantize(w.to_f32(), w.shape(), *n.weight_quant, q.bytes()).ok()) return -1;
+  int32_t mx = 0;
+  for (std::byte v : q.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
+  return mx;
+}
+
+TEST_CASE("plan_auto: int8 with the device's narrower weights where they measure faster") {
+  // A device whose INT8 kernels are fastest with weights of |q| <= 64 (DeviceFormats::
+  // int8_weight_max; AVX2 without VNNI): the planner offers int8 with both ranges, times both,
+  // and, within a loose budget, keeps the faster.
+  const Graph g = int8_chain();
+  const auto batches = *random_calibration_inputs(g, 2, 3, 32);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  Evaluators e = ev->evaluators();
+  std::set<int32_t> ranges;  // the weight ranges the planner had timed
+  e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
+    std::map<std::string, double> t;
+    for (const NodePlan& n : p.nodes) {
+      t[n.name] = 1.0;
+      if (n.mode != Mode::int8) continue;
+      const int32_t q = weight_max_q(g, n);
+      ranges.insert(q);
+      t[n.name] = q <= 64 ? 0.3 : 0.5;
+    }
+    return t;
+  };
+  PlannerOptions o;
+  o.kl_budget = 1;
+  o.device.int8_compute = true;
+  o.device.int8_weight_max = 64;
+  o.device_model = test_device();
+  o.beta = 0;
+  PlannerReport r;
+  auto plan = plan_auto(g, o, e, &batches, &r);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  CHECK(ranges == std::set<int32_t>{64, 127});
+  for (const char* mm : {"mm1", "mm2"}) {
+    CAPTURE(mm);
+    CHECK(plan->find(mm)->mode == Mode::int8);
+    CHECK(weight_max_q(g, *plan->find(mm)) == 64);
+  }
+  CHECK(r.modes["int8-narrow"] == 2);
+  // A device without the preference is offered 8-bit weights only.
+  o.device.int8_weight_max = 127;
+  ranges.clear();
+  plan = plan_auto(g, o, e, &batches, &r);
+  REQUIRE(plan.ok());
+  CHECK(ranges == std::set<int32_t>{127});
+  CHECK(weight_max_q(g, *plan->find("mm1")) == 127);
+  CHECK(r.modes["int8"] == 2);
+}
+
+TEST_CASE("plan_auto: a group over the budget is split and the parts that fit are lowered") {
+  // Eight MatMuls in a chain, more (node, mode) pairs than sensitivity evaluations: groups by
+  // class ('other': seven, 'output': the last). All of them in INT8 diverge by d; the budget is
+  // 0.4 d, so the seven together do not fit, and without splitting they would stay FP32.
+  GraphBuilder b("chain8");
+  ValueId x = b.input("x", DType::F32, {Dim::sym("batch"), 16});
+  uint64_t state = 12345;
+  for (int k = 0; k < 8; ++k) {
+    std::vector<float> w(16 * 16);
+    for (float& v : w) {
+      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+      v = (float(state >> 40) / float(1 << 24) * 2 - 1) * 0.45f;  // uniform, variance ~ 1/16
+    }
+    x = b.op1("MatMul", {x, b.constant("w" + std::to_string(k), *Tensor::from_f32({16, 16}, w))}, {},
+              "mm" + std::to_string(k));
+  }
+  b.output(x, "y");
+  const Graph g = *b.build();
+  const auto batches = *random_calibration_inputs(g, 2, 5, 32);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  PlannerOptions o;
+  o.device.int8_compute = true;
+  o.device_model = test_device();
+  o.margin = 1;
+  o.max_sensitivity_evaluations = 7;
+  Plan all = *plan_from_policy(g, Policy::uniform(Mode::int8), o.device);
+  std::map<std::string, Observer> obs;
+  REQUIRE(observe_values(g, batches, values_to_observe(g, all), obs).ok());
+  REQUIRE(calibrate_plan(g, all, obs, o).ok());
+  const double d = *ev->divergence(all);
+  REQUIRE(d > 0);
+  o.kl_budget = 0.4 * d;
+  PlannerReport r;
+  auto plan = plan_auto(g, o, ev->evaluators(), &batches, &r);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  int int8 = 0;
+  for (const NodePlan& n : plan->nodes) int8 += n.mode == Mode::int8;
+  MESSAGE("all int8: " << d << "; plan: " << int8 << " int8 nodes, divergence " << plan->divergence << ", "
+                       << r.groups << " groups, " << r.sensitivity_evaluations << " sensitivity evaluations");
+  CHECK(r.groups > 2);
+  CHECK(int8 >= 2);  // more than the 'output' group's one node
+  CHECK(plan->divergence <= o.kl_budget);
+}
+
 TEST_CASE("plan_auto: a plan measured slower than FP32 end to end is refused") {
   // The roofline (test_device) says every lowering gains; the device's measured time says
   // otherwise in the first case and agrees in the second.
@@ -529,7 +647,7 @@ TEST_CASE("plan_auto: errors") {
 }
 
 TEST_CASE("device evaluator: one reference pass gives the ground truth and the planner's observers") {
-  const Graph g = *models::builtin("builtin:mlp");
+  const Graph g = int8_chain();
   const auto batches = *random_calibration_inputs(g, 2, 11, 8);
   SessionOptions so;
   so.use_cache = false;
@@ -552,7 +670,7 @@ TEST_CASE("device evaluator: one reference pass gives the ground truth and the p
   }
   CHECK(ev->reference_passes() == 1);  // its own batches: values and ground truth in one pass
   CHECK(ev->reference_values(batches, {"no_such_value"}).status().message() ==
-        "device evaluator: reference values: graph 'mlp' has no value 'no_such_value'");
+        "device evaluator: reference values: graph 'chain' has no value 'no_such_value'");
   // The ground truth is the batches' FP32 outputs: the FP32 plan diverges by rounding only (the
   // reference sums in FP64), a BF16 plan by more.
   CHECK(*ev->divergence(*plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats())) < 1e-9);
@@ -580,7 +698,7 @@ TEST_CASE("device evaluator: one reference pass gives the ground truth and the p
 }
 
 TEST_CASE("plan_auto: no static int8/fp8 scales for outputs calibrated on too few rows") {
-  const Graph g = *models::builtin("builtin:mlp");
+  const Graph g = int8_chain();
   const auto batches = *random_calibration_inputs(g, 2, 11, 8);  // 16 rows of every output
   auto ev = RefEvaluator::create(g, batches);
   REQUIRE(ev.ok());
@@ -589,13 +707,15 @@ TEST_CASE("plan_auto: no static int8/fp8 scales for outputs calibrated on too fe
   o.device.int8_compute = true;  // int8 the one lower mode
   o.device_model = test_device();
   auto statically_scaled = [](const Plan& p) {
-    return std::count_if(p.nodes.begin(), p.nodes.end(),
-                         [](const NodePlan& n) { return n.mode == Mode::int8 || n.mode == Mode::fp8; });
+    return std::count_if(p.nodes.begin(), p.nodes.end(), [](const NodePlan& n) {
+      return (n.mode == Mode::int8 || n.mode == Mode::fp8) && n.activation_quant;
+    });
   };
   o.min_calibration_rows = 17;
   auto few = plan_auto(g, o, ev->evaluators(), &batches);
   REQUIRE_MESSAGE(few.ok(), few.status().to_string());
   CHECK(statically_scaled(*few) == 0);
+  CHECK(few->find("mm2")->mode == Mode::int8);  // a float output needs no static scale
   o.min_calibration_rows = 16;
   auto enough = plan_auto(g, o, ev->evaluators(), &batches);
   REQUIRE_MESSAGE(enough.ok(), enough.status().to_string());

@@ -195,6 +195,25 @@ TEST_CASE("plan_from_policy: int8 formats and granularity; only matmul and conv 
   const Plan m = plan_for(mlp, R"({"ffn": "int8"})", full_device());
   CHECK(node(m, "fc1/matmul").weight_quant->axis == 1);  // MatMul B is [K, N]
   CHECK(node(m, "fc1/bias_add").mode == Mode::fp32);
+  // No MatMul, Gemm or Conv reads fc1's or fc2's output: both keep float outputs (INT32
+  // accumulation, no activation scale), unlike the Convs above, whose outputs Convs read.
+  for (const char* mm : {"fc1/matmul", "fc2/matmul"}) {
+    CAPTURE(mm);
+    CHECK(node(m, mm).mode == Mode::int8);
+    CHECK(node(m, mm).accumulation == DType::I32);
+    CHECK(node(m, mm).storage == DType::F32);
+    CHECK_FALSE(node(m, mm).activation_quant);
+  }
+  // A MatMul feeding a MatMul stores INT8 for it.
+  GraphBuilder b("chain");
+  auto x = b.input("x", DType::F32, {4, 8});
+  auto h = b.op1("MatMul", {x, b.constant("w1", *Tensor::from_f32({8, 8}, std::vector<float>(64, 0.5f)))}, {}, "mm1");
+  b.output(b.op1("MatMul", {h, b.constant("w2", *Tensor::from_f32({8, 2}, std::vector<float>(16, 0.5f)))}, {}, "mm2"));
+  const Plan c = plan_for(*b.build(), R"({"default": "int8"})", full_device());
+  CHECK(node(c, "mm1").storage == DType::I8);
+  CHECK(node(c, "mm1").activation_quant);
+  CHECK(node(c, "mm2").storage == DType::F32);
+  CHECK_FALSE(node(c, "mm2").activation_quant);
 }
 
 TEST_CASE("plan_from_policy: fp8 and int4 weights") {
