@@ -174,7 +174,10 @@ void describe_device(hpf_plugin& p) {
     p.features += f.substr(1);
   }
   p.precisions.assign(std::begin(kPrecisions), std::end(kPrecisions));
-  if (w7) std::copy(std::begin(kPrecisionsW7), std::end(kPrecisionsW7), p.precisions.begin());
+  if (w7)  // the classes' entries with the hint in place of the plain ones
+    for (const hpf_precision_support& h : kPrecisionsW7)
+      for (hpf_precision_support& q : p.precisions)
+        if (std::strcmp(q.op_class, h.op_class) == 0) q = h;
   p.fingerprint = {
       {sizeof(hpf_kv), "cpu", target.cpu.c_str()},
       {sizeof(hpf_kv), "features", p.features.c_str()},
