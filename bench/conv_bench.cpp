@@ -62,7 +62,7 @@ bool hpf_kernel_for(bench::Plugin& cpu, const Layer& l, DType t, jit::GeneratedK
   auto steps = jit::lower(*g, {});
   if (!steps.ok() || steps->size() != 1) return cpu.error = "lowering did not give one kernel", false;
   jit::KernelSpec spec = (*steps)[0].spec;
-  if (packed && jit::conv_takes_packed_weights(spec, cpu.amx_bf16()))
+  if (packed && jit::conv_takes_packed_weights(spec) && !jit::conv_bf16_as_f32(spec, cpu.amx_bf16()))
     *packed = spec = jit::conv_spec_with_packed_weights(spec);
   auto gk = jit::generate_c(spec);
   if (!gk.ok()) return cpu.error = gk.status().to_string(), false;

@@ -1,4 +1,5 @@
-// FP32 3x3 Conv (unit strides and dilations, one group, FP32 input) by Winograd's minimal
+// FP32 3x3 Conv (unit strides and dilations, one group; FP32 input, or BF16/F16 converted as
+// the window is copied, with BF16 weights widened to F32 where there is no AMX) by Winograd's minimal
 // filtering F(2x2, 3x3): each 2x2 block of outputs (a tile) takes 16 multiplies per input and
 // output channel instead of 36. With d the tile's 4x4 input patch and g a 3x3 filter,
 //   Y = A^T [ (G g G^T) . (B^T d B) ] A,
@@ -78,9 +79,10 @@ bool winograd_fits(const Shape& z) {
 
 Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const std::vector<int>& kinds, bool has_b,
                                    const std::string& head, const std::string& epi_ptrs, const std::string& name) {
-  if (!winograd_fits(z) || spec.inputs[0].dtype != DType::F32)
+  const DType xd = spec.inputs[0].dtype;
+  if (!winograd_fits(z) || (xd != DType::F32 && xd != DType::BF16 && xd != DType::F16))
     return Status::invalid("conv: the Winograd kernel takes 3x3 Convs of unit strides and dilations, one group, at "
-                           "least 16 input channels and FP32 input");
+                           "least 16 input channels and FP32, BF16 or F16 input");
   const Blocking b = blocking(z);
   const int64_t TH = b.TH, TW = b.TW, RT = b.RT, TS = b.TS, CS = b.CS, MP = b.MP, CB = MP / kConvColBlock;
   const int64_t RBn = (TH + RT - 1) / RT, WR = 2 * RT + 2, WC = 2 * TW + 2, P = z.OH * z.OW;
@@ -113,9 +115,11 @@ Expected<GeneratedKernel> winograd(const KernelSpec& spec, const Shape& z, const
     << "            for (i64 x = 0; x < " << L(WC) << "; ++x) d[x] = 0.0f;\n"
     << "            continue;\n"
     << "          }\n"
-    << "          const float* restrict src = X + ((n * " << L(z.C) << " + c0 + c) * " << L(z.H) << " + ih) * " << L(z.W) << ";\n"
+    << "          const " << c_storage_type(xd) << "* restrict src = X + ((n * " << L(z.C) << " + c0 + c) * " << L(z.H)
+    << " + ih) * " << L(z.W) << ";\n"
     << "          for (i64 x = 0; x < " << L(lo) << "; ++x) d[x] = 0.0f;\n"
-    << "          for (i64 x = " << L(lo) << "; x < " << L(hi) << "; ++x) d[x] = src[x - " << L(z.PW) << "];\n"
+    << "          for (i64 x = " << L(lo) << "; x < " << L(hi) << "; ++x) d[x] = "
+    << c_load_operand(xd, "src[x - " + L(z.PW) + "]") << ";\n"
     << "          for (i64 x = " << L(hi) << "; x < " << L(WC) << "; ++x) d[x] = 0.0f;\n"
     << "        }\n"
     // V = B^T d B per tile, vectorised over a tile row's tiles: the tile's 4x4 inputs, rows

@@ -25,12 +25,17 @@ int64_t blocks(int64_t v, int64_t b) { return (v + b - 1) / b; }
 
 }  // namespace
 
-bool conv_takes_packed_weights(const KernelSpec& spec, bool amx_bf16) {
+bool conv_takes_packed_weights(const KernelSpec& spec) {
   if (spec.family != "conv" || spec.inputs.size() < 2 || spec.attrs.count("w_shape")) return false;
   const TensorDesc& w = spec.inputs[1];
-  const bool amx = amx_bf16 && w.dtype == DType::BF16 && spec.inputs[0].dtype == DType::BF16;
   // Depthwise (one input channel per group) runs the direct kernel, which reads rows of taps.
-  return (w.dtype == DType::F32 || amx) && (w.shape.size() == 3 || w.shape.size() == 4) && w.shape[1] > 1;
+  return (w.dtype == DType::F32 || w.dtype == DType::BF16) && (w.shape.size() == 3 || w.shape.size() == 4) &&
+         w.shape[1] > 1;
+}
+
+bool conv_bf16_as_f32(const KernelSpec& spec, bool amx_bf16) {
+  return spec.inputs.size() >= 2 && spec.inputs[1].dtype == DType::BF16 &&
+         !(amx_bf16 && spec.inputs[0].dtype == DType::BF16);
 }
 
 bool conv_runs_winograd(const ConvGeometry& g) { return conv::winograd_fits(conv::shape_of(g)); }
@@ -77,7 +82,8 @@ KernelSpec conv_spec_with_packed_weights(const KernelSpec& spec) {
   own.epilogue.clear();
   own.epilogue_inputs = 0;
   auto geo = conv_geometry(own, "conv packing");
-  if (geo.ok() && spec.inputs[0].dtype == DType::F32 && conv_runs_winograd(*geo)) {
+  const DType xd = spec.inputs[0].dtype;
+  if (geo.ok() && (xd == DType::F32 || xd == DType::BF16 || xd == DType::F16) && conv_runs_winograd(*geo)) {
     s.attrs["w_layout"] = std::string("wino");
     s.inputs[1] = TensorDesc{DType::F32, {16 * blocks(d.rows, kConvColBlock) * kConvColBlock * d.channels}};
     return s;

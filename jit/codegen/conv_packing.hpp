@@ -65,10 +65,14 @@ inline constexpr int64_t kConvI8Rows = 12;
 inline int64_t conv_i8_groups(int64_t channels, int64_t taps) { return (channels + 3) / 4 * taps; }
 
 // Whether the C Conv generator takes `spec` (a conv spec as jit::lower makes it) with packed
-// weights: a convolution it runs on the GEMM microkernel (not depthwise) with an F32 weight,
-// or with BF16 input and weight where the kernel runs on AMX tiles (`amx_bf16`: the device has
-// AMX-BF16; the kernel's plain-C fallback for other targets is slow).
-bool conv_takes_packed_weights(const KernelSpec& spec, bool amx_bf16 = false);
+// weights: a convolution it runs on the GEMM microkernel (not depthwise) with an F32 or BF16
+// weight. BF16 weights with a BF16 input run on AMX tiles (the "amx" layout) where the device
+// has AMX-BF16; elsewhere they are packed as F32 (conv_bf16_as_f32), the values widened exactly.
+bool conv_takes_packed_weights(const KernelSpec& spec);
+// Whether a BF16 weight of `spec` is packed as F32 for the FP32 kernels: unless the input is
+// BF16 too and the device has AMX-BF16 (`amx_bf16`; the "amx" kernel's plain-C fallback for
+// other targets is slow).
+bool conv_bf16_as_f32(const KernelSpec& spec, bool amx_bf16);
 
 // `spec` reading its weight packed: input 1 becomes [packed size] of the weight's type,
 // "w_shape" and "w_layout" are set (the layout the generator runs fastest with for this shape;

@@ -137,7 +137,9 @@ bool run_both(GraphBuilder& b, const std::vector<Tensor>& inputs, Tensor* got_ou
     REQUIRE_MESSAGE(st.kind == jit::LoweredStep::Kind::kernel, "no generator for " << st.label);
     jit::KernelSpec spec = st.spec;
     Tensor packed;
-    const bool pack = pack_conv && jit::conv_takes_packed_weights(spec, true) && g->values()[st.inputs[1]].constant;
+    // F32 weights, or BF16 ones in the AMX layout (its plain-C fallback here unless the host has AMX)
+    const bool pack = pack_conv && jit::conv_takes_packed_weights(spec) && !jit::conv_bf16_as_f32(spec, true) &&
+                      g->values()[st.inputs[1]].constant;
     if (pack) {
       spec = jit::conv_spec_with_packed_weights(spec);
       if (!conv_tile.empty()) spec.attrs["tile"] = conv_tile;
