@@ -304,7 +304,7 @@ struct PlannerReport {
   std::string metric;   // the evaluator's metric ("kl" / "rel-l2")
   int evaluations = 0;  // divergence evaluations made
   int sensitivity_evaluations = 0;
-  int groups = 0;     // lowering groups (nodes of one class in one block, or single nodes)
+  int groups = 0;     // lowering groups (nodes of one class in one block, or single nodes; splits included)
   int proposals = 0;  // (group, mode) pairs within budget alone
   int accepted = 0, rejected_budget = 0, rejected_metropolis = 0, rejected_slower = 0, backed_off = 0;
   double fp32_ms = 0, plan_ms = 0;  // cost model totals
@@ -313,7 +313,8 @@ struct PlannerReport {
   int peak_moves = 0;                                    // moves the peak pass kept
   int64_t fp32_bytes = 0, plan_bytes = 0;
   double objective = 0;
-  std::map<std::string, int> modes;  // nodes per mode in the result
+  std::map<std::string, int> modes;  // nodes per mode in the result ("int8-narrow": int8 with
+                                     // the device's narrower weights, DeviceFormats::int8_weight_max)
 };
 
 // Plans every node whose policy mode is `auto` (options.policy; other nodes keep what the
@@ -324,7 +325,13 @@ struct PlannerReport {
 //   2. group the auto nodes: single nodes when (nodes x modes) fits
 //      max_sensitivity_evaluations, else nodes of one class within one block (a block is the
 //      name prefix up to the first '/'-separated component holding a digit, "layer3"), else
-//      one class; measure each (group, mode) lowered alone: its sensitivity;
+//      one class; measure each (group, mode) lowered alone: its sensitivity; a group over half
+//      the search budget whose lowering would pay is split in two (its changed members, in
+//      graph order) and the halves measured in turn, while max_sensitivity_evaluations last
+//      (no two such groups fit together; their parts might). On a device that prefers narrower
+//      INT8 weights (DeviceFormats::int8_weight_max < 127) int8 is offered twice to W8A8
+//      nodes, with 8-bit weights and with the device's range ("int8-narrow" in
+//      PlannerReport::modes): faster there, less exact;
 //   3. order the proposals by gain (alpha dlatency + beta dmemory, normalised) per unit of
 //      sensitivity; sweep over them: a proposal is evaluated end to end, rejected when the whole
 //      plan leaves the budget, else accepted when it lowers the objective, or with probability
