@@ -388,4 +388,28 @@ Status fake_quantize_rows_i8(std::span<float> x, int64_t row) {
   return {};
 }
 
+Status fake_quantize_rows_u7(std::span<float> x, int64_t row) {
+  if (row <= 0 || x.size() % static_cast<size_t>(row) != 0)
+    return Status::invalid(fmt::format("fake_quantize_rows_u7: rows of {} do not divide {} elements", row, x.size()));
+  const auto n = static_cast<size_t>(row);
+  for (size_t r0 = 0; r0 < x.size(); r0 += n) {
+    const std::span<float> v = x.subspan(r0, n);
+    float lo = 0.0f, hi = 0.0f;
+    for (float a : v) {
+      lo = std::fmin(lo, a);  // fmin/fmax ignore NaN
+      hi = std::fmax(hi, a);
+    }
+    const float s = hi - lo == 0.0f ? 1.0f : std::max((hi - lo) / 127.0f, std::numeric_limits<float>::min());
+    float z = round_half_even(-lo / s);
+    if (std::isnan(z)) z = 0.0f;
+    z = std::clamp(z, 0.0f, 127.0f);
+    for (float& a : v) {
+      float q = round_half_even(a / s);
+      if (std::isnan(q)) q = 0.0f;
+      a = std::clamp(q, -z, 127.0f - z) * s;
+    }
+  }
+  return {};
+}
+
 }  // namespace hpf

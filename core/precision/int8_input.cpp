@@ -37,6 +37,7 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
     if (known && rows <= 4) return r;
   }
   r.dynamic = true;
+  r.rows = p->dynamic_rows;
   return r;
 }
 

@@ -66,6 +66,7 @@ json node_json(const NodePlan& n) {
   if (n.weight_quant) j["weight_quant"] = quant_json(*n.weight_quant);
   if (n.activation_quant) j["activation_quant"] = quant_json(*n.activation_quant);
   if (n.input_quant) j["input_quant"] = quant_json(*n.input_quant);
+  if (n.dynamic_rows == RowQuant::u7) j["dynamic_rows"] = "u7";
   j["predicted_ms"] = number(n.predicted_ms);
   j["measured_ms"] = number(n.measured_ms);
   j["bytes"] = n.bytes;
@@ -189,7 +190,7 @@ Expected<NodePlan> read_node(const json& j, size_t index) {
   Reader r(j, where + ".");
   HPF_RETURN_IF_ERROR(r.only_keys({"name", "op", "class", "mode", "storage", "weights",
                                    "accumulation", "weight_quant", "activation_quant", "input_quant",
-                                   "predicted_ms", "measured_ms", "bytes", "sensitivity"}));
+                                   "dynamic_rows", "predicted_ms", "measured_ms", "bytes", "sensitivity"}));
   NodePlan n;
   HPF_RETURN_IF_ERROR(r.string("name", n.name));
   HPF_RETURN_IF_ERROR(r.string("op", n.op));
@@ -204,6 +205,12 @@ Expected<NodePlan> read_node(const json& j, size_t index) {
     if (!r.has(key)) continue;
     HPF_ASSIGN_OR_RETURN(QuantParams q, read_quant(r.at(key), where + "." + key));
     *field = std::move(q);
+  }
+  if (r.has("dynamic_rows")) {
+    std::string rows;
+    HPF_RETURN_IF_ERROR(r.string("dynamic_rows", rows));
+    if (rows != "s8" && rows != "u7") return r.error("dynamic_rows", "'" + rows + "' is not s8 or u7");
+    n.dynamic_rows = rows == "u7" ? RowQuant::u7 : RowQuant::s8;
   }
   HPF_RETURN_IF_ERROR(r.real("predicted_ms", n.predicted_ms));
   HPF_RETURN_IF_ERROR(r.real("measured_ms", n.measured_ms));

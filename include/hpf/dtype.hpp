@@ -164,4 +164,15 @@ Status fake_quantize(std::span<float> x, std::span<const int64_t> shape, const Q
 // x.size().
 Status fake_quantize_rows_i8(std::span<float> x, int64_t row);
 
+// Dynamic asymmetric 7-bit quantisation of rows ("u7"), faked in place: each run of `row`
+// consecutive elements spans [lo, hi] = [min(0, min x), max(0, max x)] (NaN ignored) with
+//   s = (hi - lo) / 127 (1 when hi == lo; at least the smallest normal),
+//   z = rne(-lo / s) in [0, 127] (0 when that is NaN: a row from -inf to inf),
+//   x = clamp(rne(x / s), -z, 127 - z) * s (NaN -> 0),
+// so the stored u = q + z fits 0..127 and 0 is exact. A row holding an infinity has s = inf and
+// becomes NaN, as its product would. The CPU kernel `matmul_i8` with a_dynamic and a_u7 computes
+// the same s, z and integers: with u <= 127, AVX2's vpmaddubsw adds two u x s8 products exactly
+// for any 8-bit weight (NodePlan::dynamic_rows). `row` must divide x.size().
+Status fake_quantize_rows_u7(std::span<float> x, int64_t row);
+
 }  // namespace hpf

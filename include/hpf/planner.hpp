@@ -314,7 +314,8 @@ struct PlannerReport {
   int64_t fp32_bytes = 0, plan_bytes = 0;
   double objective = 0;
   std::map<std::string, int> modes;  // nodes per mode in the result ("int8-narrow": int8 with
-                                     // the device's narrower weights, DeviceFormats::int8_weight_max)
+                                     // the device's narrower operands: u7 rows or 7-bit weights,
+                                     // DeviceFormats::int8_weight_max)
 };
 
 // Plans every node whose policy mode is `auto` (options.policy; other nodes keep what the
@@ -329,8 +330,9 @@ struct PlannerReport {
 //      the search budget whose lowering would pay is split in two (its changed members, in
 //      graph order) and the halves measured in turn, while max_sensitivity_evaluations last
 //      (no two such groups fit together; their parts might). On a device that prefers narrower
-//      INT8 weights (DeviceFormats::int8_weight_max < 127) int8 is offered twice to W8A8
-//      nodes, with 8-bit weights and with the device's range ("int8-narrow" in
+//      INT8 operands (DeviceFormats::int8_weight_max < 127) int8 is offered twice to W8A8
+//      nodes, with 8-bit weights and rows and narrowed as calibrate_plan narrows them (u7
+//      rows where the node quantises its rows at run time, else 7-bit weights; "int8-narrow" in
 //      PlannerReport::modes): faster there, less exact;
 //   3. order the proposals by gain (alpha dlatency + beta dmemory, normalised) per unit of
 //      sensitivity; sweep over them: a proposal is evaluated end to end, rejected when the whole
@@ -365,7 +367,10 @@ Expected<Plan> plan_auto(const Graph& g, const PlannerOptions& options, const Ev
 // outputs (options.int8_method), quantised inputs (NodePlan::input_quant) from observers of
 // the node's first input by the same rules, INT8 weights per output channel, INT4 weights
 // group-wise along the reduction axis, FP8 per-tensor from amax (activations: observed amax;
-// weights: their own). Nodes whose scales are already set are left alone. Errors: a quantised
+// weights: their own). On a device asking for narrower INT8 operands (options.device.
+// int8_weight_max < 127) a W8A8 node that quantises its rows at run time gets u7 rows
+// (NodePlan::dynamic_rows) and 8-bit weights, one reading a static INT8 scale 7-bit weights.
+// Nodes whose scales are already set are left alone. Errors: a quantised
 // activation without an observer, a weight shape the axes do not fit.
 Status calibrate_plan(const Graph& g, Plan& plan,
                       const std::map<std::string, Observer>& activation_observers,

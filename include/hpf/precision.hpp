@@ -102,6 +102,9 @@ struct Policy {
 // -1), group_size and group axis (INT4 groups, else 0). A plan made from a policy carries the
 // granularity with empty scales; calibration (calibration.hpp) fills the scales.
 
+// How an int8 MatMul/Gemm's rows are quantised at run time (NodePlan::dynamic_rows).
+enum class RowQuant { s8, u7 };
+
 // The plan of one node.
 struct NodePlan {
   std::string name;  // node name in the graph
@@ -115,6 +118,12 @@ struct NodePlan {
   // An int8 Conv's first input, quantised per tensor before the node reads it (its scale
   // calibrated on that input; the value itself, read by other nodes too, stays as it is).
   std::optional<QuantParams> input_quant;
+  // An int8 MatMul/Gemm that quantises its float input per row at run time (Int8Input::dynamic):
+  // s8, symmetric INT8 rows (hpf::fake_quantize_rows_i8), or u7, asymmetric 7-bit rows with a
+  // zero point each (hpf::fake_quantize_rows_u7), which AVX2 without VNNI multiplies exactly
+  // with 8-bit weights at the speed 7-bit weights get there (DeviceFormats::int8_weight_max).
+  // In plan files "dynamic_rows": "u7", written only when it is u7. Ignored on other nodes.
+  RowQuant dynamic_rows = RowQuant::s8;
   // Costs: predicted (roofline) and measured (profiled kernel; -1 when not measured) times,
   // bytes of weights and activations in this format, and the divergence of the model outputs
   // when only this node is lowered (-1 when not measured).
@@ -150,12 +159,14 @@ struct Plan {
 //            (MatMul, or Gemm without transA) and A has more than 4 rows or a symbolic row count
 //            (a GEMV streams the weights either way and stays weight-only): per row of A, scale
 //            max|row| / 127 chosen at run
-//            time (hpf::fake_quantize_rows_i8), as ONNX Runtime's dynamic quantisation does;
+//            time (hpf::fake_quantize_rows_i8), as ONNX Runtime's dynamic quantisation does, or
+//            with dynamic_rows u7 a scale and zero point per row (hpf::fake_quantize_rows_u7);
 //   neither: A stays float and only the weights are INT8.
 // Both make the product u8 x s8 -> s32 on the CPU.
 struct Int8Input {
   float static_scale = 0;  // > 0: static
   bool dynamic = false;
+  RowQuant rows = RowQuant::s8;  // dynamic: the node's dynamic_rows
 };
 Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n);
 
@@ -174,9 +185,13 @@ struct DeviceFormats {
   // The largest |q| the planner gives an INT8 weight (int8_weight_params' qmax): 127, or 64 where
   // the device's INT8 dot product is exact and fastest with 7-bit weights (plugin format hint
   // "i8w7": AVX2 without VNNI, whose vpmaddubsw adds two u8 x s8 products in 16 bits, exact
-  // while 2 * 255 * |q_w| <= 32767; wider weights take a path about 1.5x slower there). Policy
-  // plans (--plan int8) use it; plan_auto offers int8 with 127 and with this range per group
-  // (the coarser weights cost more divergence).
+  // while 2 * 255 * |q_w| <= 32767; wider weights take a path about 1.5x slower there). Such a
+  // device is as fast with 8-bit weights and u7 rows (2 * 127 * 127 <= 32767), so calibrate_plan
+  // narrows an int8 node that quantises its input per row at run time (Int8Input::dynamic) that
+  // way, keeping 8-bit weights (on BERT-base's projections: divergence 1.0e-3 against 1.9e-3
+  // with 7-bit weights), and only the others' weights to this range. Policy plans (--plan int8)
+  // use it; plan_auto offers int8 with 8-bit weights and rows and narrowed ("int8-narrow") per
+  // group (the narrower operands cost divergence).
   int int8_weight_max = 127;
 };
 

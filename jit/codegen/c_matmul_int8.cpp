@@ -8,7 +8,9 @@
 // row's s), and stored as u8 = q + 128. Output (float) = (acc - 128 * colsum[n]) * S[n], then
 // the epilogue: the zero point is compensated with the weights' column sums,
 //   sum_k (q_a + 128) q_w = sum_k q_a q_w + 128 * colsum[n],
-// so the s32 result is exact. Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
+// so the s32 result is exact. With attr a_u7 as well, each row gets a scale and a zero point z
+// (hpf::fake_quantize_rows_u7: u = q + z in 0..127) and the output is (acc - z * colsum[n]) * S[n]
+// * s: u <= 127 lets AVX2's vpmaddubsw take 8-bit weights exactly (2 * 127 * 128 <= 32767). Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
 // attrs k, n, a_scale | a_dynamic and the epilogue's (alpha, beta, out_scale).
 // U8 or I8 A (MatMulInteger): A is already quantised; its rows are copied (the sign bit flipped
 // where the dot product's operand is of the other signedness) and the output is the exact s32
@@ -32,9 +34,10 @@
 //                 (24 accumulators);
 //   AVX-VNNI      vpdpbusd ymm (VEX): tile 4 rows x 16 columns;
 //   AVX2, weights of at most 7 bits (attr w_max_abs <= 64: the planner quantises W8A8 weights
-//                 so on such a device, DeviceFormats::int8_weight_max) vpmaddubsw on u8 = q + 128
-//                 and q_w, vpmaddwd by ones: pair sums <= 2 * 255 * 64 = 32640, exact, the
-//                 throughput of oneDNN's (saturating) AVX2 kernel;
+//                 so on such a device, DeviceFormats::int8_weight_max) or u7 rows (a_u7)
+//                 vpmaddubsw on u8 = q + 128 (or u7) and q_w, vpmaddwd by ones: pair sums
+//                 <= 2 * 255 * 64 = 32640 (2 * 127 * 128 = 32512), exact, the throughput of
+//                 oneDNN's (saturating) AVX2 kernel;
 //   AVX2          vpmaddubsw, exact: A is stored signed (no zero point) and the sign moves to
 //                 the weights (vpsignb), so the u8 operand is |q_a| <= 128 and the s8 one
 //                 |q_w| <= 127 (symmetric weights never reach -128; attr w_max_abs <= 127 says so),
@@ -94,10 +97,11 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, ahi, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
   return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
-#elif defined(__AVX2__) && I8_W_LE64
+#elif defined(__AVX2__) && (I8_W_LE64 || I8_U7)
 /* AVX2 without VNNI, weights of at most 7 bits (|q_w| <= 64, as the planner quantises them for
    such a device: DeviceFormats::int8_weight_max): vpmaddubsw on u8 = q_a + 128 (<= 255) and q_w,
-   then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 255 * 64 = 32640 < 32767: exact,
+   then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 255 * 64 = 32640 < 32767 (u7 rows,
+   any weights: 2 * 127 * 128 = 32512): exact,
    never saturating, without the sign path's vpsignb (one Zen 3 core, u8 A, 2048^3: 126.9 ->
    90.2 ms, see bench/README.md). */
 #define I8_MR 4
@@ -202,6 +206,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   const int64_t K = attr_i(spec.attrs, "k", 0), N = attr_i(spec.attrs, "n", 0);
   const float a_scale = attr_f(spec.attrs, "a_scale", 0.0f);
   const bool dynamic = attr_i(spec.attrs, "a_dynamic", 0) != 0;
+  const bool u7 = attr_i(spec.attrs, "a_u7", 0) != 0;
+  if (u7 && !dynamic) return Status::invalid("matmul_i8: a_u7 needs a_dynamic (u7 rows are chosen at run time)");
   if (K <= 0 || N <= 0 || (!integer && dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K ||
       Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
@@ -248,18 +254,19 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // The stored value of an output: (acc - zc * colsum) exactly (I32) or dequantised.
   const std::string out_value =
       integer ? "(i32)((u32)o[jj] - (u32)zc * (u32)Z[j])"
-              : c_store(Y.dtype, "wq_out((float)(o[jj] - zc * Z[j]) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f), args, i0 + r, j)");
+              : c_store(Y.dtype, "wq_out((float)(o[jj] - (I8_U7 ? zr[r] : zc) * Z[j]) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f), args, i0 + r, j)");
   std::ostringstream s;
   s << c_prelude() << "#define I8_TRY_AMX " << (amx ? 1 : 0) << "\n" << int8_weight_defines(spec.attrs)
-    << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n"
+    << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n#define I8_U7 " << (u7 ? 1 : 0) << "\n"
     << int8_dot_source() << out_fn
     // Four bytes of A as one word: the quantised buffer's, or an integer A's own bytes read in place.
     << "typedef i32 i8_a32 __attribute__((may_alias, aligned(4)));\n"
     // The 16 outputs of row r (of the rows from i0) in panel pc from their s32 sums o.
     << "static inline __attribute__((always_inline)) void i8_row_out(const i32* restrict o, const float* restrict rs,\n"
+    << "    const i32* restrict zr,\n"
     << "    const float* restrict S, const i32* restrict Z, const i32 zc, void* const* args, " << c_storage_type(Y.dtype)
     << "* restrict Y, i64 i0, int r, i64 pc) {\n"
-    << "  (void)rs; (void)S; (void)args;\n"
+    << "  (void)rs; (void)zr; (void)S; (void)args;\n"
     // A whole panel's 16 columns without a bound check, so that the loop vectorises.
     << "  const int full = " << (N % 16 == 0 ? "1" : "pc * 16 + 16 <= " + L(N)) << ";\n"
     << "  for (i64 jj = 0; jj < 16; ++jj) { const i64 j = pc * 16 + jj; if (!full && j >= " << L(N) << ") break;\n"
@@ -268,9 +275,9 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     // One tile: rows [0, I8_MR) of the quantised block (row-major, AR words a row), NP
     // panels from p; accumulators over the whole K, then the epilogue.
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
-    << "    const i8_a32* restrict ap, const float* restrict rs, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+    << "    const i8_a32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
     << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np) {\n"
-    << "  (void)rs; (void)S; (void)args;\n"
+    << "  (void)rs; (void)zr; (void)S; (void)args;\n"
     << "  i8_v16 acc[I8_MR][I8_NP];\n"
     << "#pragma clang loop unroll(full)\n"
     << "  for (int r = 0; r < I8_MR; ++r)\n"
@@ -294,7 +301,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "  for (int r = 0; r < mr; ++r)\n"
     << "    for (int c = 0; c < np; ++c) {\n"
     << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
-    << "      i8_row_out(o, rs, S, Z, zc, args, Y, i0, r, p + c);\n"
+    << "      i8_row_out(o, rs, zr, S, Z, zc, args, Y, i0, r, p + c);\n"
     << "    }\n"
     << "}\n"
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
@@ -322,6 +329,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   s << "  i32 ap[" << AR * chunk << "] __attribute__((aligned(64)));\n"
     << "#if I8_AMX\n  i32 cb[32 * 32] __attribute__((aligned(64)));\n  hpf_amx_configure();\n#endif\n"
     << "  float rs[" << chunk << "];  /* per-row scales (a_dynamic) */\n"
+    << "  i32 zr[" << (u7 ? chunk : 1) << "];  /* per-row zero points (a_u7) */\n"
     << "  for (i64 w = begin; w < end;) {\n"
     // This chunk's column groups in the range: [cg0, wl - rc * CS).
     << "    const i64 rc = w / " << L(CS) << ", cg0 = w % " << L(CS) << ", wl = (rc + 1) * " << L(CS) << " < end ? (rc + 1) * "
@@ -354,7 +362,26 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
                 "      for (i64 k = 0; k < " + L(K) + "; ++k) xr[k] = " + c_load_operand(A.dtype, "A[i * " + L(K) + " + k]") + ";\n"
                 "      for (i64 k = " + L(K) + "; k < " + L(KP) + "; ++k) xr[k] = 0.0f;\n")
       << "      float s = " << (dynamic ? "1.0f" : c_float(a_scale)) << ";\n"
-      << "#if I8_DYNAMIC\n"
+      << "#if I8_U7\n"
+      // u7 rows: [lo, hi] spans 0 and the row (NaN ignored); s and z as fake_quantize_rows_u7.
+      << "      float zf;\n"
+      << "      {\n"
+      << "        hpf_f32x16 mn = (hpf_f32x16){}, mx = (hpf_f32x16){};\n"
+      << "        for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
+      << "          hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
+      << "          x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));\n"
+      << "          mn = __builtin_elementwise_min(mn, x);\n"
+      << "          mx = __builtin_elementwise_max(mx, x);\n"
+      << "        }\n"
+      << "        const float lo = __builtin_reduce_min(mn), hi = __builtin_reduce_max(mx);\n"
+      << "        s = hi - lo == 0.0f ? 1.0f : (hi - lo) / 127.0f;\n"
+      << "        s = s < 1.17549435e-38f ? 1.17549435e-38f : s;\n"
+      << "        zf = __builtin_rintf(-lo / s);\n"
+      << "        zf = zf == zf ? (zf < 0.0f ? 0.0f : zf > 127.0f ? 127.0f : zf) : 0.0f;\n"
+      << "        zr[r] = (i32)zf;\n"
+      << "      }\n"
+      << "      rs[r] = s;\n"
+      << "#elif I8_DYNAMIC\n"
       << "      {\n"
       << "        hpf_f32x16 m = (hpf_f32x16){};\n"
       << "        for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
@@ -371,7 +398,15 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "      const hpf_f32x16 sv = (hpf_f32x16){} + s;\n"
       << "      for (i64 k = 0; k < " << L(KP) << "; k += 16) {\n"
       << "        hpf_f32x16 x; __builtin_memcpy(&x, xr + k, 64);\n"
+      << "#if I8_U7\n"
+      // x / s, NaN -> 0, clamped to [-z, 127 - z] (integers: as clamping after rounding), + z.
+      << "        hpf_f32x16 v = x / sv;\n"
+      << "        v = (hpf_f32x16)((hpf_u32x16)v & (hpf_u32x16)(v == v));\n"
+      << "        v = __builtin_elementwise_min(__builtin_elementwise_max(v, (hpf_f32x16){} - zf), (hpf_f32x16){} + (127.0f - zf));\n"
+      << "        const i8_v16 qi = __builtin_convertvector(__builtin_elementwise_rint(v), i8_v16) + zr[r];\n"
+      << "#else\n"
       << "        const i8_v16 qi = i8_quant(x / sv);\n"
+      << "#endif\n"
       << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
       << "        __builtin_memcpy(ap + r * " << L(AR) << " + (k >> 2), &qb, 16);\n"
       << "      }\n"
@@ -405,7 +440,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        __builtin_ia32_tilestored64(0, cb, 128); __builtin_ia32_tilestored64(1, cb + 16, 128);\n"
     << "        __builtin_ia32_tilestored64(2, cb + 512, 128); __builtin_ia32_tilestored64(3, cb + 528, 128);\n"
     << "        for (int r = 0; r < mr; ++r)\n"
-    << "          for (int c = 0; c < np; ++c) i8_row_out(cb + r * 32 + c * 16, rs + r0, S, Z, zc, args, Y, i0 + r0, r, p + c);\n"
+    << "          for (int c = 0; c < np; ++c) i8_row_out(cb + r * 32 + c * 16, rs + r0, zr + r0, S, Z, zc, args, Y, i0 + r0, r, p + c);\n"
     << "      }\n"
     << "    }\n"
     << "#else\n"
@@ -416,8 +451,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
     << "          const i8_a32* restrict at = in_place && mr == I8_MR ? (const i8_a32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(AR) << ";\n"
-    << "          if (np == I8_NP) i8_tile(at, rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
-    << "          else i8_tile(at, rs + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
+    << "          if (np == I8_NP) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
+    << "          else i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
     << "        }\n"
     << "        p += np;\n"
     << "      }\n"

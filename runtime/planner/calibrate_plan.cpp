@@ -80,12 +80,23 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       if (w == kNoValue)
         return Status::invalid("calibrate_plan: node '" + n.name +
                                "' has weight_quant but no weight");
-      // The device's 7-bit preference only where the weights meet INT8 activations in a dot
-      // product (W8A8: INT32 accumulation); weight-only INT8 is dequantised to FP32 and keeps
-      // every bit.
-      const bool w8a8 = p.mode == Mode::int8 && p.accumulation == DType::I32;
-      HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant,
-                                                        w8a8 ? options.device.int8_weight_max : 127, options));
+      // The device's 7-bit preference (DeviceFormats::int8_weight_max) only where the weights
+      // meet INT8 activations of a static scale in a dot product (an int8 Conv's input_quant, a
+      // MatMul reading an INT8 value); a MatMul/Gemm quantising its rows at run time narrows
+      // them (u7) instead and keeps 8-bit weights; weight-only INT8 (FP32 accumulation, or a
+      // GEMV) is dequantised to FP32 and keeps every bit. The producer, earlier in graph
+      // order, is calibrated already: int8_input sees its static scale.
+      int qmax = 127;
+      p.dynamic_rows = RowQuant::s8;
+      if (options.device.int8_weight_max < 127 && p.mode == Mode::int8 && p.accumulation == DType::I32 &&
+          p.weight_quant->type == DType::I8) {
+        const Int8Input in = n.op == "MatMul" || n.op == "Gemm" ? int8_input(g, plan, n) : Int8Input{1.0f};
+        if (in.dynamic)
+          p.dynamic_rows = RowQuant::u7;
+        else if (in.static_scale > 0)
+          qmax = options.device.int8_weight_max;
+      }
+      HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant, qmax, options));
       p.weight_quant = std::move(q);
     }
     if (p.activation_quant && p.activation_quant->scales.empty()) {

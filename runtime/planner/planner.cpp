@@ -79,9 +79,9 @@ bool op_has(const std::string& op, Mode m) {
 bool needs_calibration(Mode m) { return m == Mode::int8 || m == Mode::fp8; }
 
 // What an auto node may become: a mode and, for int8 nodes whose weights meet INT8 activations
-// (W8A8), whether the weights take the device's narrower range (DeviceFormats::int8_weight_max:
-// 7 bits on AVX2 without VNNI, whose vpmaddubsw is then exact without the sign trick, about
-// 1.4x faster) or all 8 bits (more exact). Both are candidates; the search picks per group.
+// (W8A8), whether an operand narrows as the device asks (DeviceFormats::int8_weight_max: on AVX2
+// without VNNI u7 rows or 7-bit weights make vpmaddubsw exact without the sign trick, about
+// 1.3x faster) or both keep 8 bits (more exact). Both are candidates; the search picks per group.
 struct Choice {
   Mode mode = Mode::fp32;
   bool narrow = false;
@@ -185,7 +185,8 @@ class Planner {
       }
       if (any) mode_plans_[{m}] = std::move(pm);
     }
-    // int8 with the device's narrower weights, for the W8A8 nodes (weight-only INT8 keeps 8 bits).
+    // int8 with the device's narrower operands, for the W8A8 nodes (weight-only INT8 keeps 8
+    // bits; after calibration a node the narrowing leaves as it is loses the candidate).
     if (const auto i8 = mode_plans_.find({Mode::int8}); i8 != mode_plans_.end() && o_.device.int8_weight_max < 127) {
       bool any = false;
       for (size_t id = 0; id < g_.nodes().size(); ++id) {
@@ -197,6 +198,14 @@ class Planner {
       if (any) mode_plans_[kInt8Narrow] = i8->second;  // uncalibrated yet: calibrate() sets its scales
     }
     HPF_RETURN_IF_ERROR(calibrate());
+    if (const auto nw = mode_plans_.find(kInt8Narrow); nw != mode_plans_.end()) {
+      const Plan& i8 = mode_plans_.at({Mode::int8});
+      for (size_t id = 0; id < g_.nodes().size(); ++id) {  // narrowed as it was (weight-only)
+        const NodePlan &a = nw->second.nodes[id], &b = i8.nodes[id];
+        if (a.dynamic_rows == b.dynamic_rows && a.weight_quant && b.weight_quant && a.weight_quant->scales == b.weight_quant->scales)
+          std::erase(candidates_[id], kInt8Narrow);
+      }
+    }
     for (size_t id = 0; id < g_.nodes().size(); ++id) {  // static scales on too few rows
       auto& c = candidates_[id];
       const auto rows = calibration_rows_.find(static_cast<int32_t>(id));
@@ -239,7 +248,7 @@ class Planner {
     } else if (!values.empty() && calib_) {
       HPF_RETURN_IF_ERROR(observe_values(g_, *calib_, values, observers));
     }
-    // INT8 weights keep all 8 bits except in the int8-narrow plan (Choice): on Zen 3, 7-bit weights
+    // INT8 operands keep all 8 bits except in the int8-narrow plan (Choice): on Zen 3, 7-bit weights
     // everywhere diverged by 1.04e-3 on ResNet-50's calibration inputs against 3e-4 with 8 bits.
     PlannerOptions full = o_;
     full.device.int8_weight_max = 127;

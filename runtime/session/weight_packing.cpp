@@ -276,6 +276,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     std::optional<QuantParams> q;
     float a_scale = 0;       // W8A8, static: the INT8 scale A is held in
     bool a_dynamic = false;  // W8A8, dynamic: A quantised per row by the kernel
+    bool a_u7 = false;       // ... in asymmetric 7-bit rows
     if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
@@ -288,6 +289,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
         const Int8Input in = int8_input(g, *plan, n);
         a_scale = in.static_scale;
         a_dynamic = in.dynamic;
+        a_u7 = in.dynamic && in.rows == RowQuant::u7;
         if (a_scale > 0 || a_dynamic) format = "i8vnni";
       }
     } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
@@ -347,6 +349,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       ins.push_back(zid);
       if (a_dynamic)
         spec.attrs["a_dynamic"] = int64_t{1};
+      if (a_u7) spec.attrs["a_u7"] = int64_t{1};
       else
         spec.attrs["a_scale"] = a_scale;
       spec.attrs["w_max_abs"] = int64_t{packed->max_abs};

@@ -392,24 +392,26 @@ int32_t weight_max_q(const Graph& g, const NodePlan& n) {
   return mx;
 }
 
-TEST_CASE("plan_auto: int8 with the device's narrower weights where they measure faster") {
-  // A device whose INT8 kernels are fastest with weights of |q| <= 64 (DeviceFormats::
-  // int8_weight_max; AVX2 without VNNI): the planner offers int8 with both ranges, times both,
-  // and, within a loose budget, keeps the faster.
+TEST_CASE("plan_auto: int8 with the device's narrower operands where they measure faster") {
+  // A device whose INT8 kernels are fastest with weights of |q| <= 64 or u7 rows (DeviceFormats::
+  // int8_weight_max; AVX2 without VNNI): the planner offers int8 with 8-bit operands and
+  // narrowed, times both, and, within a loose budget, keeps the faster. mm1 quantises its rows at
+  // run time (u7 when narrowed, 8-bit weights); mm2 reads mm1's INT8 output (7-bit weights).
   const Graph g = int8_chain();
   const auto batches = *random_calibration_inputs(g, 2, 3, 32);
   auto ev = RefEvaluator::create(g, batches);
   REQUIRE(ev.ok());
   Evaluators e = ev->evaluators();
-  std::set<int32_t> ranges;  // the weight ranges the planner had timed
+  std::set<std::string> variants;  // node:weight range[:u7] as the planner had them timed
   e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
     std::map<std::string, double> t;
     for (const NodePlan& n : p.nodes) {
       t[n.name] = 1.0;
       if (n.mode != Mode::int8) continue;
       const int32_t q = weight_max_q(g, n);
-      ranges.insert(q);
-      t[n.name] = q <= 64 ? 0.3 : 0.5;
+      const bool u7 = n.dynamic_rows == RowQuant::u7;
+      variants.insert(n.name + ":" + std::to_string(q) + (u7 ? ":u7" : ""));
+      t[n.name] = q <= 64 || u7 ? 0.3 : 0.5;
     }
     return t;
   };
@@ -422,20 +424,23 @@ TEST_CASE("plan_auto: int8 with the device's narrower weights where they measure
   PlannerReport r;
   auto plan = plan_auto(g, o, e, &batches, &r);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
-  CHECK(ranges == std::set<int32_t>{64, 127});
+  CHECK(variants == std::set<std::string>{"mm1:127", "mm1:127:u7", "mm2:127", "mm2:64"});
   for (const char* mm : {"mm1", "mm2"}) {
     CAPTURE(mm);
     CHECK(plan->find(mm)->mode == Mode::int8);
-    CHECK(weight_max_q(g, *plan->find(mm)) == 64);
   }
+  CHECK(plan->find("mm1")->dynamic_rows == RowQuant::u7);
+  CHECK(weight_max_q(g, *plan->find("mm1")) == 127);
+  CHECK(plan->find("mm2")->dynamic_rows == RowQuant::s8);
+  CHECK(weight_max_q(g, *plan->find("mm2")) == 64);
   CHECK(r.modes["int8-narrow"] == 2);
-  // A device without the preference is offered 8-bit weights only.
+  // A device without the preference is offered 8-bit operands only.
   o.device.int8_weight_max = 127;
-  ranges.clear();
+  variants.clear();
   plan = plan_auto(g, o, e, &batches, &r);
   REQUIRE(plan.ok());
-  CHECK(ranges == std::set<int32_t>{127});
-  CHECK(weight_max_q(g, *plan->find("mm1")) == 127);
+  CHECK(variants == std::set<std::string>{"mm1:127", "mm2:127"});
+  CHECK(plan->find("mm1")->dynamic_rows == RowQuant::s8);
   CHECK(r.modes["int8"] == 2);
 }
 

@@ -73,8 +73,9 @@ Graph build(const Case& c) {
 }
 
 // The plan `mode` asks for on the CPU device, calibrated on the test's own input.
+// `weight_max` < 127: as for a device asking for narrower INT8 operands (int8_weight_max).
 Plan calibrated_plan(const Graph& g, Mode mode, const DeviceFormats& f, const Tensor& a,
-                     const std::vector<std::string>& observed = {"y"}) {
+                     const std::vector<std::string>& observed = {"y"}, int weight_max = 127) {
   auto plan = plan_from_policy(g, Policy::uniform(mode), f);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   // bf16/fp16: the graph output stays F32 on the device (graph outputs keep their dtype); the
@@ -82,7 +83,9 @@ Plan calibrated_plan(const Graph& g, Mode mode, const DeviceFormats& f, const Te
   if (mode == Mode::bf16 || mode == Mode::fp16) plan->nodes.back().storage = DType::F32;
   std::map<std::string, Observer> obs;
   REQUIRE(observe_values(g, {{a}}, observed, obs).ok());
-  Status s = calibrate_plan(g, *plan, obs);
+  PlannerOptions po;
+  po.device.int8_weight_max = weight_max;
+  Status s = calibrate_plan(g, *plan, obs, po);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   return std::move(plan).value();
 }
@@ -92,10 +95,12 @@ struct Result {
   int64_t step_diffs = 0;  // int8 outputs one quantisation step apart
   int64_t elements = 0;
   CompileStats stats;
+  bool u7 = false;     // the plan's mm quantises its rows to u7
+  int weight_max = 0;  // the largest |q| of its INT8 weights (0: none)
 };
 
 // `specials`: planned on random values, run with special values among them (test::with_special_values).
-Result run_case(const Case& c, Mode mode, bool specials = false) {
+Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max = 127) {
   Result r;
   const Graph g = build(c);
   Tensor a = random(c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k}, 3, -2, 2);
@@ -105,8 +110,16 @@ Result run_case(const Case& c, Mode mode, bool specials = false) {
   REQUIRE_MESSAGE(s.ok(), s.status().to_string());
   auto plan = std::make_shared<Plan>(calibrated_plan(g, mode, s->device_formats(), a,
                                                          c.epilogue ? std::vector<std::string>{"y", "mm:out"}
-                                                                    : std::vector<std::string>{"y"}));
+                                                                    : std::vector<std::string>{"y"},
+                                                         weight_max));
   REQUIRE(plan->find("mm")->mode == mode);
+  r.u7 = plan->find("mm")->dynamic_rows == RowQuant::u7;
+  if (const auto& q = plan->find("mm")->weight_quant; q && q->type == DType::I8) {
+    const Tensor& w = *g.value(*g.find_value("w")).constant;
+    Tensor qs(DType::I8, w.shape());
+    REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs.bytes()).ok());
+    for (std::byte v : qs.bytes()) r.weight_max = std::max(r.weight_max, std::abs(int{static_cast<int8_t>(v)}));
+  }
   if (c.int4_group > 0) {
     const Tensor& w = *g.value(*g.find_value("w")).constant;
     auto q = int4_weight_params(w, c.trans_b ? 1 : 0, c.int4_group);
@@ -224,6 +237,28 @@ TEST_CASE("matmul_i8: NaN, infinities and values past the INT32 range in A quant
     CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"mm"});
     CHECK_MESSAGE(r.worst <= 2e-5, "worst relative error " << r.worst);
     CHECK(r.step_diffs * 100 <= r.elements);
+  }
+}
+
+TEST_CASE("matmul_i8: u7 rows with 8-bit weights (a device asking for narrower operands) match the emulation") {
+  // calibrate_plan narrows a MatMul quantising its rows at run time to u7 rows (a scale and zero
+  // point per row, 0..127) and keeps its 8-bit weights; the kernel (vpmaddubsw on AVX2, exact
+  // for u7 and any s8) computes the emulation's integers, special values included.
+  for (const Case& c : kCases) {
+    if (c.m * std::max<int64_t>(c.batch, 1) <= 4) continue;  // GEMVs stay weight-only
+    for (const bool specials : {false, true}) {
+      CAPTURE(c.m);
+      CAPTURE(c.n);
+      CAPTURE(c.k);
+      CAPTURE(specials);
+      const Result r = run_case(c, Mode::int8, specials, 64);
+      CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"mm"});
+      CHECK(r.u7);
+      CHECK(r.weight_max == 127);
+      const double tol = 2e-5 * std::sqrt(std::max(1.0, c.k / 300.0));
+      CHECK_MESSAGE(r.worst <= tol, "worst relative error " << r.worst);
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
   }
 }
 
@@ -376,8 +411,10 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
                          Chain{100, 64, 256, 130, false}, Chain{2, 40, 300, 48, false},
                          // K multiples of 64, at least 16 rows: AMX-INT8 tiles where the host has them.
                          Chain{40, 64, 128, 96, false}, Chain{70, 128, 64, 50, true, false, true}})
-  // w7: the weights planned to |q| <= 64, as for a device asking for 7-bit INT8 weights (AVX2
-  // without VNNI; DeviceFormats::int8_weight_max), whose kernels then take the plain vpmaddubsw.
+  // w7: planned for a device asking for narrower INT8 operands (AVX2 without VNNI;
+  // DeviceFormats::int8_weight_max 64), whose kernels then take the plain vpmaddubsw: mm2, reading
+  // mm1's INT8 output, gets weights of |q| <= 64; mm1 quantises its rows at run time: u7 rows
+  // and 8-bit weights (a GEMV mm1 is weight-only: 8-bit weights).
   for (const bool w7 : {false, true}) {
     if (w7 && c.squeeze) continue;
     CAPTURE(c.m);
@@ -415,15 +452,17 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     po.device = s->device_formats();
     po.device.int8_weight_max = w7 ? 64 : 127;
     REQUIRE(calibrate_plan(*g, *plan, obs, po).ok());
-    for (const char* mm : {"mm1", "mm2"}) {  // the weights' largest |q| is the range asked for
+    for (const std::string mm : {"mm1", "mm2"}) {  // the weights' largest |q|: the range asked for
       const Tensor& w = *g->constant(g->node(*g->find_node(mm)).inputs[1]);
       const QuantParams& q = *plan->find(mm)->weight_quant;
       Tensor qs(DType::I8, w.shape());
       REQUIRE(quantize(w.to_f32(), w.shape(), q, qs.bytes()).ok());
       int32_t mx = 0;
       for (std::byte v : qs.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
-      CHECK(mx == (w7 ? 64 : 127));
+      CHECK(mx == (w7 && mm == "mm2" ? 64 : 127));
     }
+    CHECK(plan->find("mm1")->dynamic_rows == (w7 && c.m > 4 ? RowQuant::u7 : RowQuant::s8));
+    CHECK(plan->find("mm2")->dynamic_rows == RowQuant::s8);
     if (c.epilogue)  // the int8 plan gives Add and Relu bf16 (int8 is for matmul and conv); keep them f32
       for (NodePlan& np : plan->nodes)
         if (np.name == "add" || np.name == "relu") np.storage = DType::F32;
@@ -447,17 +486,19 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
           (c.m > 4 ? std::vector<std::string>{"mm1", "mm2"} : std::vector<std::string>{"mm2"}));
     CHECK(exe->compile_stats().kernels == 2);  // with the epilogue: Add and Relu inside mm2's kernel
     // The kernels know the weights' range: mm2's, and mm1's where it computes in INT8.
-    int le64 = 0, i8_kernels = 0;
+    int le64 = 0, u7 = 0, i8_kernels = 0;
     for (const auto& e : std::filesystem::directory_iterator(dump)) {
       std::ifstream f(e.path());
       const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
       if (src.find("i8_dp(") == std::string::npos) continue;
       ++i8_kernels;
       le64 += src.find("#define I8_W_LE64 1") != std::string::npos;
+      u7 += src.find("#define I8_U7 1") != std::string::npos;
     }
     std::filesystem::remove_all(dump);
     CHECK(i8_kernels == (c.m > 4 ? 2 : 1));
-    CHECK(le64 == (w7 ? i8_kernels : 0));
+    CHECK(le64 == (w7 ? 1 : 0));
+    CHECK(u7 == (w7 && c.m > 4 ? 1 : 0));
     auto got = exe->run({x});
     REQUIRE(got.ok());
     // mm2 reads mm1's output as INT8, so mm1 stores it so; nothing reads mm2's as INT8: float.
@@ -465,12 +506,42 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     CHECK(!plan->find("mm2")->activation_quant);
     CHECK(plan->find("mm2")->storage == DType::F32);
     // Integer sums are exact; only the final FP32 scaling (and the epilogue's FP32 arithmetic)
-    // differs from the emulation's FP64: a few ulps.
+    // differs from the emulation's FP64: a few ulps. Except where one of mm1's outputs lies
+    // within those ulps of a rounding boundary of its INT8 scale: stored one step apart, it
+    // moves mm2's whole row by that step times a row of mm2's weights (k, the sign found from
+    // the row's largest difference). At most one such row.
     const std::vector<float> gv = (*got)[0].to_f32(), wv = (*want)[0].to_f32();
-    for (size_t i = 0; i < gv.size(); ++i) {
-      const double d = std::abs(double(gv[i]) - wv[i]);
-      CHECK_MESSAGE(d <= 1e-5 * (std::abs(wv[i]) + 1), "element " << i << ": " << gv[i] << " vs " << wv[i]);
+    const float sh = plan->find("mm1")->activation_quant->scales[0];
+    std::vector<float> w2 = g->constant(g->node(*g->find_node("mm2")).inputs[1])->to_f32();
+    REQUIRE(fake_quantize(w2, g->constant(g->node(*g->find_node("mm2")).inputs[1])->shape(),
+                          *plan->find("mm2")->weight_quant).ok());
+    auto w2_at = [&](int64_t k, int64_t j) { return c.gemm ? w2[j * c.n1 + k] : w2[k * c.n2 + j]; };
+    int stepped_rows = 0;
+    for (int64_t i = 0; i < c.m; ++i) {
+      auto close = [&](int64_t j, double shift) {
+        const double d = std::abs(double(gv[i * c.n2 + j]) - wv[i * c.n2 + j] - shift);
+        return d <= 1e-5 * (std::abs(wv[i * c.n2 + j]) + 1);
+      };
+      int64_t worst = 0;
+      for (int64_t j = 0; j < c.n2; ++j)
+        if (std::abs(gv[i * c.n2 + j] - wv[i * c.n2 + j]) > std::abs(gv[i * c.n2 + worst] - wv[i * c.n2 + worst])) worst = j;
+      if (close(worst, 0)) continue;
+      const double dw = double(gv[i * c.n2 + worst]) - wv[i * c.n2 + worst];
+      bool explained = false;
+      for (int64_t k = 0; k < c.n1 && !explained; ++k)
+        for (const double sg : {1.0, -1.0}) {
+          if (!close(worst, sg * sh * w2_at(k, worst))) continue;
+          explained = true;
+          for (int64_t j = 0; j < c.n2; ++j)  // a Relu after mm2 may clip either side
+            explained = explained && (close(j, sg * sh * w2_at(k, j)) ||
+                                      ((gv[i * c.n2 + j] == 0 || wv[i * c.n2 + j] == 0) &&
+                                       std::abs(gv[i * c.n2 + j] - wv[i * c.n2 + j]) <= sh * std::abs(w2_at(k, j)) * 1.0001));
+          if (explained) break;
+        }
+      CHECK_MESSAGE(explained, "row " << i << ": " << gv[i * c.n2 + worst] << " vs " << wv[i * c.n2 + worst] << " (" << dw << ")");
+      ++stepped_rows;
     }
+    CHECK(stepped_rows <= 1);
   }
 }
 

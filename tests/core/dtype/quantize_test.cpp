@@ -430,6 +430,37 @@ TEST_CASE("fake_quantize_rows_i8: one scale per row, max|row| / 127, NaN and inf
   CHECK(hpf::fake_quantize_rows_i8(y, 3).message() == "fake_quantize_rows_i8: rows of 3 do not divide 4 elements");
 }
 
+TEST_CASE("fake_quantize_rows_u7: a scale and zero point per row over [min(0, x), max(0, x)], 0..127") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // Row 0: [-0.5, 2.04]: s = 2.54 / 127 = 0.02, z = rne(25) = 25; 2.04 -> 102 (u 127),
+  //   -0.5 -> -25 (u 0), 0.07 -> 3.5 (to even: 4, within float rounding of the tie).
+  // Row 1: one-sided [0, 1.27] (the 0 spans it): s = 0.01, z = 0, -0 stays 0, 0.004 -> 0.
+  // Row 2: all zero (s = 1). Row 3: NaN ignored by the range, stored 0.
+  // Row 4: an infinity makes s = inf: the row becomes NaN. Row 5: -inf and inf: z is NaN -> 0, NaN.
+  std::vector<float> x = {2.04f, -0.5f, 0.07f, 1.27f, -0.0f, 0.004f, 0, 0, 0,
+                          nan, -1.27f, 0.5f, inf, 1, -2, -inf, inf, 1};
+  REQUIRE(hpf::fake_quantize_rows_u7(x, 3).ok());
+  const float s0 = (2.04f + 0.5f) / 127.0f, s1 = 1.27f / 127.0f, s3 = (0.5f + 1.27f) / 127.0f;
+  CHECK(std::nearbyint(0.5f / s0) == 25);
+  CHECK(x[0] == 102 * s0);
+  CHECK(x[1] == -25 * s0);
+  CHECK(x[2] == std::nearbyint(0.07f / s0) * s0);
+  CHECK(x[3] == 127 * s1);
+  CHECK((x[4] == 0 && x[5] == 0));
+  CHECK((x[6] == 0 && x[7] == 0 && x[8] == 0));
+  const float z3 = std::nearbyint(1.27f / s3);
+  CHECK(x[9] == 0);
+  CHECK(x[10] == -z3 * s3);
+  CHECK(x[11] == std::nearbyint(0.5f / s3) * s3);
+  for (int i = 12; i < 18; ++i) CHECK(std::isnan(x[i]));
+  // Each row's 128 levels cover its own span: a row from 0 to 1 keeps steps of 1 / 127.
+  std::vector<float> y = {1, 0.25f, -100, 100};
+  REQUIRE(hpf::fake_quantize_rows_u7(y, 2).ok());
+  CHECK(y[0] == 127 * (1.0f / 127.0f));
+  CHECK(y[1] == 32 * (1.0f / 127.0f));
+  CHECK(hpf::fake_quantize_rows_u7(y, 3).message() == "fake_quantize_rows_u7: rows of 3 do not divide 4 elements");
+}
+
 TEST_CASE("quantize: rounds half to even like nearbyint, on ties and near them") {
   std::mt19937 g(5);
   std::uniform_int_distribution<int> halves(-300, 300);

@@ -341,6 +341,17 @@ TEST_CASE("emulation: dynamic_int8_rows quantises a MatMul's A per row") {
   e.dynamic_int8_rows = {"nope"};
   CHECK(ref::run(g, {x}, o).status().message() ==
         "emulation: dynamic_int8_rows names node 'nope', which graph 'mm' does not have");
+  // u7 rows: fake_quantize_rows_u7's values (row 0 spans [-1, 0.5]: s = 1.5 / 127, z = 85).
+  e.dynamic_int8_rows.clear();
+  e.dynamic_u7_rows = {"mm"};
+  r = ref::run(g, {x}, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  q = x.to_f32();
+  REQUIRE(fake_quantize_rows_u7(q, 3).ok());
+  CHECK((*r)[0].to_f32() == std::vector<float>{q[0], q[1], q[3], q[4]});
+  CHECK(q[1] == -85 * (1.5f / 127));
+  e.dynamic_int8_rows = {"mm"};
+  CHECK(ref::run(g, {x}, o).status().message() == "emulation: node 'mm' is in both dynamic_int8_rows and dynamic_u7_rows");
 }
 
 TEST_CASE("emulation: an int8 Conv with per-output-channel weight scales") {

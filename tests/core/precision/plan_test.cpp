@@ -37,6 +37,7 @@ Plan sample_plan() {
   a.weight_quant = QuantParams{
       DType::I8, {0.1f, 1.0f / 3.0f, std::nextafter(1.0f, 2.0f), 1e-40f, -0.0f}, {}, 1, 0};
   a.activation_quant = QuantParams{DType::U8, {0.0078125f}, {128}, -1, 0};
+  a.dynamic_rows = RowQuant::u7;
   a.predicted_ms = 0.123456789012345678;
   a.measured_ms = std::numeric_limits<double>::infinity();
   a.bytes = int64_t{1} << 40;
@@ -92,6 +93,7 @@ void check_plans_equal(const Plan& x, const Plan& y) {
     CHECK(a.accumulation == b.accumulation);
     check_quant_equal(a.weight_quant, b.weight_quant);
     check_quant_equal(a.activation_quant, b.activation_quant);
+    CHECK(a.dynamic_rows == b.dynamic_rows);
     CHECK(same_bits(a.predicted_ms, b.predicted_ms));
     CHECK(same_bits(a.measured_ms, b.measured_ms) == true);
     CHECK(a.bytes == b.bytes);
@@ -177,6 +179,8 @@ TEST_CASE("plan: a bad field value is an error naming the node, the field and th
         "plan: nodes[1] ('ffn/\"up\"').weight_quant.group_size: expected an integer, got 3.5");
   CHECK(error_of(edited("\"bytes\":0", "\"bytes\":0, \"latency\":3")) ==
         "plan: nodes[1] ('ffn/\"up\"').latency: unknown field");
+  CHECK(error_of(edited("\"dynamic_rows\":\"u7\"", "\"dynamic_rows\":\"u6\"")) ==
+        "plan: nodes[0] ('layer0/attention/qk').dynamic_rows: 'u6' is not s8 or u7");
   CHECK(error_of(edited("\"metric\":\"rel-l2\"", "\"metric\":\"mse\"")) ==
         "plan: metric: unknown metric 'mse' (metrics: kl, rel-l2)");
   CHECK(error_of(edited("\"predicted_ms\":1e-300", "\"predicted_ms\":\"fast\"")) ==
