@@ -1,5 +1,9 @@
 // How an int8 MatMul/Gemm reads its float input: a calibrated per-tensor scale from its producer
-// or per-row scales chosen at run time (precision.hpp).
+// or per-row scales chosen at run time; and which values are never negative (precision.hpp).
+#include <algorithm>
+#include <iterator>
+#include <variant>
+
 #include "hpf/precision.hpp"
 
 namespace hpf {
@@ -39,6 +43,36 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
   r.dynamic = true;
   r.rows = p->dynamic_rows;
   return r;
+}
+
+bool never_negative(const Graph& g, ValueId v) {
+  for (int depth = 0; depth < 64 && v != kNoValue; ++depth) {  // a chain of pass-through ops
+    const int32_t producer = g.value(v).producer;
+    if (producer < 0) return false;
+    const Node& n = g.node(producer);
+    if (n.op == "Relu") return true;
+    if (n.op == "Clip") {
+      if (n.inputs.size() >= 2 && n.inputs[1] != kNoValue) {
+        const Tensor* lo = g.constant(n.inputs[1]);
+        if (!lo || lo->numel() != 1 || !is_float(lo->dtype())) return false;
+        const float m = lo->to_f32()[0];
+        return m >= 0;  // NaN: false
+      }
+      const auto it = n.attrs.find("min");  // opset < 11
+      return it != n.attrs.end() && std::holds_alternative<float>(it->second) && std::get<float>(it->second) >= 0;
+    }
+    static const char* const kPassThrough[] = {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool", "Reshape",
+                                               "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"};
+    if (n.op == "Concat") {
+      for (ValueId in : n.inputs)
+        if (in == kNoValue || !never_negative(g, in)) return false;
+      return !n.inputs.empty();
+    }
+    if (std::find(std::begin(kPassThrough), std::end(kPassThrough), n.op) == std::end(kPassThrough) || n.inputs.empty())
+      return false;
+    v = n.inputs[0];
+  }
+  return false;
 }
 
 }  // namespace hpf

@@ -70,9 +70,10 @@ typedef struct hpf_kv {
 
 /* Formats (libhpf's names: "f32", "tf32", "bf16", "f16", "f8e4m3", "f8e5m2", "i8", "u8", "i4")
  * a device runs for one op class ("matmul", "conv", "elementwise", "normalization", ...). The
- * list may also carry a hint that is not a format: "i8w7", the class's INT8 dot product wants
- * weights of 7 bits (|q| <= 64; the planner then quantises W8A8 weights to that range). Names the
- * host does not know are ignored. */
+ * list may also carry a hint that is not a format: "i8w7", the class's INT8 dot product is
+ * exact and fastest when one operand has 7 bits (u8 x s8 pairs summed in 16 bits): the planner
+ * then gives W8A8 weights |q| <= 64, or, where a MatMul quantises its rows at run time, rows of
+ * 0..127 (u7) with 8-bit weights. Names the host does not know are ignored. */
 typedef struct hpf_precision_support {
   size_t struct_size;
   const char* op_class;

@@ -170,6 +170,13 @@ struct Int8Input {
 };
 Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n);
 
+// Whether value `v` is never negative by construction (NaN aside): the output of a Relu, of a
+// Clip whose min is a constant >= 0, or of a MaxPool, AveragePool, GlobalAveragePool,
+// GlobalMaxPool, Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Identity or Concat whose float
+// inputs all are. An int8 Conv reading such a value quantises it to 0..127 (u7 as it is, no
+// zero point), which AVX2's vpmaddubsw multiplies exactly with 8-bit weights.
+bool never_negative(const Graph& g, ValueId v);
+
 // What a device can compute in, for turning modes into formats (from the plugin's description
 // and the hwdb): tf32/bf16/fp16 need TF32/BF16/F16 in `storage`, int8 needs int8_compute, fp8
 // needs fp8_compute, int4-weights needs I4 in `storage`.

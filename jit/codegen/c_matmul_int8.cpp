@@ -66,7 +66,8 @@ constexpr int64_t kRows = 12;
 
 std::string int8_weight_defines(const Attributes& attrs) {
   const int64_t m = attr_i(attrs, "w_max_abs", 128);
-  return "#define I8_W_HAS_M128 " + std::to_string(m > 127 ? 1 : 0) + "\n#define I8_W_LE64 " + std::to_string(m <= 64 ? 1 : 0) + "\n";
+  return "#define I8_W_HAS_M128 " + std::to_string(m > 127 ? 1 : 0) + "\n#define I8_W_LE64 " + std::to_string(m <= 64 ? 1 : 0) +
+         "\n#define I8_A_NONNEG " + std::to_string(attr_i(attrs, "a_nonneg", 0) != 0 ? 1 : 0) + "\n";
 }
 
 const char* int8_dot_source() {
@@ -97,7 +98,7 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, ahi, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
   return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
-#elif defined(__AVX2__) && (I8_W_LE64 || I8_U7)
+#elif defined(__AVX2__) && (I8_W_LE64 || I8_U7 || I8_A_NONNEG)
 /* AVX2 without VNNI, weights of at most 7 bits (|q_w| <= 64, as the planner quantises them for
    such a device: DeviceFormats::int8_weight_max): vpmaddubsw on u8 = q_a + 128 (<= 255) and q_w,
    then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 255 * 64 = 32640 < 32767 (u7 rows,
@@ -169,8 +170,8 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 #endif
 }
 #endif
-#if defined(I8_SIGNED)
-#define I8_ZP 0   /* A stored as s8 q; no zero point to compensate */
+#if defined(I8_SIGNED) || I8_A_NONNEG
+#define I8_ZP 0   /* A stored as s8 q (or never negative: u7 q); no zero point to compensate */
 #else
 #define I8_ZP 128 /* A stored as u8 q + 128: 128 times the weights' column sums to subtract */
 #endif

@@ -84,7 +84,8 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       // meet INT8 activations of a static scale in a dot product (an int8 Conv's input_quant, a
       // MatMul reading an INT8 value); a MatMul/Gemm quantising its rows at run time narrows
       // them (u7) instead and keeps 8-bit weights; weight-only INT8 (FP32 accumulation, or a
-      // GEMV) is dequantised to FP32 and keeps every bit. The producer, earlier in graph
+      // GEMV) is dequantised to FP32 and keeps every bit, and so does a Conv whose input is
+      // never negative (its INT8 values are u7 already). The producer, earlier in graph
       // order, is calibrated already: int8_input sees its static scale.
       int qmax = 127;
       p.dynamic_rows = RowQuant::s8;
@@ -93,8 +94,8 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
         const Int8Input in = n.op == "MatMul" || n.op == "Gemm" ? int8_input(g, plan, n) : Int8Input{1.0f};
         if (in.dynamic)
           p.dynamic_rows = RowQuant::u7;
-        else if (in.static_scale > 0)
-          qmax = options.device.int8_weight_max;
+        else if (in.static_scale > 0 && !(n.op == "Conv" && never_negative(g, n.inputs[0])))
+          qmax = options.device.int8_weight_max;  // (a Conv's never negative input is u7 already)
       }
       HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant, qmax, options));
       p.weight_quant = std::move(q);

@@ -526,6 +526,7 @@ Expected<std::vector<std::string>> lower_int8_convs(Graph& g, const Plan* plan, 
     spec.attrs["w_shape"] = w->shape();
     spec.attrs["a_scale"] = a_scale;
     spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
+    if (never_negative(g, n.inputs[0])) spec.attrs["a_nonneg"] = int64_t{1};
     set_out_scale(p, spec);
     st.spec = std::move(spec);
     st.inputs = std::move(ins);

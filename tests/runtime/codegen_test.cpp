@@ -554,29 +554,42 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
 )";
   const int64_t n = 64;  // vectors
   std::mt19937 rng(77);
-  std::vector<int8_t> a(n * 64), b_full(n * 64);
-  for (auto& v : a) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  std::vector<int8_t> a_any(n * 64), b_full(n * 64);
+  for (auto& v : a_any) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
   for (auto& v : b_full) v = static_cast<int8_t>(static_cast<int>(rng() % 255) - 127);  // never -128
   // 7-bit weights (|q| <= 64), the first 16 vectors at the 16-bit pair sums' edge: a's bytes all
   // 0xff (255 read unsigned), b's pairs both +64 or both -64 (+-32640; 32767 is the limit).
   std::vector<int8_t> b7(n * 64);
   for (auto& v : b7) v = static_cast<int8_t>(static_cast<int>(rng() % 129) - 64);
   for (int64_t i = 0; i < 16 * 64; ++i) {
-    a[i] = -1;
+    a_any[i] = -1;
     b7[i] = (i / 2) % 3 == 0 ? -64 : 64;
   }
-  struct Path { const char* name; const char* prefix; bool w7; };
+  // u7 activations (0..127: matmul_i8's u7 rows, conv_i8's never negative input) with any 8-bit
+  // weights, -128 included, the first 16 vectors at the edge: 127 x pairs of -128 (-32512).
+  std::vector<int8_t> a7(n * 64), b8(n * 64);
+  for (auto& v : a7) v = static_cast<int8_t>(rng() % 128);
+  for (auto& v : b8) v = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
+  for (int64_t i = 0; i < 16 * 64; ++i) {
+    a7[i] = 127;
+    b8[i] = (i / 2) % 3 == 0 ? 127 : -128;
+  }
+  struct Path { const char* name; const char* prefix; bool w7; bool u7 = false; };
   const Path paths[] = {
       {"host", "", false},
       {"no AVX512-VNNI", "#undef __AVX512VNNI__\n", false},
       {"AVX2 vpmaddubsw, 7-bit weights", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_LE64 1\n", true},
       {"host, 7-bit weights", "#define I8_W_LE64 1\n", true},
+      {"AVX2 vpmaddubsw, u7 rows", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_U7 1\n", false, true},
+      {"AVX2 vpmaddubsw, never negative input", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_A_NONNEG 1\n", false, true},
+      {"host, never negative input", "#define I8_A_NONNEG 1\n", false, true},
       {"AVX2 vpmaddubsw", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_HAS_M128 0\n", false},
       {"AVX2 widening", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n", false},
       {"plain C", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#undef __AVX2__\n", false},
   };
-  for (const auto& [name, prefix, w7] : paths) {
-    std::vector<int8_t>& b = w7 ? b7 : b_full;
+  for (const auto& [name, prefix, w7, u7] : paths) {
+    std::vector<int8_t>& b = w7 ? b7 : u7 ? b8 : b_full;
+    std::vector<int8_t>& a = u7 ? a7 : a_any;
     const std::string what = name;
     CAPTURE(what);
     if (!plugin().skip.empty()) {

@@ -8,6 +8,10 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
 
 #include "hpf/calibration.hpp"
 #include "hpf/planner.hpp"
@@ -66,13 +70,16 @@ std::vector<Tensor> inputs_of(const Graph& g, uint32_t seed) {
   return t;
 }
 
-// The uniform int8 plan on the CPU device, calibrated on the test's own inputs.
-Plan int8_plan(const Graph& g, const DeviceFormats& f, const std::vector<Tensor>& in) {
+// The uniform int8 plan on the CPU device, calibrated on the test's own inputs; `weight_max` < 127:
+// as for a device asking for narrower INT8 operands (DeviceFormats::int8_weight_max).
+Plan int8_plan(const Graph& g, const DeviceFormats& f, const std::vector<Tensor>& in, int weight_max = 127) {
   auto plan = plan_from_policy(g, Policy::uniform(Mode::int8), f);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   std::map<std::string, Observer> obs;
   REQUIRE(observe_values(g, {in}, values_to_observe(g, *plan), obs).ok());
-  Status s = calibrate_plan(g, *plan, obs);
+  PlannerOptions po;
+  po.device.int8_weight_max = weight_max;
+  Status s = calibrate_plan(g, *plan, obs, po);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   return std::move(plan).value();
 }
@@ -82,21 +89,26 @@ struct Result {
   int64_t step_diffs = 0;  // outputs one quantisation step apart
   int64_t elements = 0;
   CompileStats stats;
+  int weight_max = 0;  // the plan's largest |q| of the Conv's weights
+  bool nonneg = false; // the kernel took the never-negative input path (I8_A_NONNEG)
 };
 
 // `out_quant`: the plan stores the Conv's output in INT8 (fake-quantised in the kernel), else
 // in F32 (the sums themselves are compared, not their rounding to the output's grid).
 // `specials`: planned on the random inputs, run on them with special values in the first
 // (test::with_special_values).
-Result run_case(const Case& c, bool out_quant, bool specials = false) {
+Result run_case(const Case& c, bool out_quant, bool specials = false, int weight_max = 127) {
   Result r;
   const Graph g = build(c);
   std::vector<Tensor> in = inputs_of(g, 3);
+  const auto dump = std::filesystem::temp_directory_path() / ("hpf-conv-i8-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dump);
   SessionOptions o;
   o.use_cache = false;
+  o.dump_dir = dump.string();
   auto s = Session::create(o);
   REQUIRE_MESSAGE(s.ok(), s.status().to_string());
-  auto plan = std::make_shared<Plan>(int8_plan(g, s->device_formats(), in));
+  auto plan = std::make_shared<Plan>(int8_plan(g, s->device_formats(), in, weight_max));
   if (specials) in[0] = test::with_special_values(in[0]);
   NodePlan& np = plan->nodes[static_cast<size_t>(*g.find_node("conv"))];
   if (!out_quant) {
@@ -106,6 +118,12 @@ Result run_case(const Case& c, bool out_quant, bool specials = false) {
   REQUIRE(np.mode == Mode::int8);
   REQUIRE(np.input_quant);
   REQUIRE(np.input_quant->scales.size() == 1);
+  {
+    const Tensor& w = *g.constant(g.node(*g.find_node("conv")).inputs[1]);
+    Tensor qs(DType::I8, w.shape());
+    REQUIRE(quantize(w.to_f32(), w.shape(), *np.weight_quant, qs.bytes()).ok());
+    for (std::byte v : qs.bytes()) r.weight_max = std::max(r.weight_max, std::abs(int{static_cast<int8_t>(v)}));
+  }
   auto emu = emulation_for_plan(g, *plan);
   REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
   ref::RunOptions ro;
@@ -116,6 +134,12 @@ Result run_case(const Case& c, bool out_quant, bool specials = false) {
   auto exe = s->compile(g);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   r.stats = exe->compile_stats();
+  for (const auto& e : std::filesystem::directory_iterator(dump)) {
+    std::ifstream f(e.path());
+    const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    r.nonneg = r.nonneg || src.find("#define I8_A_NONNEG 1") != std::string::npos;
+  }
+  std::filesystem::remove_all(dump);
   auto got = exe->run(in);
   REQUIRE_MESSAGE(got.ok(), got.status().to_string());
   REQUIRE((*got)[0].numel() == (*want)[0].numel());
@@ -175,6 +199,30 @@ TEST_CASE("conv_i8: NaN, infinities and values past the INT32 range in the input
       CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
       CHECK(r.step_diffs * 100 <= r.elements);
     }
+}
+
+TEST_CASE("conv_i8: a never negative input keeps 8-bit weights on a device asking for narrower operands") {
+  // A Relu's output quantises to 0..127, the range AVX2's vpmaddubsw multiplies exactly with
+  // 8-bit weights: calibrate_plan keeps them 8-bit there and the kernel reads the input as it
+  // is (no zero point). Another input gets the device's 7-bit weights. Either way the outputs
+  // are the emulation's; special values too (NaN through a Relu stays NaN: quantised to 0).
+  for (const Case& c : {kCases[13], kCases[0], kCases[14]})
+    for (const bool specials : {false, true}) {
+      const std::string what = c.what;
+      CAPTURE(what);
+      CAPTURE(specials);
+      const Result r = run_case(c, true, specials, 64);
+      CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"conv"});
+      CHECK(r.weight_max == (c.pre_relu ? 127 : 64));
+      CHECK(r.nonneg == c.pre_relu);
+      CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
+  // Without the device's preference the kernel still reads a Relu's output without a zero point.
+  const Result r = run_case(kCases[13], true);
+  CHECK(r.weight_max == 127);
+  CHECK(r.nonneg);
+  CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
 }
 
 TEST_CASE("conv_i8: the plan's rules for int8 Convs") {

@@ -275,3 +275,31 @@ TEST_CASE("plan_from_policy: shape arithmetic stays as it is; auto is left to th
   CHECK(node(p, "relu").mode == Mode::auto_);
   CHECK(node(p, "relu").storage == DType::F32);
 }
+
+TEST_CASE("never_negative: Relu, Clip from 0 up and what passes them through") {
+  GraphBuilder b("nn");
+  auto x = b.input("x", DType::F32, {1, 4, 6, 6});
+  auto relu = b.op1("Relu", {x}, {}, "relu");
+  auto pool = b.op1("MaxPool", {relu}, {{"kernel_shape", std::vector<int64_t>{2, 2}}}, "pool");
+  auto flat = b.op1("Flatten", {pool}, {}, "flat");
+  auto clip0 = b.op1("Clip", {x, b.constant("lo0", Tensor::scalar_f32(0.0f)), b.constant("hi", Tensor::scalar_f32(6.0f))}, {}, "clip0");
+  auto clipn = b.op1("Clip", {x, b.constant("lon", Tensor::scalar_f32(-1.0f))}, {}, "clipn");
+  auto clip_none = b.op1("Clip", {x}, {}, "clip_none");
+  auto cat = b.op1("Concat", {relu, clip0}, {{"axis", int64_t{1}}}, "cat");
+  auto mixed = b.op1("Concat", {relu, x}, {{"axis", int64_t{1}}}, "mixed");
+  auto add = b.op1("Add", {relu, relu}, {}, "add");
+  int k = 0;
+  for (ValueId v : {flat, clipn, clip_none, cat, mixed, add}) b.output(v, "y" + std::to_string(k++));
+  auto g = b.build();
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  CHECK(never_negative(*g, relu));
+  CHECK(never_negative(*g, pool));
+  CHECK(never_negative(*g, flat));
+  CHECK(never_negative(*g, clip0));
+  CHECK(never_negative(*g, cat));
+  CHECK(!never_negative(*g, x));          // a graph input
+  CHECK(!never_negative(*g, clipn));      // min -1
+  CHECK(!never_negative(*g, clip_none));  // no min
+  CHECK(!never_negative(*g, mixed));      // one input may be negative
+  CHECK(!never_negative(*g, add));        // not followed through arithmetic
+}
