@@ -3,7 +3,8 @@
 //
 // The input is quantised per tensor as hpf::quantize does it (x / s rounded half to even, NaN ->
 // 0, clamped to [-128, 127]) with attr a_scale (calibrated: NodePlan::input_quant) and held as
-// u8 = q + I8_ZP (see int8_dot_source); padding reads as q = 0. Weights come packed in the "i8"
+// u8 = q + I8_ZP (see int8_dot_source; with attr a_nonneg, an input never negative by
+// construction, q is 0..127 and held as it is); padding reads as q = 0. Weights come packed in the "i8"
 // layout (conv_packing.hpp: k-groups of 4 channels at one tap, output channels in blocks of 12)
 // with their per-channel scales folded into S[m] = s_a * s_w[m] and Z[m] = I8_ZP * the sum of
 // channel m's weights, so that

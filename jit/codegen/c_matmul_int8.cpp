@@ -9,9 +9,10 @@
 // the epilogue: the zero point is compensated with the weights' column sums,
 //   sum_k (q_a + 128) q_w = sum_k q_a q_w + 128 * colsum[n],
 // so the s32 result is exact. With attr a_u7 as well, each row gets a scale and a zero point z
-// (hpf::fake_quantize_rows_u7: u = q + z in 0..127) and the output is (acc - z * colsum[n]) * S[n]
-// * s: u <= 127 lets AVX2's vpmaddubsw take 8-bit weights exactly (2 * 127 * 128 <= 32767). Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
-// attrs k, n, a_scale | a_dynamic and the epilogue's (alpha, beta, out_scale).
+// (hpf::fake_quantize_rows_u7: u = q + z in 0..127) and the output is
+// (acc - z * colsum[n]) * S[n] * s: u <= 127 lets AVX2's vpmaddubsw take 8-bit weights exactly
+// (2 * 127 * 128 <= 32767). Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
+// attrs k, n, a_scale | a_dynamic (| a_u7) and the epilogue's (alpha, beta, out_scale).
 // U8 or I8 A (MatMulInteger): A is already quantised; its rows are copied (the sign bit flipped
 // where the dot product's operand is of the other signedness) and the output is the exact s32
 //   sum_k (a - za) q_w = acc - (za - off) * colsum[n]

@@ -349,9 +349,9 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       ins.push_back(zid);
       if (a_dynamic)
         spec.attrs["a_dynamic"] = int64_t{1};
-      if (a_u7) spec.attrs["a_u7"] = int64_t{1};
       else
         spec.attrs["a_scale"] = a_scale;
+      if (a_u7) spec.attrs["a_u7"] = int64_t{1};
       spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
       if (amx_int8) spec.attrs["amx"] = int64_t{1};
     }
