@@ -370,30 +370,40 @@ Status fake_quantize(std::span<float> x, std::span<const int64_t> shape, const Q
   return {};
 }
 
-Status fake_quantize_rows_i8(std::span<float> x, int64_t row) {
+namespace {
+
+// Runs `quantise_row` on each run of `row` consecutive elements of x (fake_quantize_rows_*,
+// `fn` naming it in the error).
+template <typename F>
+Status for_each_row(const char* fn, std::span<float> x, int64_t row, F quantise_row) {
   if (row <= 0 || x.size() % static_cast<size_t>(row) != 0)
-    return Status::invalid(fmt::format("fake_quantize_rows_i8: rows of {} do not divide {} elements", row, x.size()));
-  const auto n = static_cast<size_t>(row);
-  for (size_t r0 = 0; r0 < x.size(); r0 += n) {
-    const std::span<float> v = x.subspan(r0, n);
-    float amax = 0.0f;
-    for (float a : v) amax = std::fmax(amax, std::fabs(a));
-    const float s = amax == 0.0f ? 1.0f : std::max(amax / 127.0f, std::numeric_limits<float>::min());
-    for (float& a : v) {
-      float q = round_half_even(a / s);
-      if (std::isnan(q)) q = 0.0f;
-      a = std::clamp(q, -128.0f, 127.0f) * s;
-    }
-  }
+    return Status::invalid(fmt::format("{}: rows of {} do not divide {} elements", fn, row, x.size()));
+  for (size_t r0 = 0; r0 < x.size(); r0 += static_cast<size_t>(row)) quantise_row(x.subspan(r0, static_cast<size_t>(row)));
   return {};
 }
 
+// v = clamp(rne(v / s), qlo, qhi) * s, NaN -> 0.
+void fake_quantize_span(std::span<float> v, float s, float qlo, float qhi) {
+  for (float& a : v) {
+    float q = round_half_even(a / s);
+    if (std::isnan(q)) q = 0.0f;
+    a = std::clamp(q, qlo, qhi) * s;
+  }
+}
+
+}  // namespace
+
+Status fake_quantize_rows_i8(std::span<float> x, int64_t row) {
+  return for_each_row("fake_quantize_rows_i8", x, row, [](std::span<float> v) {
+    float amax = 0.0f;
+    for (float a : v) amax = std::fmax(amax, std::fabs(a));
+    const float s = amax == 0.0f ? 1.0f : std::max(amax / 127.0f, std::numeric_limits<float>::min());
+    fake_quantize_span(v, s, -128.0f, 127.0f);
+  });
+}
+
 Status fake_quantize_rows_u7(std::span<float> x, int64_t row) {
-  if (row <= 0 || x.size() % static_cast<size_t>(row) != 0)
-    return Status::invalid(fmt::format("fake_quantize_rows_u7: rows of {} do not divide {} elements", row, x.size()));
-  const auto n = static_cast<size_t>(row);
-  for (size_t r0 = 0; r0 < x.size(); r0 += n) {
-    const std::span<float> v = x.subspan(r0, n);
+  return for_each_row("fake_quantize_rows_u7", x, row, [](std::span<float> v) {
     float lo = 0.0f, hi = 0.0f;
     for (float a : v) {
       lo = std::fmin(lo, a);  // fmin/fmax ignore NaN
@@ -403,13 +413,8 @@ Status fake_quantize_rows_u7(std::span<float> x, int64_t row) {
     float z = round_half_even(-lo / s);
     if (std::isnan(z)) z = 0.0f;
     z = std::clamp(z, 0.0f, 127.0f);
-    for (float& a : v) {
-      float q = round_half_even(a / s);
-      if (std::isnan(q)) q = 0.0f;
-      a = std::clamp(q, -z, 127.0f - z) * s;
-    }
-  }
-  return {};
+    fake_quantize_span(v, s, -z, 127.0f - z);
+  });
 }
 
 }  // namespace hpf

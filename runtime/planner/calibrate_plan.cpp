@@ -91,11 +91,12 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       p.dynamic_rows = RowQuant::s8;
       if (options.device.int8_weight_max < 127 && p.mode == Mode::int8 && p.accumulation == DType::I32 &&
           p.weight_quant->type == DType::I8) {
-        const Int8Input in = n.op == "MatMul" || n.op == "Gemm" ? int8_input(g, plan, n) : Int8Input{1.0f};
+        const bool matmul = n.op == "MatMul" || n.op == "Gemm";
+        const Int8Input in = matmul ? int8_input(g, plan, n) : Int8Input{};
         if (in.dynamic)
           p.dynamic_rows = RowQuant::u7;
-        else if (in.static_scale > 0 && !(n.op == "Conv" && never_negative(g, n.inputs[0])))
-          qmax = options.device.int8_weight_max;  // (a Conv's never negative input is u7 already)
+        else if (matmul ? in.static_scale > 0 : !never_negative(g, n.inputs[0]))
+          qmax = options.device.int8_weight_max;
       }
       HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant, qmax, options));
       p.weight_quant = std::move(q);

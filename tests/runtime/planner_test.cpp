@@ -10,6 +10,7 @@
 
 #include "hpf/models.hpp"
 #include "hpf/npy.hpp"
+#include "tests/runtime/quantised_diff.hpp"
 
 using namespace hpf;
 
@@ -384,12 +385,8 @@ TEST_CASE("plan_auto: measured times replace the roofline") {
 
 // The largest |q| of an int8 node's weights as its plan quantises them.
 int32_t weight_max_q(const Graph& g, const NodePlan& n) {
-  const Tensor& w = *g.constant(g.node(*g.find_node(n.name)).inputs[1]);
-  Tensor q(DType::I8, w.shape());
-  if (!n.weight_quant || !quantize(w.to_f32(), w.shape(), *n.weight_quant, q.bytes()).ok()) return -1;
-  int32_t mx = 0;
-  for (std::byte v : q.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
-  return mx;
+  if (!n.weight_quant) return -1;
+  return test::int8_max_abs(*g.constant(g.node(*g.find_node(n.name)).inputs[1]), *n.weight_quant);
 }
 
 TEST_CASE("plan_auto: int8 with the device's narrower operands where they measure faster") {

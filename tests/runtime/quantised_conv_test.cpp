@@ -118,12 +118,7 @@ Result run_case(const Case& c, bool out_quant, bool specials = false, int weight
   REQUIRE(np.mode == Mode::int8);
   REQUIRE(np.input_quant);
   REQUIRE(np.input_quant->scales.size() == 1);
-  {
-    const Tensor& w = *g.constant(g.node(*g.find_node("conv")).inputs[1]);
-    Tensor qs(DType::I8, w.shape());
-    REQUIRE(quantize(w.to_f32(), w.shape(), *np.weight_quant, qs.bytes()).ok());
-    for (std::byte v : qs.bytes()) r.weight_max = std::max(r.weight_max, std::abs(int{static_cast<int8_t>(v)}));
-  }
+  r.weight_max = test::int8_max_abs(*g.constant(g.node(*g.find_node("conv")).inputs[1]), *np.weight_quant);
   auto emu = emulation_for_plan(g, *plan);
   REQUIRE_MESSAGE(emu.ok(), emu.status().to_string());
   ref::RunOptions ro;

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "hpf/dtype.hpp"
 #include "hpf/tensor.hpp"
 
 namespace hpf::test {
@@ -35,6 +36,16 @@ inline QuantisedDiff quantised_diff(const Tensor& got, const Tensor& want, float
     r.worst = std::max(r.worst, d / (1.0 + std::abs(wv[i])));
   }
   return r;
+}
+
+// The largest |q| of float weights `w` quantised to INT8 with `q` (-1 when they do not quantise):
+// the weight range a plan gave them.
+inline int32_t int8_max_abs(const Tensor& w, const QuantParams& q) {
+  Tensor qs(DType::I8, w.shape());
+  if (!quantize(w.to_f32(), w.shape(), q, qs.bytes()).ok()) return -1;
+  int32_t mx = 0;
+  for (std::byte v : qs.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
+  return mx;
 }
 
 }  // namespace hpf::test

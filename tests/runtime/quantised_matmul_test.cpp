@@ -114,12 +114,8 @@ Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max 
                                                          weight_max));
   REQUIRE(plan->find("mm")->mode == mode);
   r.u7 = plan->find("mm")->dynamic_rows == RowQuant::u7;
-  if (const auto& q = plan->find("mm")->weight_quant; q && q->type == DType::I8) {
-    const Tensor& w = *g.value(*g.find_value("w")).constant;
-    Tensor qs(DType::I8, w.shape());
-    REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs.bytes()).ok());
-    for (std::byte v : qs.bytes()) r.weight_max = std::max(r.weight_max, std::abs(int{static_cast<int8_t>(v)}));
-  }
+  if (const auto& q = plan->find("mm")->weight_quant; q && q->type == DType::I8)
+    r.weight_max = test::int8_max_abs(*g.value(*g.find_value("w")).constant, *q);
   if (c.int4_group > 0) {
     const Tensor& w = *g.value(*g.find_value("w")).constant;
     auto q = int4_weight_params(w, c.trans_b ? 1 : 0, c.int4_group);
@@ -453,12 +449,8 @@ TEST_CASE("matmul_i8: an int8 chain runs u8 x s8 -> s32 with dynamic and static 
     po.device.int8_weight_max = w7 ? 64 : 127;
     REQUIRE(calibrate_plan(*g, *plan, obs, po).ok());
     for (const std::string mm : {"mm1", "mm2"}) {  // the weights' largest |q|: the range asked for
-      const Tensor& w = *g->constant(g->node(*g->find_node(mm)).inputs[1]);
-      const QuantParams& q = *plan->find(mm)->weight_quant;
-      Tensor qs(DType::I8, w.shape());
-      REQUIRE(quantize(w.to_f32(), w.shape(), q, qs.bytes()).ok());
-      int32_t mx = 0;
-      for (std::byte v : qs.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
+      const int32_t mx =
+          test::int8_max_abs(*g->constant(g->node(*g->find_node(mm)).inputs[1]), *plan->find(mm)->weight_quant);
       CHECK(mx == (w7 && mm == "mm2" ? 64 : 127));
     }
     CHECK(plan->find("mm1")->dynamic_rows == (w7 && c.m > 4 ? RowQuant::u7 : RowQuant::s8));
