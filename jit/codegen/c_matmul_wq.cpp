@@ -78,6 +78,7 @@ constexpr int64_t kGemvBlockPrefetchL1 = 1024, kGemvBlockPrefetchL2 = 4096;
 // core's prefetchers idle at each 4 KiB page; with four, INT8 4096x4096 from memory on the
 // Intel AMX VM took 1.03 ms instead of 1.19 (16.3 GB/s, the FP32 GEMV's bandwidth; a C
 // harness, weights rotated over 1 GiB), against 1.11 with two; from L3 3% slower (0.58 ms).
+// With AVX-512; 256-bit vectors take fewer (gemv_blocked: their sums need twice the registers).
 constexpr int64_t kGemvStreams = 4;
 // The i4 GEMV's scales (a fifth of its bytes with F32 scales per 32 rows), prefetched this many
 // chunks ahead into L1 and into L2 as each chunk's are read: without, the scale streams' misses
@@ -160,8 +161,8 @@ std::string row_loader(const std::string& f, int64_t K, int64_t P, bool bf16_sca
 
 // The GEMV of the block formats (i8; i4 in groups of whole blocks or one group): the body of the
 // kernel after its pointers A, W, S, Y. Work item = an item of 4 panels; per row of A, per chunk
-// of CB blocks, sums into a set of accumulators per stream (kGemvStreams chunks at once, K in as
-// many parts; the chunks left over alone, into two sets, even and odd rows: FMA latency), then
+// of CB blocks, sums into a set of accumulators per stream (kGemvStreams chunks at once with
+// AVX-512, else 2 (i8) or 1 (i4); K in as many parts; the chunks left over alone, into two sets, even and odd rows: FMA latency), then
 // per chunk acc += sum (i8; its column scales at the end) or sum * the group's scale (i4).
 //
 // Decode, two ways:
@@ -202,8 +203,6 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
   const int64_t GB = G % 8 == 0 ? G / 8 : KBn;
   const int64_t CB = !i4 ? 8 : NG == 1 ? 4 : GB % 4 == 0 ? 4 : GB % 2 == 0 ? 2 : 1;
   const int64_t NCH = (KBn + CB - 1) / CB;
-  // Whole chunks in streams (a ragged last chunk goes with the rest, one by one).
-  const int64_t NCHS = (NCH - (KBn % CB != 0)) / kGemvStreams;
   const std::string x_of = i4 ? "" : " ^ 0x80808080u";
   std::ostringstream s;
   s << "  float arow[" << KP << "] __attribute__((aligned(64)));\n"
@@ -299,10 +298,8 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     << "    const float* restrict a, const float* restrict cg, hpf_f32x16* restrict acc, const int nc, const int dn) {\n"
     << "  (void)sb; (void)cg;\n";
   // One block of the panels: loads (prefetching ahead) and the FMAs of its rows into T[c].
-  // `cs`: the panels' loop header (all nc panels, or the one panel c1 of the AVX2 order below).
-  const std::string all_panels = "for (int c = 0; c < nc; ++c)", one_panel = "for (int c = c1; c < c1 + 1; ++c)";
-  auto block = [&](const std::string& b, const std::string& t, const std::string& t2, const std::string& ind,
-                   const std::string& cs) {
+  const std::string cs = "for (int c = 0; c < nc; ++c)";
+  auto block = [&](const std::string& b, const std::string& t, const std::string& t2, const std::string& ind) {
     std::ostringstream o;
     o << ind << "{\n"
       << ind << "  hpf_u32x16 x[4], xs[4];\n"
@@ -330,7 +327,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     return o.str();
   };
   // A chunk's sums into acc: less the offset term (denormal decode), times the group's scale (i4).
-  auto finish = [&](const std::string& v, const std::string& ch, const std::string& ind, const std::string& cs) {
+  auto finish = [&](const std::string& v, const std::string& ch, const std::string& ind) {
     std::ostringstream o;
     o << "#pragma clang loop unroll(full)\n"
       << ind << cs << " {\n"
@@ -343,56 +340,46 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
       << ind << "}\n";
     return o.str();
   };
-  // The streams' chunks: with AVX-512 every panel of a block at once (streams x panels sums,
-  // 16 zmm); with 256-bit vectors each hpf_f32x16 is two registers, so the panels go one after
-  // another within a chunk (the chunk's few KiB of weights stay in L1 for the next panel): streams
-  // x 1 panel of sums, 8 ymm, where all panels at once spilled (Zen 3, GEMV 4096x4096 one thread,
-  // exact decode: INT8 1.32 -> 1.14 ms, INT4 1.55 -> 1.36).
-  if (NCHS > 0)
-    h << "#if defined(__AVX512F__)\n"
-      << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
-      << "    hpf_f32x16 t[" << kGemvStreams << "][4];\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "    for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "      for (int c = 0; c < nc; ++c) t[s][c] = (hpf_f32x16){};\n"
-      << "    for (i64 kb = 0; kb < " << L(CB) << "; ++kb) {\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "      for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "      ", all_panels)
-      << "    }\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "    for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "    ", all_panels)
-      << "  }\n"
-      << "#else\n"
-      << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "    for (int c1 = 0; c1 < nc; ++c1) {\n"
-      << "      hpf_f32x16 t[" << kGemvStreams << "][4];\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "      for (int s = 0; s < " << kGemvStreams << "; ++s) t[s][c1] = (hpf_f32x16){};\n"
-      << "      for (i64 kb = 0; kb < " << L(CB) << "; ++kb) {\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "        for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "        ", one_panel)
-      << "      }\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "      for (int s = 0; s < " << kGemvStreams << "; ++s)\n"
-      << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "      ", one_panel)
-      << "    }\n"
-      << "  }\n"
-      << "#endif\n";
-  if (NCH > kGemvStreams * NCHS)
-    h << "  for (i64 ch = " << L(kGemvStreams * NCHS) << "; ch < " << L(NCH) << "; ++ch) {\n"
-      << "    hpf_f32x16 t[4], t2[4];\n"
-      << "#pragma clang loop unroll(full)\n"
-      << "    for (int c = 0; c < nc; ++c) t[c] = t2[c] = (hpf_f32x16){};\n"
-      << "    const i64 kb1 = (ch + 1) * " << L(CB) << " < " << L(KBn) << " ? (ch + 1) * " << L(CB) << " : " << L(KBn) << ";\n"
-      << "    for (i64 kb = ch * " << L(CB) << "; kb < kb1; ++kb)\n"
-      << block("kb", "t", "t2", "    ", all_panels)
-      << finish("t[c] + t2[c]", "ch", "    ", all_panels)
-      << "  }\n";
+  // The chunks of NS streams, every panel of a block at once (streams x panels sums), then the
+  // chunks left over one by one. AVX-512: 4 streams (16 zmm of sums). With 256-bit vectors each
+  // hpf_f32x16 is two registers: i8 takes 2 streams (16 ymm of sums; the decode spills a little),
+  // i4 one (8 ymm). Zen 3, GEMV 4096x4096 one thread in a C harness, the weights from memory:
+  // the panels one after another within a chunk (4 streams x 1 panel, session 22) read each
+  // stream's lines 4 apart, then the next panel's, and got 15-16 GB/s of the 24 the FP32 GEMV
+  // reads: INT8 1.06-1.10 -> 0.80-0.84 ms, INT4 0.79-0.80 -> 0.67 (compute-bound there: its
+  // loop issues about 68 cycles of FP work per 4 blocks in llvm-mca, the panel order ~40).
+  auto streams = [&](int64_t NS) {
+    const int64_t NCHS = (NCH - (KBn % CB != 0)) / NS;  // whole chunks per stream; a ragged last one with the rest
+    std::ostringstream o;
+    if (NCHS > 0)
+      o << "  for (i64 c0 = 0; c0 < " << L(NCHS) << "; ++c0) {\n"
+        << "    hpf_f32x16 t[" << NS << "][4];\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "    for (int s = 0; s < " << NS << "; ++s)\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "      for (int c = 0; c < nc; ++c) t[s][c] = (hpf_f32x16){};\n"
+        << "    for (i64 kb = 0; kb < " << L(CB) << "; ++kb) {\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "      for (int s = 0; s < " << NS << "; ++s)\n"
+        << block("(s * " + L(NCHS) + " + c0) * " + L(CB) + " + kb", "t[s]", "", "      ")
+        << "    }\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "    for (int s = 0; s < " << NS << "; ++s)\n"
+        << finish("t[s][c]", "s * " + L(NCHS) + " + c0", "    ")
+        << "  }\n";
+    if (NCH > NS * NCHS)
+      o << "  for (i64 ch = " << L(NS * NCHS) << "; ch < " << L(NCH) << "; ++ch) {\n"
+        << "    hpf_f32x16 t[4], t2[4];\n"
+        << "#pragma clang loop unroll(full)\n"
+        << "    for (int c = 0; c < nc; ++c) t[c] = t2[c] = (hpf_f32x16){};\n"
+        << "    const i64 kb1 = (ch + 1) * " << L(CB) << " < " << L(KBn) << " ? (ch + 1) * " << L(CB) << " : " << L(KBn) << ";\n"
+        << "    for (i64 kb = ch * " << L(CB) << "; kb < kb1; ++kb)\n"
+        << block("kb", "t", "t2", "    ")
+        << finish("t[c] + t2[c]", "ch", "    ")
+        << "  }\n";
+    return o.str();
+  };
+  h << "#if defined(__AVX512F__)\n" << streams(kGemvStreams) << "#else\n" << streams(i4 ? 1 : 2) << "#endif\n";
   h << "}\n";
   return {h.str(), body};
 }
