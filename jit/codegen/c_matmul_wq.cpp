@@ -208,14 +208,15 @@ static inline __attribute__((always_inline)) void wq_i4_block(const u32* x, cons
 // The GEMV of the block formats (i8; i4 in groups of whole blocks or one group): the body of the
 // kernel after its pointers A, W, S, Y. Work item = an item of 4 panels; per row of A, per chunk
 // of CB blocks, sums into a set of accumulators per stream (kGemvStreams chunks at once with
-// AVX-512, else 2 (i8) or 1 (i4); K in as many parts; the chunks left over alone, into two sets, even and odd rows: FMA latency), then
-// per chunk acc += sum (i8; its column scales at the end) or sum * the group's scale (i4).
+// AVX-512, else 2 (i8) or 1 (i4); K in as many parts; the chunks left over alone, into two sets,
+// even and odd rows: FMA latency), then per chunk acc += sum (i8; its column scales at the end)
+// or sum * the group's scale (i4).
 //
 // Decode, two ways:
 //   exact q: i4 as wq_i4c; i8 by the float trick on each byte (x ^ 0x80808080 holds q + 128).
 //   denormal (WQ_DENORM, a row whose largest |a| is finite and below 2^100): the masked field u
-//     (q + 8, q + 128) read as the float u * 2^(s - 149), s its bit offset (0..16, so one shift
-//     of the block by 16 serves the fields past bit 19), times a * 2^(S - s) (the row scaled
+//     (q + 8, q + 128) read as the float u * 2^(s - 149), s its bit offset (0..12: the fields
+//     past bit 15 are read from the block shifted by 16), times a * 2^(S - s) (the row scaled
 //     once; S = 253 - the exponent of the largest |a|, so nothing overflows): the product a*u
 //     * 2^(S - 149) exactly, and one AND per 16 weights instead of a permute or an AND and a
 //     subtraction (Zen 4, GEMV 4096x4096 INT4 in a C harness: 0.50 -> 0.39 ms with the weights
@@ -405,8 +406,8 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
   // i4 one (8 ymm). Zen 3, GEMV 4096x4096 one thread in a C harness, the weights from memory:
   // the panels one after another within a chunk (4 streams x 1 panel, session 22) read each
   // stream's lines 4 apart, then the next panel's, and got 15-16 GB/s of the 24 the FP32 GEMV
-  // reads: INT8 1.06-1.10 -> 0.80-0.84 ms, INT4 0.79-0.80 -> 0.67 (compute-bound there: its
-  // loop issues about 68 cycles of FP work per 4 blocks in llvm-mca, the panel order ~40).
+  // reads: INT8 1.06-1.10 -> 0.80-0.84 ms, INT4 0.79-0.80 -> 0.67 (then bound by its decode,
+  // as fast from L2: wq_i4_block).
   auto streams = [&](int64_t NS) {
     const int64_t NCHS = (NCH - (KBn % CB != 0)) / NS;  // whole chunks per stream; a ragged last one with the rest
     std::ostringstream o;
