@@ -359,7 +359,7 @@ GemvSource gemv_blocked(const std::string& f, int64_t K, int64_t N, int64_t M, i
     std::ostringstream o;
     if (i4 && t2.empty())
       o << "#if defined(WQ_I4_ASM)\n"
-        << ind << "if (dn && nc == 4 && npi == 4) wq_i4_block(wb + (" << b << ") * 64, a + (" << b << ") * 8, " << t << "); else\n"
+        << ind << "if (dn && nc == 4) wq_i4_block(wb + (" << b << ") * npi * 16, a + (" << b << ") * 8, " << t << "); else\n"
         << "#endif\n";
     o << ind << "{\n"
       << ind << "  hpf_u32x16 x[4], xs[4];\n"
