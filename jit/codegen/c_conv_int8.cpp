@@ -22,8 +22,9 @@
 // words, one per input pixel, each 4 channels), then gathers each tap's words into the packed
 // block bp[kg][64] (a 1x1 unpadded Conv quantises straight into bp), and per 12-row weight
 // block runs I8_MR x (I8_NP x 16 pixels) register tiles: per k-group, I8_NP loads of pixels and
-// I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products. 32-bit accumulators live
-// in a tile on the stack across slices.
+// I8_MR broadcasts of one row's 4 weights, I8_MR * I8_NP dot products (with 256-bit vectors, a
+// block's last 8 pixels or fewer as 8: I8_HALF). 32-bit accumulators live in a tile on the stack
+// across slices.
 #include <algorithm>
 #include <sstream>
 
@@ -167,6 +168,26 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     // i8c_tile has I8_NP vectors; i8c_tile1..3 serve a ragged last block (a 14x14 map's 196
     // pixels end in a block of 4: one vector, not four).
     << tile_fn("i8c_tile", "I8_NP") << tile_fn("i8c_tile1", "1") << tile_fn("i8c_tile2", "2") << tile_fn("i8c_tile3", "3")
+    // With 256-bit vectors (I8_HALF), a last vector of at most 8 pixels in one: a 7x7 map's 49
+    // pixels ran as 64 (4 x 16), now 56.
+    << "#if I8_HALF\n"
+    << "static inline __attribute__((always_inline)) void i8c_tileh(\n"
+    << "    const u32* restrict bp, const u8* restrict wb, i32* restrict acc, i64 ng, int first) {\n"
+    << "  i8_v8 a[I8_MR];\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int r = 0; r < I8_MR; ++r) a[r] = first ? (i8_v8){} : *(const i8_v8*)(acc + r * " << kPixels << ");\n"
+    << "  for (i64 kg = 0; kg < ng; ++kg) {\n"
+    << "    const i8_v8 b = *(const i8_v8*)(bp + kg * " << kPixels << ");\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "    for (int r = 0; r < I8_MR; ++r) {\n"
+    << "      i32 w4; __builtin_memcpy(&w4, wb + kg * " << kConvI8Rows * 4 << " + r * 4, 4);\n"
+    << "      a[r] = i8_dp8(a[r], b, (i8_v8){} + w4);\n"
+    << "    }\n"
+    << "  }\n"
+    << "#pragma clang loop unroll(full)\n"
+    << "  for (int r = 0; r < I8_MR; ++r) __builtin_memcpy(acc + r * " << kPixels << ", &a[r], 32);\n"
+    << "}\n"
+    << "#endif\n"
     << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << xt << "* restrict X = (const " << xt << "*)args[0];\n"
     << "  const u8* restrict Wq = (const u8*)args[1];\n"
@@ -293,6 +314,9 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "            const u8* restrict wv = wb + i0 * 4;\n"
     << "            i32* restrict av = acc + (tb * " << kConvI8Rows << " + i0) * " << kPixels << " + pv * 16;\n"
     << "            const i64 nv = (nc - pv * 16 + 15) / 16;  // vectors of pixels left in the block\n"
+    << "#if I8_HALF\n"
+    << "            if (nc - pv * 16 <= 8) { i8c_tileh(bv, wv, av, ng, q0 == 0); continue; }\n"
+    << "#endif\n"
     << "            if (nv >= I8_NP) i8c_tile(bv, wv, av, ng, q0 == 0);\n"
     << "            else if (nv == 1) i8c_tile1(bv, wv, av, ng, q0 == 0);\n"
     << "            else if (nv == 2) i8c_tile2(bv, wv, av, ng, q0 == 0);\n"

@@ -99,6 +99,10 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   hi = (i8_v8)__builtin_ia32_vpdpbusd256(hi, ahi, __builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15));
   return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
+#define I8_HALF 1
+static inline __attribute__((always_inline)) i8_v8 i8_dp8(i8_v8 acc, i8_v8 a, i8_v8 b) {
+  return (i8_v8)__builtin_ia32_vpdpbusd256(acc, a, b);
+}
 #elif defined(__AVX2__) && (I8_W_LE64 || I8_U7 || I8_A_NONNEG)
 /* AVX2 without VNNI, weights of at most 7 bits (|q_w| <= 64, as the planner quantises them for
    such a device: DeviceFormats::int8_weight_max): vpmaddubsw on u8 = q_a + 128 (<= 255) and q_w,
@@ -118,6 +122,10 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
       (i8_c32)__builtin_shufflevector(a, a, 8, 9, 10, 11, 12, 13, 14, 15), (i8_c32)__builtin_shufflevector(b, b, 8, 9, 10, 11, 12, 13, 14, 15)), ones);
   return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
+#define I8_HALF 1
+static inline __attribute__((always_inline)) i8_v8 i8_dp8(i8_v8 acc, i8_v8 a, i8_v8 b) {
+  return acc + (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256((i8_c32)a, (i8_c32)b), (i8_h16){} + 1);
+}
 #elif defined(__AVX2__) && !I8_W_HAS_M128
 /* AVX2 without VNNI: vpmaddubsw on |q_a| (u8, <= 128) and q_w * sign(q_a) (s8, |q_w| <= 127),
    then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767: exact,
@@ -136,6 +144,13 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(__builtin_elementwise_abs(al), bl), ones);
   const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256(__builtin_elementwise_abs(ah), bh), ones);
   return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#define I8_HALF 1
+static inline __attribute__((always_inline)) i8_v8 i8_dp8(i8_v8 acc, i8_v8 a, i8_v8 b) {
+  const i8_c32 ac = (i8_c32)a;
+  return acc + (i8_v8)__builtin_ia32_pmaddwd256(
+                   (i8_h16)__builtin_ia32_pmaddubsw256(__builtin_elementwise_abs(ac), __builtin_ia32_psignb256((i8_c32)b, ac)),
+                   (i8_h16){} + 1);
 }
 #else
 #define I8_MR 4
@@ -170,6 +185,9 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   return r;
 #endif
 }
+#endif
+#ifndef I8_HALF
+#define I8_HALF 0 /* i8_dp8 (lanes 0-7 of i8_dp) where 256-bit vectors are the native width */
 #endif
 #if defined(I8_SIGNED) || I8_A_NONNEG
 #define I8_ZP 0   /* A stored as s8 q (or never negative: u7 q); no zero point to compensate */

@@ -548,8 +548,17 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
     __builtin_memcpy(&acc, Y + w * 16, 64);
     acc = i8_dp(acc, a, b);
     __builtin_memcpy(Y + w * 16, &acc, 64);
+#if I8_HALF  /* lanes 0-7 in one 256-bit vector */
+    i8_v8 a8, b8, acc8;
+    __builtin_memcpy(&a8, A + w * 16, 32);
+    __builtin_memcpy(&b8, B + w * 16, 32);
+    __builtin_memcpy(&acc8, (i32*)args[4] + w * 8, 32);
+    acc8 = i8_dp8(acc8, a8, b8);
+    __builtin_memcpy((i32*)args[4] + w * 8, &acc8, 32);
+#endif
   }
   *(i32*)args[3] = I8_ZP;  /* how a's bytes are read: u8 (128) or s8 (0) */
+  *(i32*)args[5] = I8_HALF;
 }
 )";
   const int64_t n = 64;  // vectors
@@ -596,11 +605,13 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
       MESSAGE("skipped: " << plugin().skip);
       return;
     }
-    std::vector<int32_t> y(n * 16);
+    std::vector<int32_t> y(n * 16), y8(n * 8);
     for (int64_t i = 0; i < n * 16; ++i) y[i] = static_cast<int32_t>(i) - 500;
-    int32_t zero_point = -1;
+    for (int64_t i = 0; i < n * 8; ++i) y8[i] = y[i / 8 * 16 + i % 8];
+    int32_t zero_point = -1, half = -1;
     plugin().source_prefix = prefix;
-    plugin().run(jit::GeneratedKernel{"hpf_test_i8_dp", kernel, n, 4}, {a.data(), b.data(), y.data(), &zero_point});
+    plugin().run(jit::GeneratedKernel{"hpf_test_i8_dp", kernel, n, 4},
+                 {a.data(), b.data(), y.data(), &zero_point, y8.data(), &half});
     plugin().source_prefix.clear();
     REQUIRE((zero_point == 0 || zero_point == 128));
     const bool a_unsigned = zero_point == 128;
@@ -612,8 +623,12 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
         want += (a_unsigned ? static_cast<int64_t>(static_cast<uint8_t>(av)) : av) * b[i * 4 + k];
       }
       wrong += y[i] != want;
+      if (half == 1 && i % 16 < 8) wrong += y8[i / 16 * 8 + i % 16] != want;  // i8_dp8: the same lanes
     }
     CHECK(wrong == 0);
+    // 256-bit vectors' paths have i8_dp8 (I8_HALF); AVX-512 and plain C do not.
+    CHECK((half == 0 || half == 1));
+    if (std::string(name).starts_with("AVX2 vpmaddubsw") && __builtin_cpu_supports("avx2")) CHECK(half == 1);
   }
 }
 
