@@ -207,7 +207,15 @@ static inline __attribute__((always_inline)) i8_v16 i8_quant(hpf_f32x16 x) {
 #else
   x = (hpf_f32x16)((hpf_u32x16)x & (hpf_u32x16)(x == x));
   x = __builtin_elementwise_min(__builtin_elementwise_max(x, (hpf_f32x16){} - 128.0f), (hpf_f32x16){} + 127.0f);
+#if defined(__AVX__)
+  /* vcvtps2dq rounds in the current mode, as rint does (nearest even): one instruction, not two */
+  typedef float i8_f8 __attribute__((vector_size(32)));
+  const i8_v8 lo = (i8_v8)__builtin_ia32_cvtps2dq256((i8_f8)__builtin_shufflevector(x, x, 0, 1, 2, 3, 4, 5, 6, 7));
+  const i8_v8 hi = (i8_v8)__builtin_ia32_cvtps2dq256((i8_f8)__builtin_shufflevector(x, x, 8, 9, 10, 11, 12, 13, 14, 15));
+  return __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15) + I8_ZP;
+#else
   return __builtin_convertvector(__builtin_elementwise_rint(x), i8_v16) + I8_ZP;
+#endif
 #endif
 }
 )";
