@@ -126,6 +126,24 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 static inline __attribute__((always_inline)) i8_v8 i8_dp8(i8_v8 acc, i8_v8 a, i8_v8 b) {
   return acc + (i8_v8)__builtin_ia32_pmaddwd256((i8_h16)__builtin_ia32_pmaddubsw256((i8_c32)a, (i8_c32)b), (i8_h16){} + 1);
 }
+#if I8_W_LE64 && (I8_U7 || I8_A_NONNEG)
+/* u7 activations and 7-bit weights: the 16-bit sums of two k-groups' pairs (4 products) stay
+   within 4 * 127 * 64 = 32512, exact: two vpmaddubsw added (vpaddw) before one vpmaddwd, 3
+   multiplies for 8 k instead of 4 (i8_dp2 = i8_dp(i8_dp(acc, a, b), a2, b2)). */
+#define I8_PAIR 1
+static inline __attribute__((always_inline)) i8_v16 i8_dp2(i8_v16 acc, i8_v16 a, i8_v16 b, i8_v16 a2, i8_v16 b2) {
+  const i8_h16 ones = (i8_h16){} + 1;
+#define I8_HALF_SUM(l0, l1, l2, l3, l4, l5, l6, l7) \
+  ((i8_h16)__builtin_ia32_pmaddubsw256((i8_c32)__builtin_shufflevector(a, a, l0, l1, l2, l3, l4, l5, l6, l7), \
+                                       (i8_c32)__builtin_shufflevector(b, b, l0, l1, l2, l3, l4, l5, l6, l7)) + \
+   (i8_h16)__builtin_ia32_pmaddubsw256((i8_c32)__builtin_shufflevector(a2, a2, l0, l1, l2, l3, l4, l5, l6, l7), \
+                                       (i8_c32)__builtin_shufflevector(b2, b2, l0, l1, l2, l3, l4, l5, l6, l7)))
+  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256(I8_HALF_SUM(0, 1, 2, 3, 4, 5, 6, 7), ones);
+  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256(I8_HALF_SUM(8, 9, 10, 11, 12, 13, 14, 15), ones);
+#undef I8_HALF_SUM
+  return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+#endif
 #elif defined(__AVX2__) && !I8_W_HAS_M128
 /* AVX2 without VNNI: vpmaddubsw on |q_a| (u8, <= 128) and q_w * sign(q_a) (s8, |q_w| <= 127),
    then vpmaddwd by ones. Each 16-bit pair sum is at most 2 * 128 * 127 = 32512 < 32767: exact,
@@ -185,6 +203,9 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
   return r;
 #endif
 }
+#endif
+#ifndef I8_PAIR
+#define I8_PAIR 0
 #endif
 #ifndef I8_HALF
 #define I8_HALF 0 /* i8_dp8 (lanes 0-7 of i8_dp) where 256-bit vectors are the native width */

@@ -200,7 +200,7 @@ class Planner {
     HPF_RETURN_IF_ERROR(calibrate());
     if (const auto nw = mode_plans_.find(kInt8Narrow); nw != mode_plans_.end()) {
       const Plan& i8 = mode_plans_.at({Mode::int8});
-      for (size_t id = 0; id < g_.nodes().size(); ++id) {  // narrowed as it was (weight-only; a Conv after a Relu)
+      for (size_t id = 0; id < g_.nodes().size(); ++id) {  // narrowed as it was (weight-only INT8)
         const NodePlan &a = nw->second.nodes[id], &b = i8.nodes[id];
         if (a.dynamic_rows == b.dynamic_rows && a.weight_quant && b.weight_quant && a.weight_quant->scales == b.weight_quant->scales)
           std::erase(candidates_[id], kInt8Narrow);

@@ -556,9 +556,18 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
     acc8 = i8_dp8(acc8, a8, b8);
     __builtin_memcpy((i32*)args[4] + w * 8, &acc8, 32);
 #endif
+#if I8_PAIR  /* vector w and its neighbour w ^ 1 in one step */
+    i8_v16 a2, b2, acc2;
+    __builtin_memcpy(&a2, A + (w ^ 1) * 16, 64);
+    __builtin_memcpy(&b2, B + (w ^ 1) * 16, 64);
+    __builtin_memcpy(&acc2, (i32*)args[6] + w * 16, 64);
+    acc2 = i8_dp2(acc2, a, b, a2, b2);
+    __builtin_memcpy((i32*)args[6] + w * 16, &acc2, 64);
+#endif
   }
   *(i32*)args[3] = I8_ZP;  /* how a's bytes are read: u8 (128) or s8 (0) */
   *(i32*)args[5] = I8_HALF;
+  *(i32*)args[7] = I8_PAIR;
 }
 )";
   const int64_t n = 64;  // vectors
@@ -572,7 +581,7 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
   for (auto& v : b7) v = static_cast<int8_t>(static_cast<int>(rng() % 129) - 64);
   for (int64_t i = 0; i < 16 * 64; ++i) {
     a_any[i] = -1;
-    b7[i] = (i / 2) % 3 == 0 ? -64 : 64;
+    b7[i] = (i % 64 / 2) % 3 == 0 ? -64 : 64;  // the same in every vector: i8_dp2's sums of 4 at +-32512 too
   }
   // u7 activations (0..127: matmul_i8's u7 rows, conv_i8's never negative input) with any 8-bit
   // weights, -128 included, the first 16 vectors at the edge: 127 x pairs of -128 (-32512).
@@ -592,12 +601,14 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
       {"AVX2 vpmaddubsw, u7 rows", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_U7 1\n", false, true},
       {"AVX2 vpmaddubsw, never negative input", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_A_NONNEG 1\n", false, true},
       {"host, never negative input", "#define I8_A_NONNEG 1\n", false, true},
+      {"AVX2 vpmaddubsw, never negative input, 7-bit weights", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_A_NONNEG 1\n#define I8_W_LE64 1\n", true, true},
+      {"AVX2 vpmaddubsw, u7 rows, 7-bit weights", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_U7 1\n#define I8_W_LE64 1\n", true, true},
       {"AVX2 vpmaddubsw", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#define I8_W_HAS_M128 0\n", false},
       {"AVX2 widening", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n", false},
       {"plain C", "#undef __AVX512VNNI__\n#undef __AVXVNNI__\n#undef __AVX2__\n", false},
   };
   for (const auto& [name, prefix, w7, u7] : paths) {
-    std::vector<int8_t>& b = w7 ? b7 : u7 ? b8 : b_full;
+    std::vector<int8_t>& b = w7 ? b7 : u7 ? b8 : b_full;  // u7 and w7: i8_dp2's operands
     std::vector<int8_t>& a = u7 ? a7 : a_any;
     const std::string what = name;
     CAPTURE(what);
@@ -608,10 +619,11 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
     std::vector<int32_t> y(n * 16), y8(n * 8);
     for (int64_t i = 0; i < n * 16; ++i) y[i] = static_cast<int32_t>(i) - 500;
     for (int64_t i = 0; i < n * 8; ++i) y8[i] = y[i / 8 * 16 + i % 8];
-    int32_t zero_point = -1, half = -1;
+    std::vector<int32_t> y2 = y;
+    int32_t zero_point = -1, half = -1, pair = -1;
     plugin().source_prefix = prefix;
     plugin().run(jit::GeneratedKernel{"hpf_test_i8_dp", kernel, n, 4},
-                 {a.data(), b.data(), y.data(), &zero_point, y8.data(), &half});
+                 {a.data(), b.data(), y.data(), &zero_point, y8.data(), &half, y2.data(), &pair});
     plugin().source_prefix.clear();
     REQUIRE((zero_point == 0 || zero_point == 128));
     const bool a_unsigned = zero_point == 128;
@@ -624,11 +636,22 @@ void hpf_test_i8_dp(void* const* args, i64 begin, i64 end) {
       }
       wrong += y[i] != want;
       if (half == 1 && i % 16 < 8) wrong += y8[i / 16 * 8 + i % 16] != want;  // i8_dp8: the same lanes
+      if (pair == 1) {  // i8_dp2: lane i of vector w and of vector w ^ 1
+        const int64_t j = (i / 16 ^ 1) * 16 + i % 16;
+        for (int k = 0; k < 4; ++k) {
+          const int8_t av = a[j * 4 + k];
+          want += (a_unsigned ? static_cast<int64_t>(static_cast<uint8_t>(av)) : av) * b[j * 4 + k];
+        }
+        wrong += y2[i] != want;
+      }
     }
     CHECK(wrong == 0);
     // 256-bit vectors' paths have i8_dp8 (I8_HALF); AVX-512 and plain C do not.
     CHECK((half == 0 || half == 1));
-    if (std::string(name).starts_with("AVX2 vpmaddubsw") && __builtin_cpu_supports("avx2")) CHECK(half == 1);
+    if (std::string(name).starts_with("AVX2 vpmaddubsw") && __builtin_cpu_supports("avx2")) {
+      CHECK(half == 1);
+      CHECK(pair == (u7 && w7 ? 1 : 0));  // i8_dp2 exactly where u7 meets 7-bit weights
+    }
   }
 }
 

@@ -162,6 +162,8 @@ const Case kCases[] = {
     {"a 300-wide row, asymmetric pads", 1, 5, 3, 300, 6, 3, 3, {}, {0, 2, 1, 0}, {}},
     {"BF16 input (a Relu before it)", 1, 12, 8, 8, 20, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, true},
     {"residual Add and Relu fused", 1, 16, 6, 6, 24, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, false, true},
+    {"pointwise, a Relu before it, C 70", 1, 70, 10, 10, 40, 1, 1, {}, {}, {}, 1, true, false, true},
+    {"7x7 map, a Relu before it, C 36 (9 k-groups a tap: an odd count)", 1, 36, 7, 7, 30, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, true},
 };
 
 }  // namespace
@@ -196,28 +198,31 @@ TEST_CASE("conv_i8: NaN, infinities and values past the INT32 range in the input
     }
 }
 
-TEST_CASE("conv_i8: a never negative input keeps 8-bit weights on a device asking for narrower operands") {
-  // A Relu's output quantises to 0..127, the range AVX2's vpmaddubsw multiplies exactly with
-  // 8-bit weights: calibrate_plan keeps them 8-bit there and the kernel reads the input as it
-  // is (no zero point). Another input gets the device's 7-bit weights. Either way the outputs
-  // are the emulation's; special values too (NaN through a Relu stays NaN: quantised to 0).
-  for (const Case& c : {kCases[13], kCases[0], kCases[14]})
+TEST_CASE("conv_i8: 7-bit weights on a device asking for narrower operands; a never negative input keeps 8 bits otherwise") {
+  // A Relu's output quantises to 0..127 (u7), read as it is (no zero point). With the device's
+  // 7-bit weights (the int8-narrow plan) every input gets them; u7 with 7-bit weights sums two
+  // k-groups in 16 bits on AVX2 (I8_PAIR, i8_dp2), the others take vpmaddubsw one k-group at a
+  // time. Either way the outputs are the emulation's; special values too (NaN through a Relu
+  // stays NaN: quantised to 0). Odd and even k-group counts, pointwise, a 7x7 map.
+  for (const Case& c : {kCases[13], kCases[0], kCases[14], kCases[15], kCases[16]})
     for (const bool specials : {false, true}) {
       const std::string what = c.what;
       CAPTURE(what);
       CAPTURE(specials);
       const Result r = run_case(c, true, specials, 64);
       CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"conv"});
-      CHECK(r.weight_max == (c.pre_relu ? 127 : 64));
+      CHECK(r.weight_max == 64);
       CHECK(r.nonneg == c.pre_relu);
       CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
       CHECK(r.step_diffs * 100 <= r.elements);
     }
-  // Without the device's preference the kernel still reads a Relu's output without a zero point.
-  const Result r = run_case(kCases[13], true);
-  CHECK(r.weight_max == 127);
-  CHECK(r.nonneg);
-  CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
+  // Without the device's preference: 8-bit weights, and a Relu's output still without a zero point.
+  for (const Case& c : {kCases[13], kCases[15]}) {
+    const Result r = run_case(c, true);
+    CHECK(r.weight_max == 127);
+    CHECK(r.nonneg);
+    CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
+  }
 }
 
 TEST_CASE("conv_i8: the plan's rules for int8 Convs") {
