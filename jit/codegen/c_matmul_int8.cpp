@@ -131,17 +131,19 @@ static inline __attribute__((always_inline)) i8_v8 i8_dp8(i8_v8 acc, i8_v8 a, i8
    within 4 * 127 * 64 = 32512, exact: two vpmaddubsw added (vpaddw) before one vpmaddwd, 3
    multiplies for 8 k instead of 4 (i8_dp2 = i8_dp(i8_dp(acc, a, b), a2, b2)). */
 #define I8_PAIR 1
+static const i8_h16 i8_ones = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 static inline __attribute__((always_inline)) i8_v16 i8_dp2(i8_v16 acc, i8_v16 a, i8_v16 b, i8_v16 a2, i8_v16 b2) {
-  const i8_h16 ones = (i8_h16){} + 1;
 #define I8_HALF_SUM(l0, l1, l2, l3, l4, l5, l6, l7) \
   ((i8_h16)__builtin_ia32_pmaddubsw256((i8_c32)__builtin_shufflevector(a, a, l0, l1, l2, l3, l4, l5, l6, l7), \
                                        (i8_c32)__builtin_shufflevector(b, b, l0, l1, l2, l3, l4, l5, l6, l7)) + \
    (i8_h16)__builtin_ia32_pmaddubsw256((i8_c32)__builtin_shufflevector(a2, a2, l0, l1, l2, l3, l4, l5, l6, l7), \
                                        (i8_c32)__builtin_shufflevector(b2, b2, l0, l1, l2, l3, l4, l5, l6, l7)))
-  const i8_v8 dl = (i8_v8)__builtin_ia32_pmaddwd256(I8_HALF_SUM(0, 1, 2, 3, 4, 5, 6, 7), ones);
-  const i8_v8 dh = (i8_v8)__builtin_ia32_pmaddwd256(I8_HALF_SUM(8, 9, 10, 11, 12, 13, 14, 15), ones);
+  i8_h16 sl = I8_HALF_SUM(0, 1, 2, 3, 4, 5, 6, 7), sh = I8_HALF_SUM(8, 9, 10, 11, 12, 13, 14, 15);
 #undef I8_HALF_SUM
-  return acc + __builtin_shufflevector(dl, dh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  /* the ones from memory: in a register they leave a 4 x 16 tile's 8 sums one short (a spill) */
+  __asm__("vpmaddwd %1, %0, %0" : "+x"(sl) : "m"(i8_ones));
+  __asm__("vpmaddwd %1, %0, %0" : "+x"(sh) : "m"(i8_ones));
+  return acc + __builtin_shufflevector((i8_v8)sl, (i8_v8)sh, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 #endif
 #elif defined(__AVX2__) && !I8_W_HAS_M128
