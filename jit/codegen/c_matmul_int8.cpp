@@ -38,7 +38,9 @@
 //                 so on such a device, DeviceFormats::int8_weight_max) or u7 rows (a_u7)
 //                 vpmaddubsw on u8 = q + 128 (or u7) and q_w, vpmaddwd by ones: pair sums
 //                 <= 2 * 255 * 64 = 32640 (2 * 127 * 128 = 32512), exact, the throughput of
-//                 oneDNN's (saturating) AVX2 kernel;
+//                 oneDNN's (saturating) AVX2 kernel; u7 with 7-bit weights has room for four
+//                 products (4 * 127 * 64 = 32512): i8_dp2 adds two k-groups' vpmaddubsw before
+//                 one vpmaddwd (I8_PAIR, conv_i8's tiles);
 //   AVX2          vpmaddubsw, exact: A is stored signed (no zero point) and the sign moves to
 //                 the weights (vpsignb), so the u8 operand is |q_a| <= 128 and the s8 one
 //                 |q_w| <= 127 (symmetric weights never reach -128; attr w_max_abs <= 127 says so),
