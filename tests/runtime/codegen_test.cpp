@@ -1928,9 +1928,11 @@ std::vector<Tensor> attention_inputs(DType t, const Attention& c) {
 }  // namespace
 
 TEST_CASE("codegen: attention in one kernel: transposes, scale, masks per key and per batch, ragged and long sequences, F32 and BF16") {
+  // The last two have 8 and 12 batch matrices: a whole matrix per work item (c_attention.cpp).
   for (DType t : {DType::F32, DType::BF16})
     for (const Attention& c : {Attention{1, 3, 77, 77, 40, 40, true, true}, Attention{2, 2, 33, 130, 24, 70, true, true},
-                               Attention{1, 2, 5, 512, 64, 64, true, false}, Attention{1, 1, 130, 1, 8, 3, false, false}}) {
+                               Attention{1, 2, 5, 512, 64, 64, true, false}, Attention{1, 1, 130, 1, 8, 3, false, false},
+                               Attention{1, 8, 50, 70, 16, 24, true, true}, Attention{2, 6, 128, 128, 64, 64, true, false}}) {
       CAPTURE(dtype_name(t));
       CAPTURE(c.sq);
       CAPTURE(c.sk);
