@@ -391,7 +391,7 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << "      for (i64 jj = 0; jj < nc; ++jj) a[jj] = (float)(at[jj] - zm) * sm;\n";
   s << conv::finish_store(spec, fin, "(Y + yo)", "a", "nc") << "    }\n  }\n}\n";
   const int64_t per_item = std::max<int64_t>(1, MT * KG * 4 * kPixels);
-  return GeneratedKernel{name, s.str(), z.N * z.G * PB * MB, std::max<int64_t>(1, (1 << 21) / per_item)};
+  return GeneratedKernel{name, s.str(), items * MB, std::max<int64_t>(1, (1 << 21) / per_item)};
 }
 
 }  // namespace hpf::jit
