@@ -86,11 +86,14 @@ AlignedVector<std::byte> aligned_copy(const Tensor& t) { return {t.bytes().begin
 
 // The packed-weight kernel (matmul_wq, or matmul_i8 for "i8vnni") for B [K, N] in `format`,
 // weights packed as the Session packs them; `held` gets the packed tensors (aligned copies).
+// `rows` (i8vnni): empty, A in one static scale `a_scale` and the device's W8A8 weights; "s8",
+// "u7" or "s16", A quantised per row at run time (a_dynamic) and 8-bit weights, as plan_auto's
+// int8 candidates have them (NodePlan::dynamic_rows).
 bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
-                       jit::GeneratedKernel& k, hpf_kernel*& kern, Held& held) {
+                       jit::GeneratedKernel& k, hpf_kernel*& kern, Held& held, const std::string& rows = "") {
   std::optional<QuantParams> q;
   if (format == "i8") q = *int8_weight_params(B, 1);
-  if (format == "i8vnni") q = *int8_weight_params(B, 1, cpu.int8_weight_max());  // as the planner quantises W8A8
+  if (format == "i8vnni") q = *int8_weight_params(B, 1, rows.empty() ? cpu.int8_weight_max() : 127);  // as the planner quantises W8A8
   if (format == "i4") q = *int4_weight_params(B, 0, int4_group_for(s.k, 32));
   auto pw = pack_weights(B, false, format, q ? &*q : nullptr);
   if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
@@ -103,10 +106,15 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
   spec.attrs["n"] = s.n;
   spec.attrs["group"] = pw->group;
   if (format == "i8vnni") {
-    for (float& x : std::span<float>(reinterpret_cast<float*>(pw->scales.bytes().data()), size_t(pw->scales.numel())))
-      x *= a_scale;
     spec.inputs.push_back({DType::I32, pw->column_sums.shape()});
-    spec.attrs["a_scale"] = a_scale;
+    if (rows.empty()) {
+      for (float& x : std::span<float>(reinterpret_cast<float*>(pw->scales.bytes().data()), size_t(pw->scales.numel())))
+        x *= a_scale;
+      spec.attrs["a_scale"] = a_scale;
+    } else {
+      spec.attrs["a_dynamic"] = int64_t{1};
+      if (rows != "s8") spec.attrs["a_" + rows] = int64_t{1};
+    }
     spec.attrs["w_max_abs"] = int64_t{pw->max_abs};
     if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};  // as the Session asks
   }
@@ -115,6 +123,51 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
 }
 
 double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e6); }
+
+// The int8 MatMul's row formats (A quantised per row at run time, 8-bit weights, FP32 output):
+// s8 rows, u7 rows, 16-bit rows (W8A16), each against libhpf's FP32 GEMM on the same shapes.
+void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>& shapes) {
+  std::printf("\n%d thread(s): INT8 rows quantised at run time, 8-bit weights (ms; ratio = FP32 ms / this ms;\n"
+              "s8 and u7 rows W8A8, s16 rows W8A16: NodePlan::dynamic_rows)\n", threads);
+  std::printf("thr shape            hpf f32   s8 rows   u7 rows  s16 rows  f32/s8  f32/u7  f32/s16\n");
+  std::mt19937 gen(5);
+  std::uniform_real_distribution<float> d(-1, 1);
+  for (const Shape3& s : shapes) {
+    if (s.m * s.n * s.k > (int64_t{1} << 31)) continue;  // the BERT shapes and up to 1024^3
+    AlignedVector<float> A(s.m * s.k), C(s.m * s.n), bv(s.k * s.n);
+    for (float& x : A) x = d(gen);
+    for (float& x : bv) x = d(gen);
+    Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
+    jit::GeneratedKernel k;
+    hpf_kernel* kern = nullptr;
+    double f32_ms = -1, ms[3] = {-1, -1, -1};
+    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), bv.data(), C.data()}, runs);
+    const char* const formats[3] = {"s8", "u7", "s16"};
+    for (int f = 0; f < 3; ++f) {
+      Held held;
+      if (packed_kernel_for(cpu, s, "i8vnni", B, 0.0f, k, kern, held, formats[f]))
+        ms[f] = cpu.time(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}, runs);
+      else
+        std::printf("  %s: %s rows: %s\n", s.tag, formats[f], cpu.error.c_str());
+    }
+    auto cell = [](double v) {
+      if (v < 0) return std::string("        -");
+      char b[32];
+      std::snprintf(b, sizeof b, "%9.3f", v);
+      return std::string(b);
+    };
+    auto ratio = [](double a, double b) {
+      char r[32];
+      if (a < 0 || b < 0) return std::string("     -");
+      std::snprintf(r, sizeof r, "%6.2f", a / b);
+      return std::string(r);
+    };
+    std::printf("%2d  %-16s%s %s %s %s  %s  %s   %s\n", threads, s.tag, cell(f32_ms).c_str(), cell(ms[0]).c_str(),
+                cell(ms[1]).c_str(), cell(ms[2]).c_str(), ratio(f32_ms, ms[0]).c_str(), ratio(f32_ms, ms[1]).c_str(),
+                ratio(f32_ms, ms[2]).c_str());
+    std::fflush(stdout);
+  }
+}
 
 // The integer-A matmul_i8 kernel (as for MatMulInteger): u8 A [M, K] x s8 `B` [K, N] -> s32,
 // no zero points; `held` gets the packed weight and its column sums (aligned copies).
@@ -332,6 +385,7 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
     std::fflush(stdout);
   }
   int8_section(cpu, threads, runs, shapes);
+  rows_section(cpu, threads, runs, shapes);
   gemv_section(cpu, threads, runs);
   return 0;
 }

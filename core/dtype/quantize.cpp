@@ -402,6 +402,21 @@ Status fake_quantize_rows_i8(std::span<float> x, int64_t row) {
   });
 }
 
+int32_t rows_s16_qmax(int64_t k) {
+  const int64_t q = k > 0 ? int64_t{2147483647} / (int64_t{128} * k) : 32767;
+  return static_cast<int32_t>(std::clamp<int64_t>(q, 1, 32767));
+}
+
+Status fake_quantize_rows_s16(std::span<float> x, int64_t row) {
+  const float qmax = static_cast<float>(rows_s16_qmax(row));
+  return for_each_row("fake_quantize_rows_s16", x, row, [qmax](std::span<float> v) {
+    float amax = 0.0f;
+    for (float a : v) amax = std::fmax(amax, std::fabs(a));
+    const float s = amax == 0.0f ? 1.0f : std::max(amax / qmax, std::numeric_limits<float>::min());
+    fake_quantize_span(v, s, -qmax, qmax);
+  });
+}
+
 Status fake_quantize_rows_u7(std::span<float> x, int64_t row) {
   return for_each_row("fake_quantize_rows_u7", x, row, [](std::span<float> v) {
     float lo = 0.0f, hi = 0.0f;

@@ -66,7 +66,7 @@ json node_json(const NodePlan& n) {
   if (n.weight_quant) j["weight_quant"] = quant_json(*n.weight_quant);
   if (n.activation_quant) j["activation_quant"] = quant_json(*n.activation_quant);
   if (n.input_quant) j["input_quant"] = quant_json(*n.input_quant);
-  if (n.dynamic_rows == RowQuant::u7) j["dynamic_rows"] = "u7";
+  if (n.dynamic_rows != RowQuant::s8) j["dynamic_rows"] = n.dynamic_rows == RowQuant::u7 ? "u7" : "s16";
   j["predicted_ms"] = number(n.predicted_ms);
   j["measured_ms"] = number(n.measured_ms);
   j["bytes"] = n.bytes;
@@ -209,8 +209,8 @@ Expected<NodePlan> read_node(const json& j, size_t index) {
   if (r.has("dynamic_rows")) {
     std::string rows;
     HPF_RETURN_IF_ERROR(r.string("dynamic_rows", rows));
-    if (rows != "s8" && rows != "u7") return r.error("dynamic_rows", "'" + rows + "' is not s8 or u7");
-    n.dynamic_rows = rows == "u7" ? RowQuant::u7 : RowQuant::s8;
+    if (rows != "s8" && rows != "u7" && rows != "s16") return r.error("dynamic_rows", "'" + rows + "' is not s8, u7 or s16");
+    n.dynamic_rows = rows == "u7" ? RowQuant::u7 : rows == "s16" ? RowQuant::s16 : RowQuant::s8;
   }
   HPF_RETURN_IF_ERROR(r.real("predicted_ms", n.predicted_ms));
   HPF_RETURN_IF_ERROR(r.real("measured_ms", n.measured_ms));

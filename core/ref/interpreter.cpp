@@ -43,6 +43,11 @@ Status check_value_quant(const Graph& g, const Emulation& emu) {
     if (emu.dynamic_int8_rows.count(name))
       return Status::invalid("emulation: node '" + name + "' is in both dynamic_int8_rows and dynamic_u7_rows");
   }
+  for (const std::string& name : emu.dynamic_s16_rows) {
+    HPF_RETURN_IF_ERROR(check_node("dynamic_s16_rows", name));
+    if (emu.dynamic_int8_rows.count(name) || emu.dynamic_u7_rows.count(name))
+      return Status::invalid("emulation: node '" + name + "' is in dynamic_s16_rows and another rows set");
+  }
   for (const auto& [name, q] : emu.input_quant) HPF_RETURN_IF_ERROR(check_node("input_quant", name));
   return {};
 }
@@ -188,12 +193,12 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
       in.push_back(&env[v]);
     }
     Buf rows;  // the first input quantised per row, for this node only
-    if (const bool u7 = emu && emu->dynamic_u7_rows.count(n.name);
-        (u7 || (emu && emu->dynamic_int8_rows.count(n.name))) && in[0] && in[0]->is_float()) {
+    if (const bool u7 = emu && emu->dynamic_u7_rows.count(n.name), s16 = emu && emu->dynamic_s16_rows.count(n.name);
+        (u7 || s16 || (emu && emu->dynamic_int8_rows.count(n.name))) && in[0] && in[0]->is_float()) {
       rows = *in[0];
       const int64_t k = rows.shape.empty() ? 1 : rows.shape.back();
       if (k > 0 && !rows.f.empty()) {
-        Status s = u7 ? fake_quantize_rows_u7(rows.f, k) : fake_quantize_rows_i8(rows.f, k);
+        Status s = u7 ? fake_quantize_rows_u7(rows.f, k) : s16 ? fake_quantize_rows_s16(rows.f, k) : fake_quantize_rows_i8(rows.f, k);
         if (!s.ok()) return Status::invalid("emulation: node '" + n.name + "': " + s.message());
       }
       in[0] = &rows;

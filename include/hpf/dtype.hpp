@@ -175,4 +175,16 @@ Status fake_quantize_rows_i8(std::span<float> x, int64_t row);
 // for any 8-bit weight (NodePlan::dynamic_rows). `row` must divide x.size().
 Status fake_quantize_rows_u7(std::span<float> x, int64_t row);
 
+// The largest |q| of 16-bit rows of length k (fake_quantize_rows_s16): min(32767,
+// (2^31 - 1) / (128 k)), so that a row's dot product with any 8-bit weights, k products of at
+// most 128 |q|, sums exactly in 32 bits (k = 768: 21845, k = 3072: 5461). At least 1.
+int32_t rows_s16_qmax(int64_t k);
+
+// Dynamic symmetric 16-bit quantisation of rows ("s16", W8A16), faked in place: each run of
+// `row` consecutive elements gets s = max|x| / rows_s16_qmax(row) (NaN ignored; 1 for an all-zero
+// row; at least the smallest normal) and x = clamp(rne(x / s), -qmax, qmax) * s (NaN -> 0). A row
+// holding an infinity becomes NaN. The CPU kernel `matmul_i8` with a_dynamic and a_s16 computes
+// the same s and integers and multiplies them with 8-bit weights by vpmaddwd (exact in 32 bits).
+Status fake_quantize_rows_s16(std::span<float> x, int64_t row);
+
 }  // namespace hpf

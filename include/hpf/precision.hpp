@@ -103,7 +103,7 @@ struct Policy {
 // granularity with empty scales; calibration (calibration.hpp) fills the scales.
 
 // How an int8 MatMul/Gemm's rows are quantised at run time (NodePlan::dynamic_rows).
-enum class RowQuant { s8, u7 };
+enum class RowQuant { s8, u7, s16 };
 
 // The plan of one node.
 struct NodePlan {
@@ -121,8 +121,10 @@ struct NodePlan {
   // An int8 MatMul/Gemm that quantises its float input per row at run time (Int8Input::dynamic):
   // s8, symmetric INT8 rows (hpf::fake_quantize_rows_i8), or u7, asymmetric 7-bit rows with a
   // zero point each (hpf::fake_quantize_rows_u7), which AVX2 without VNNI multiplies exactly
-  // with 8-bit weights at the speed 7-bit weights get there (DeviceFormats::int8_weight_max).
-  // In plan files "dynamic_rows": "u7", written only when it is u7. Ignored on other nodes.
+  // with 8-bit weights at the speed 7-bit weights get there (DeviceFormats::int8_weight_max),
+  // or s16, symmetric 16-bit rows (hpf::fake_quantize_rows_s16: W8A16, the weights' error
+  // alone, nearly; DeviceFormats::int8_s16_rows). In plan files "dynamic_rows": "u7" or "s16",
+  // written only when it is not s8. Ignored on other nodes.
   RowQuant dynamic_rows = RowQuant::s8;
   // Costs: predicted (roofline) and measured (profiled kernel; -1 when not measured) times,
   // bytes of weights and activations in this format, and the divergence of the model outputs
@@ -160,7 +162,8 @@ struct Plan {
 //            (a GEMV streams the weights either way and stays weight-only): per row of A, scale
 //            max|row| / 127 chosen at run
 //            time (hpf::fake_quantize_rows_i8), as ONNX Runtime's dynamic quantisation does, or
-//            with dynamic_rows u7 a scale and zero point per row (hpf::fake_quantize_rows_u7);
+//            with dynamic_rows u7 a scale and zero point per row (hpf::fake_quantize_rows_u7),
+//            with s16 a scale per row and 16-bit integers (hpf::fake_quantize_rows_s16);
 //   neither: A stays float and only the weights are INT8.
 // Both make the product u8 x s8 -> s32 on the CPU.
 struct Int8Input {
@@ -200,6 +203,12 @@ struct DeviceFormats {
   // use it; plan_auto offers int8 with 8-bit weights and rows and narrowed ("int8-narrow") per
   // group (the narrower operands cost divergence).
   int int8_weight_max = 127;
+  // Where int8 keeps its 8-bit operands (the planner's plain int8 candidate), a node that
+  // quantises its rows at run time takes them in 16 bits (RowQuant::s16) instead of 8: AVX2
+  // without VNNI multiplies s8 x s8 only through vpsignb (about 22 multiply-adds a cycle a Zen 3
+  // core), s16 x s8 with vpmaddwd at about 25, and 16-bit rows leave the weights' error alone
+  // (BERT-base: see calibrate_plan). Set with int8_weight_max from the "i8w7" hint.
+  bool int8_s16_rows = false;
 };
 
 // A node that did not get the mode its policy asked for, and why.

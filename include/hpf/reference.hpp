@@ -64,9 +64,11 @@ struct Emulation {
   // MatMul/Gemm whose float input has no calibrated scale. The value itself is unchanged for its
   // other consumers. Errors: a name that is not a node of the graph with a float first input.
   std::set<std::string> dynamic_int8_rows;
-  // The same with asymmetric 7-bit rows (hpf::fake_quantize_rows_u7; NodePlan::dynamic_rows u7).
-  // Errors as above, and a node named in both sets.
+  // The same with asymmetric 7-bit rows (hpf::fake_quantize_rows_u7; NodePlan::dynamic_rows u7)
+  // and with 16-bit rows (hpf::fake_quantize_rows_s16; dynamic_rows s16). Errors as above, and a
+  // node named in two of the sets.
   std::set<std::string> dynamic_u7_rows;
+  std::set<std::string> dynamic_s16_rows;
   // Nodes (by name) whose first input is fake-quantised with these per-tensor parameters before
   // the node reads it (an int8 Conv: NodePlan::input_quant); the value itself is unchanged for
   // its other consumers. Errors: a name that is not a node with a float first input.

@@ -11,8 +11,12 @@
 // so the s32 result is exact. With attr a_u7 as well, each row gets a scale and a zero point z
 // (hpf::fake_quantize_rows_u7: u = q + z in 0..127) and the output is
 // (acc - z * colsum[n]) * S[n] * s: u <= 127 lets AVX2's vpmaddubsw take 8-bit weights exactly
-// (2 * 127 * 128 <= 32767). Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
-// attrs k, n, a_scale | a_dynamic (| a_u7) and the epilogue's (alpha, beta, out_scale).
+// (2 * 127 * 128 <= 32767). With attr a_s16 instead (W8A16), rows are quantised to 16 bits
+// (hpf::fake_quantize_rows_s16: s = max|row| / rows_s16_qmax(k), so that k products with 8-bit
+// weights sum exactly in 32 bits) and multiplied with the weights widened to 16 bits (vpmaddwd:
+// a tile of 2 rows x 16 columns, 4 k a step); the output is acc * S[n] * s.
+// Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
+// attrs k, n, a_scale | a_dynamic (| a_u7 | a_s16) and the epilogue's (alpha, beta, out_scale).
 // U8 or I8 A (MatMulInteger): A is already quantised; its rows are copied (the sign bit flipped
 // where the dot product's operand is of the other signedness) and the output is the exact s32
 //   sum_k (a - za) q_w = acc - (za - off) * colsum[n]
@@ -57,6 +61,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "hpf/dtype.hpp"
 #include "jit/codegen/c_codegen.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
@@ -246,6 +251,34 @@ static inline __attribute__((always_inline)) i8_v16 i8_quant(hpf_f32x16 x) {
 )";
 }
 
+// 16-bit rows (a_s16): a tile of 2 rows x 16 columns, 4 k a step. A k-group's 64 bytes of
+// weights (16 columns x 4 k) are widened to 16 bits as four vectors of 4 columns x 4 k; the
+// row's 4 values, broadcast, multiply each by vpmaddwd into 4 columns x 2 partial sums (the
+// pairs k0 k1 and k2 k3), added at the end. |acc| <= k * qmax * 128 < 2^31 (rows_s16_qmax).
+// Zen 3: ~24 multiply-adds a cycle (u7 rows ~31, the vpsignb path for s8 x s8 ~22, FP32 FMA 16).
+const char* int8_s16_source() {
+  return R"(
+#undef I8_MR
+#define I8_MR 2
+#undef I8_NP
+#define I8_NP 1
+typedef short i8s_h16 __attribute__((vector_size(32)));
+typedef i32 i8s_v8 __attribute__((vector_size(32)));
+typedef signed char i8s_c16 __attribute__((vector_size(16)));
+typedef long long i8s_q4 __attribute__((vector_size(32)));
+/* Lane j: a[2j] b[2j] + a[2j+1] b[2j+1], exact in 32 bits. */
+static inline __attribute__((always_inline)) i8s_v8 i8s_madd(i8s_h16 a, i8s_h16 b) {
+#if defined(__AVX2__)
+  return (i8s_v8)__builtin_ia32_pmaddwd256(a, b);
+#else
+  i8s_v8 r;
+  for (int j = 0; j < 8; ++j) r[j] = (i32)a[2 * j] * b[2 * j] + (i32)a[2 * j + 1] * b[2 * j + 1];
+  return r;
+#endif
+}
+)";
+}
+
 Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std::string& name) {
   if (spec.inputs.size() < 3 || spec.outputs.size() != 1) return Status::invalid("matmul_i8: needs A, W, Z (and S for a float A) and one output");
   const TensorDesc &A = spec.inputs[0], &Y = spec.outputs[0];
@@ -260,7 +293,10 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   const float a_scale = attr_f(spec.attrs, "a_scale", 0.0f);
   const bool dynamic = attr_i(spec.attrs, "a_dynamic", 0) != 0;
   const bool u7 = attr_i(spec.attrs, "a_u7", 0) != 0;
-  if (u7 && !dynamic) return Status::invalid("matmul_i8: a_u7 needs a_dynamic (u7 rows are chosen at run time)");
+  const bool s16 = attr_i(spec.attrs, "a_s16", 0) != 0;
+  if ((u7 || s16) && !dynamic)
+    return Status::invalid("matmul_i8: a_u7 and a_s16 need a_dynamic (such rows are chosen at run time)");
+  if (u7 && s16) return Status::invalid("matmul_i8: a_u7 and a_s16 together");
   if (K <= 0 || N <= 0 || (!integer && dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K ||
       Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
@@ -276,14 +312,15 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   // AMX: chunks of whole 32-row blocks, up to 256 KiB of A (each panel pair's weights are read
   // once per chunk, so the deeper the chunk the less weight traffic per tile multiply).
   // (K at most 16384: a 32-row chunk, at least, on the stack.)
-  const bool amx = attr_i(spec.attrs, "amx", 0) != 0 && K % 64 == 0 && K <= 16384 && M >= 16;
+  const bool amx = attr_i(spec.attrs, "amx", 0) != 0 && K % 64 == 0 && K <= 16384 && M >= 16 && !s16;
   // Words per row of the quantised buffer: KR, or for AMX one cache line more, so that a tile's
   // 16 rows do not share a few L1 sets when K is a multiple of 1 KiB (2048^3 with u8 A on one
   // core: 14.6 -> 8.5 ms).
-  const int64_t AR = amx ? KR + 16 : KR;
+  // 16-bit rows (s16): two words per k-group.
+  const int64_t AR = s16 ? 2 * KR : amx ? KR + 16 : KR, AW = s16 ? 2 * KG : KG;
   const int64_t rows_wanted = amx ? 32 * std::clamp<int64_t>(262144 / (KP * 32), 1, 8)
                               : row_items < 4 ? kRows
-                                              : kRows * std::clamp<int64_t>(196608 / (KG * 4 * kRows), 1, 4);
+                                              : kRows * std::clamp<int64_t>(196608 / (AW * 4 * kRows), 1, 4);
   // The chunks share the row tiles evenly (chunk rc: tiles [rc T / RC, (rc + 1) T / RC) of the
   // T = ceil(M / I8_MR), I8_MR the host's tile rows), an even number of them where there are
   // several, as the threads take ranges of equal counts: in chunks of whole 12-row items, two
@@ -293,7 +330,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   if (RC > 1 && RC % 2 == 1) ++RC;
   // Rows of the largest chunk (its buffer's), for any tile height (4 or 6 rows; AMX: 32).
   int64_t chunk = 0;
-  for (int64_t mr : {4, 6, amx ? 32 : 4}) chunk = std::max(chunk, ((M + mr - 1) / mr + RC - 1) / RC * mr);
+  for (int64_t mr : {2, 4, 6, amx ? 32 : 4}) chunk = std::max(chunk, ((M + mr - 1) / mr + RC - 1) / RC * mr);
   const int64_t CS0 = row_items < 4 ? std::clamp<int64_t>(P / 8, 1, 8)
                       : RC >= 4     ? 1
                                     : std::clamp<int64_t>((4 + RC - 1) / RC, 1, std::max<int64_t>(1, P / 8));
@@ -310,8 +347,9 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
               : c_store(Y.dtype, "wq_out((float)(o[jj] - (I8_U7 ? zr[r] : zc) * Z[j]) * S[j] * (I8_DYNAMIC ? rs[r] : 1.0f), args, i0 + r, j)");
   std::ostringstream s;
   s << c_prelude() << "#define I8_TRY_AMX " << (amx ? 1 : 0) << "\n" << int8_weight_defines(spec.attrs)
-    << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n#define I8_U7 " << (u7 ? 1 : 0) << "\n"
-    << int8_dot_source() << out_fn
+    << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n#define I8_U7 " << (u7 ? 1 : 0) << "\n#define I8_S16 "
+    << (s16 ? 1 : 0) << "\n#define I8_QMAX " << (s16 ? rows_s16_qmax(K) : 127) << ".0f\n"
+    << int8_dot_source() << (s16 ? int8_s16_source() : "") << out_fn
     // Four bytes of A as one word: the quantised buffer's, or an integer A's own bytes read in place.
     << "typedef i32 i8_a32 __attribute__((may_alias, aligned(4)));\n"
     // The 16 outputs of row r (of the rows from i0) in panel pc from their s32 sums o.
@@ -356,8 +394,37 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "      i32 o[16]; __builtin_memcpy(o, &acc[r][c], 64);\n"
     << "      i8_row_out(o, rs, zr, S, Z, zc, args, Y, i0, r, p + c);\n"
     << "    }\n"
-    << "}\n"
-    << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
+    << "}\n";
+  if (s16)
+    s << "static inline __attribute__((always_inline)) void i8s_tile(\n"
+      << "    const i8_a32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+      << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p) {\n"
+      << "  i8s_v8 acc[2][4];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "  for (int r = 0; r < 2; ++r)\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < 4; ++c) acc[r][c] = (i8s_v8){};\n"
+      << "  for (int r = 0; r < mr; ++r) hpf_prefetch_w(Y + (i0 + r) * " << L(N) << " + p * 16, 16 * (i64)sizeof(*Y));\n"
+      << "  const u8* restrict wp = W + p * " << L(KG * 64) << ";\n"
+      << "  const short* restrict a0 = (const short*)ap;\n"
+      << "  const short* restrict a1 = a0 + " << L(2 * AR) << ";\n"
+      << "  for (i64 g = 0; g < " << L(KG) << "; ++g) {\n"
+      << "    i8s_h16 b[4];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < 4; ++c) { i8s_c16 wb; __builtin_memcpy(&wb, wp + g * 64 + c * 16, 16); b[c] = __builtin_convertvector(wb, i8s_h16); }\n"
+      << "    long long q0, q1; __builtin_memcpy(&q0, a0 + 4 * g, 8); __builtin_memcpy(&q1, a1 + 4 * g, 8);\n"
+      << "    const i8s_h16 v0 = (i8s_h16)((i8s_q4){} + q0), v1 = (i8s_h16)((i8s_q4){} + q1);\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int c = 0; c < 4; ++c) { acc[0][c] += i8s_madd(v0, b[c]); acc[1][c] += i8s_madd(v1, b[c]); }\n"
+      << "  }\n"
+      << "  for (int r = 0; r < mr; ++r) {\n"
+      << "    i32 o[16];\n"
+      << "    for (int c = 0; c < 4; ++c)\n"
+      << "      for (int q = 0; q < 4; ++q) o[4 * c + q] = acc[r][c][2 * q] + acc[r][c][2 * q + 1];\n"
+      << "    i8_row_out(o, rs, zr, S, Z, zc, args, Y, i0, r, p);\n"
+      << "  }\n"
+      << "}\n";
+  s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
     << "  const u8* restrict W = (const u8*)args[1];\n"
     << "  const float* restrict S = " << (integer ? "0" : "(const float*)args[2]") << ";\n"
@@ -373,7 +440,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "  const i32 zc = " << (spec.inputs.size() == 4 ? "(i32)((const " + std::string(c_storage_type(A.dtype)) + "*)args[3])[0]" : "0")
       << " - I8_OFF;\n";
   } else {
-    s << "  enum { I8_FLIP = 0 };\n  const i32 zc = I8_ZP;\n";
+    s << "  enum { I8_FLIP = 0 };\n  const i32 zc = I8_S16 ? 0 : I8_ZP;\n";
   }
   // An integer A of whole 16-byte rows that needs no flip is read in place by the tiles whose
   // rows all exist; only a chunk's last partial tile is copied (with its padding rows).
@@ -395,7 +462,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    w = wl;\n"
     << "    const int in_place = " << in_place << ";\n"
     << "    for (i64 r = in_place ? rows / I8_MR * I8_MR : 0; r < rpad; ++r) {\n"
-    << "      if (r >= rows) { for (i64 g = 0; g < " << L(KG) << "; ++g) ap[r * " << L(AR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
+    << "      if (r >= rows) { for (i64 g = 0; g < " << L(AW) << "; ++g) ap[r * " << L(AR) << " + g] = I8_S16 ? 0 : (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n";
   if (integer) {
     // Copy the row (the padding past K multiplies zero weights).
@@ -443,7 +510,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "          m = __builtin_elementwise_max(m, __builtin_elementwise_abs(x));\n"
       << "        }\n"
       << "        const float amax = __builtin_reduce_max(m);\n"
-      << "        s = amax == 0.0f ? 1.0f : amax / 127.0f;\n"
+      << "        s = amax == 0.0f ? 1.0f : amax / I8_QMAX;\n"
       << "        s = s < 1.17549435e-38f ? 1.17549435e-38f : s;\n"
       << "      }\n"
       << "      rs[r] = s;\n"
@@ -457,11 +524,21 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "        v = (hpf_f32x16)((hpf_u32x16)v & (hpf_u32x16)(v == v));\n"
       << "        v = __builtin_elementwise_min(__builtin_elementwise_max(v, (hpf_f32x16){} - zf), (hpf_f32x16){} + (127.0f - zf));\n"
       << "        const i8_v16 qi = __builtin_convertvector(__builtin_elementwise_rint(v), i8_v16) + zr[r];\n"
+      << "#elif I8_S16\n"
+      // x / s, NaN -> 0, clamped to [-qmax, qmax], rounded half to even: 16 shorts.
+      << "        hpf_f32x16 v = x / sv;\n"
+      << "        v = (hpf_f32x16)((hpf_u32x16)v & (hpf_u32x16)(v == v));\n"
+      << "        v = __builtin_elementwise_min(__builtin_elementwise_max(v, (hpf_f32x16){} - I8_QMAX), (hpf_f32x16){} + I8_QMAX);\n"
+      << "        typedef short i8s_h16x16 __attribute__((vector_size(32)));\n"
+      << "        const i8s_h16x16 qs = __builtin_convertvector(__builtin_convertvector(__builtin_elementwise_rint(v), i8_v16), i8s_h16x16);\n"
+      << "        __builtin_memcpy((short*)(ap + r * " << L(AR) << ") + k, &qs, 32);\n"
       << "#else\n"
       << "        const i8_v16 qi = i8_quant(x / sv);\n"
       << "#endif\n"
+      << "#if !I8_S16\n"
       << "        const i8_u8x16 qb = __builtin_convertvector(qi, i8_u8x16);\n"
       << "        __builtin_memcpy(ap + r * " << L(AR) << " + (k >> 2), &qb, 16);\n"
+      << "#endif\n"
       << "      }\n"
       << "    }\n";
   }
@@ -504,8 +581,12 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
     << "          const i8_a32* restrict at = in_place && mr == I8_MR ? (const i8_a32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(AR) << ";\n"
+    << "#if I8_S16\n"
+    << "          i8s_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p);\n"
+    << "#else\n"
     << "          if (np == I8_NP) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP);\n"
     << "          else i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1);\n"
+    << "#endif\n"
     << "        }\n"
     << "        p += np;\n"
     << "      }\n"

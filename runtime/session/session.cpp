@@ -192,7 +192,7 @@ DeviceFormats formats_of(const DeviceRecord& d) {
   f.storage.clear();
   for (const PrecisionSupport& p : d.precisions)
     for (const std::string& name : p.formats) {
-      if (name == "i8w7") f.int8_weight_max = 64;  // a hint, not a format (plugin.h)
+      if (name == "i8w7") f.int8_weight_max = 64, f.int8_s16_rows = true;  // a hint, not a format (plugin.h)
       auto t = parse_dtype(name);
       if (!t.ok()) continue;
       if (is_float(*t) && std::find(f.storage.begin(), f.storage.end(), *t) == f.storage.end()) f.storage.push_back(*t);

@@ -277,6 +277,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     float a_scale = 0;       // W8A8, static: the INT8 scale A is held in
     bool a_dynamic = false;  // W8A8, dynamic: A quantised per row by the kernel
     bool a_u7 = false;       // ... in asymmetric 7-bit rows
+    bool a_s16 = false;      // ... in 16-bit rows (W8A16)
     if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
@@ -290,6 +291,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
         a_scale = in.static_scale;
         a_dynamic = in.dynamic;
         a_u7 = in.dynamic && in.rows == RowQuant::u7;
+        a_s16 = in.dynamic && in.rows == RowQuant::s16;
         if (a_scale > 0 || a_dynamic) format = "i8vnni";
       }
     } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
@@ -352,6 +354,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
       else
         spec.attrs["a_scale"] = a_scale;
       if (a_u7) spec.attrs["a_u7"] = int64_t{1};
+      if (a_s16) spec.attrs["a_s16"] = int64_t{1};
       spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
       if (amx_int8) spec.attrs["amx"] = int64_t{1};
     }

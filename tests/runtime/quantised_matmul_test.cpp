@@ -73,9 +73,10 @@ Graph build(const Case& c) {
 }
 
 // The plan `mode` asks for on the CPU device, calibrated on the test's own input.
-// `weight_max` < 127: as for a device asking for narrower INT8 operands (int8_weight_max).
+// `weight_max` < 127: as for a device asking for narrower INT8 operands (int8_weight_max);
+// `s16_rows`: as for one taking 16-bit rows where int8 keeps 8-bit weights (int8_s16_rows).
 Plan calibrated_plan(const Graph& g, Mode mode, const DeviceFormats& f, const Tensor& a,
-                     const std::vector<std::string>& observed = {"y"}, int weight_max = 127) {
+                     const std::vector<std::string>& observed = {"y"}, int weight_max = 127, bool s16_rows = false) {
   auto plan = plan_from_policy(g, Policy::uniform(mode), f);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   // bf16/fp16: the graph output stays F32 on the device (graph outputs keep their dtype); the
@@ -85,6 +86,7 @@ Plan calibrated_plan(const Graph& g, Mode mode, const DeviceFormats& f, const Te
   REQUIRE(observe_values(g, {{a}}, observed, obs).ok());
   PlannerOptions po;
   po.device.int8_weight_max = weight_max;
+  po.device.int8_s16_rows = s16_rows;
   Status s = calibrate_plan(g, *plan, obs, po);
   REQUIRE_MESSAGE(s.ok(), s.to_string());
   return std::move(plan).value();
@@ -96,11 +98,12 @@ struct Result {
   int64_t elements = 0;
   CompileStats stats;
   bool u7 = false;     // the plan's mm quantises its rows to u7
+  bool s16 = false;    // ... to s16
   int weight_max = 0;  // the largest |q| of its INT8 weights (0: none)
 };
 
 // `specials`: planned on random values, run with special values among them (test::with_special_values).
-Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max = 127) {
+Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max = 127, bool s16_rows = false) {
   Result r;
   const Graph g = build(c);
   Tensor a = random(c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k}, 3, -2, 2);
@@ -111,9 +114,10 @@ Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max 
   auto plan = std::make_shared<Plan>(calibrated_plan(g, mode, s->device_formats(), a,
                                                          c.epilogue ? std::vector<std::string>{"y", "mm:out"}
                                                                     : std::vector<std::string>{"y"},
-                                                         weight_max));
+                                                         weight_max, s16_rows));
   REQUIRE(plan->find("mm")->mode == mode);
   r.u7 = plan->find("mm")->dynamic_rows == RowQuant::u7;
+  r.s16 = plan->find("mm")->dynamic_rows == RowQuant::s16;
   if (const auto& q = plan->find("mm")->weight_quant; q && q->type == DType::I8)
     r.weight_max = test::int8_max_abs(*g.value(*g.find_value("w")).constant, *q);
   if (c.int4_group > 0) {
@@ -256,6 +260,33 @@ TEST_CASE("matmul_i8: u7 rows with 8-bit weights (a device asking for narrower o
       CHECK(r.step_diffs * 100 <= r.elements);
     }
   }
+}
+
+TEST_CASE("matmul_i8: 16-bit rows with 8-bit weights (W8A16, int8_s16_rows) match the emulation") {
+  // Where int8 keeps 8-bit operands on a device with int8_s16_rows, calibrate_plan gives a MatMul
+  // quantising its rows at run time 16-bit rows (rows_s16_qmax(k) levels each side); the kernel
+  // (2 x 16 tiles of vpmaddwd on the weights widened to 16 bits) computes the emulation's
+  // integers, special values included. Weights keep every bit; GEMVs stay weight-only.
+  for (const Case& c : kCases) {
+    for (const bool specials : {false, true}) {
+      CAPTURE(c.m);
+      CAPTURE(c.n);
+      CAPTURE(c.k);
+      CAPTURE(specials);
+      const Result r = run_case(c, Mode::int8, specials, 127, true);
+      const bool gemv = c.m * std::max<int64_t>(c.batch, 1) <= 4;
+      CHECK(r.s16 == !gemv);
+      CHECK(!r.u7);
+      CHECK(r.weight_max == 127);
+      if (!gemv) CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"mm"});
+      const double tol = 2e-5 * std::sqrt(std::max(1.0, c.k / 300.0));
+      CHECK_MESSAGE(r.worst <= tol, "worst relative error " << r.worst);
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
+  }
+  // A narrowing device's u7 rows come first (int8_weight_max < 127: policy plans).
+  const Result r = run_case(Case{70, 150, 200}, Mode::int8, false, 64, true);
+  CHECK(r.u7);
 }
 
 TEST_CASE("matmul_wq: a MatMul with a fused bias and activation gets packed weights and keeps the epilogue") {

@@ -461,6 +461,41 @@ TEST_CASE("fake_quantize_rows_u7: a scale and zero point per row over [min(0, x)
   CHECK(hpf::fake_quantize_rows_u7(y, 3).message() == "fake_quantize_rows_u7: rows of 3 do not divide 4 elements");
 }
 
+TEST_CASE("fake_quantize_rows_s16: a scale per row, rows_s16_qmax(row) levels each side, exact 32-bit sums") {
+  // qmax keeps row * qmax * 128 within INT32: 32767 up to 512, then (2^31 - 1) / (128 row).
+  CHECK(hpf::rows_s16_qmax(1) == 32767);
+  CHECK(hpf::rows_s16_qmax(512) == 32767);
+  CHECK(hpf::rows_s16_qmax(768) == 21845);
+  CHECK(hpf::rows_s16_qmax(3072) == 5461);
+  CHECK(hpf::rows_s16_qmax(int64_t{1} << 40) == 1);
+  for (int64_t k : {513, 768, 1000, 3072, 65536})
+    CHECK(double(k) * hpf::rows_s16_qmax(k) * 128 <= 2147483647.0);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  // Row 0: s = 3 / 32767; 1 -> rne(10922.33) = 10922; -3 -> -32767. Row 1: all zero (s = 1).
+  // Row 2: NaN ignored by the max, stored 0. Row 3: an infinity makes the row NaN.
+  std::vector<float> x = {1, -3, 0.5f, 0, 0, 0, nan, 2, -1, inf, 1, 2};
+  REQUIRE(hpf::fake_quantize_rows_s16(x, 3).ok());
+  const float s0 = 3.0f / 32767.0f, s2 = 2.0f / 32767.0f;
+  CHECK(x[0] == std::nearbyint(1.0f / s0) * s0);
+  CHECK(x[1] == -32767 * s0);
+  CHECK(x[2] == std::nearbyint(0.5f / s0) * s0);
+  CHECK((x[3] == 0 && x[4] == 0 && x[5] == 0));
+  CHECK(x[6] == 0);
+  CHECK(x[7] == 32767 * s2);
+  CHECK(x[8] == std::nearbyint(-1.0f / s2) * s2);
+  for (int i = 9; i < 12; ++i) CHECK(std::isnan(x[i]));
+  // A long row: fewer levels (768: 21845), the error within half a step.
+  std::vector<float> y(768);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = std::sin(float(i)) * 4.0f;
+  const std::vector<float> y0 = y;
+  REQUIRE(hpf::fake_quantize_rows_s16(y, 768).ok());
+  float amax = 0;
+  for (float v : y0) amax = std::max(amax, std::fabs(v));
+  const float s = amax / 21845.0f;
+  for (size_t i = 0; i < y.size(); ++i) CHECK(std::fabs(y[i] - y0[i]) <= 0.5f * s * 1.0001f);
+  CHECK(hpf::fake_quantize_rows_s16(y, 5).message() == "fake_quantize_rows_s16: rows of 5 do not divide 768 elements");
+}
+
 TEST_CASE("quantize: rounds half to even like nearbyint, on ties and near them") {
   std::mt19937 g(5);
   std::uniform_int_distribution<int> halves(-300, 300);

@@ -352,6 +352,18 @@ TEST_CASE("emulation: dynamic_int8_rows quantises a MatMul's A per row") {
   CHECK(q[1] == -85 * (1.5f / 127));
   e.dynamic_int8_rows = {"mm"};
   CHECK(ref::run(g, {x}, o).status().message() == "emulation: node 'mm' is in both dynamic_int8_rows and dynamic_u7_rows");
+  // 16-bit rows: fake_quantize_rows_s16's values (row 0: s = 1 / 32767).
+  e.dynamic_int8_rows.clear();
+  e.dynamic_u7_rows.clear();
+  e.dynamic_s16_rows = {"mm"};
+  r = ref::run(g, {x}, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  q = x.to_f32();
+  REQUIRE(fake_quantize_rows_s16(q, 3).ok());
+  CHECK((*r)[0].to_f32() == std::vector<float>{q[0], q[1], q[3], q[4]});
+  CHECK(q[0] == 16384 * (1.0f / 32767));  // 0.5 * 32767 = 16383.5, to even
+  e.dynamic_u7_rows = {"mm"};
+  CHECK(ref::run(g, {x}, o).status().message() == "emulation: node 'mm' is in dynamic_s16_rows and another rows set");
 }
 
 TEST_CASE("emulation: an int8 Conv with per-output-channel weight scales") {

@@ -49,6 +49,7 @@ Plan sample_plan() {
   b.mode = Mode::int4_weights;
   b.weights = DType::I4;
   b.weight_quant = QuantParams{DType::I4, {0.25f, 3.4028235e38f}, {1, -2}, -1, 32};
+  b.dynamic_rows = RowQuant::s16;
   b.predicted_ms = 1e-300;
   NodePlan c;
   c.name = "out";
@@ -180,7 +181,7 @@ TEST_CASE("plan: a bad field value is an error naming the node, the field and th
   CHECK(error_of(edited("\"bytes\":0", "\"bytes\":0, \"latency\":3")) ==
         "plan: nodes[1] ('ffn/\"up\"').latency: unknown field");
   CHECK(error_of(edited("\"dynamic_rows\":\"u7\"", "\"dynamic_rows\":\"u6\"")) ==
-        "plan: nodes[0] ('layer0/attention/qk').dynamic_rows: 'u6' is not s8 or u7");
+        "plan: nodes[0] ('layer0/attention/qk').dynamic_rows: 'u6' is not s8, u7 or s16");
   CHECK(error_of(edited("\"metric\":\"rel-l2\"", "\"metric\":\"mse\"")) ==
         "plan: metric: unknown metric 'mse' (metrics: kl, rel-l2)");
   CHECK(error_of(edited("\"predicted_ms\":1e-300", "\"predicted_ms\":\"fast\"")) ==
