@@ -24,7 +24,7 @@ int epilogue_operand_kind(const std::vector<int64_t>& in, const std::vector<int6
 
 bool epilogue_takes(const std::string& op) {
   static const std::set<std::string> ops = {"Add", "Sub", "Mul", "Div", "Relu", "LeakyRelu", "Clip", "Sigmoid",
-                                            "HardSigmoid", "HardSwish", "Gelu", "Tanh", "Cast", "Identity",
+                                            "HardSigmoid", "HardSwish", "Gelu", "Erf", "Tanh", "Cast", "Identity",
                                             "BatchNormalization"};
   return ops.count(op) > 0;
 }

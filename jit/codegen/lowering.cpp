@@ -202,6 +202,93 @@ Expected<int> absorb_into_producer(const Graph& g, const Node& n, int32_t id, st
   p.spec.outputs = {out};
   return s;
 }
+
+// An elementwise chain that reads a MatMul/Conv step's result more than once, and is that
+// value's only reader, joins the step's epilogue: GELU exported as x * 0.5 * (1 + erf(x / sqrt 2))
+// reads x twice, which absorb_into_producer (one reader, a chain of single steps) leaves as a
+// kernel of its own, storing x and reading it back (BERT-base's FFN: 12 passes over 128 x 3072).
+// As absorb_into_producer: the chain's other operands exist before the producer runs and
+// broadcast to its output; every format on the way is FP32, BF16 or TF32 (no overflow watch to
+// keep); the shapes agree. The chain's steps keep their order and formats.
+void merge_chains_into_producers(const Graph& g, std::vector<LoweredStep>& steps, const std::vector<int>& uses) {
+  auto wide = [](DType t) { return t == DType::F32 || t == DType::BF16 || t == DType::TF32; };
+  for (size_t e = 0; e < steps.size(); ++e) {
+    LoweredStep& E = steps[e];
+    if (E.kind != LoweredStep::Kind::kernel || E.spec.family != "elementwise" || E.outputs.size() != 1) continue;
+    std::vector<int> step_of(g.values().size(), -1);
+    for (size_t k = 0; k < e; ++k)
+      for (ValueId o : steps[k].outputs)
+        if (o != kNoValue) step_of[o] = static_cast<int>(k);
+    for (size_t i = 0; i < E.inputs.size(); ++i) {
+      const ValueId v = E.inputs[i];
+      if (v == kNoValue || step_of[v] < 0) continue;
+      const size_t ps = static_cast<size_t>(step_of[v]);
+      LoweredStep& P = steps[ps];
+      if (P.kind != LoweredStep::Kind::kernel || (P.spec.family != "matmul" && P.spec.family != "conv") ||
+          P.outputs.size() != 1 || P.outputs[0] != v)
+        continue;
+      int reads = 0;  // the chain's nodes' reads of v: all of v's (and at least two)
+      for (int32_t id : E.fused)
+        for (ValueId x : g.node(id).inputs) reads += x == v;
+      if (reads < 2 || reads != uses[v]) continue;
+      const TensorDesc& pout = P.spec.outputs[0];
+      bool ok = E.spec.outputs[0].shape == pout.shape && wide(pout.dtype);
+      for (const TensorDesc& t : P.spec.inputs) ok = ok && is_float(t.dtype);
+      for (const ElementwiseStep& s : P.spec.epilogue) ok = ok && wide(s.dtype);
+      for (const ElementwiseStep& s : E.spec.chain) ok = ok && wide(s.dtype) && epilogue_takes(s.op);
+      const int axis = P.spec.family == "conv" ? 1 : static_cast<int>(pout.shape.size()) - 1;
+      for (size_t k = 0; ok && k < E.inputs.size(); ++k) {
+        if (E.inputs[k] == v) continue;
+        const ValueId u = E.inputs[k];
+        ok = u != kNoValue && (step_of[u] < 0 || static_cast<size_t>(step_of[u]) < ps) && is_float(E.spec.inputs[k].dtype) &&
+             epilogue_operand_kind(E.spec.inputs[k].shape, pout.shape, axis) >= 0;
+      }
+      if (!ok) continue;
+      auto& epi = P.spec.epilogue;
+      if (epi.empty() && pout.dtype != DType::F32) {  // v read back rounded to its format
+        ElementwiseStep r;
+        r.op = "Identity";
+        r.operands = {kProducerResult};
+        r.dtype = pout.dtype;
+        epi.push_back(std::move(r));
+      }
+      const int base = static_cast<int>(epi.size());
+      const int vref = epi.empty() ? kProducerResult : -base;  // v: the epilogue's last result
+      const size_t first = P.inputs.size() - static_cast<size_t>(P.spec.epilogue_inputs);
+      for (ElementwiseStep s : E.spec.chain) {
+        for (int& o : s.operands) {
+          if (o == kAbsentOperand) continue;
+          if (o < 0) {
+            o = -1 - (-1 - o + base);
+            continue;
+          }
+          const ValueId u = E.inputs[static_cast<size_t>(o)];
+          if (u == v) {
+            o = vref;
+            continue;
+          }
+          auto pos = std::find(P.inputs.begin() + static_cast<std::ptrdiff_t>(first), P.inputs.end(), u);
+          if (pos == P.inputs.end()) {
+            P.inputs.push_back(u);
+            P.spec.inputs.push_back(E.spec.inputs[static_cast<size_t>(o)]);
+            ++P.spec.epilogue_inputs;
+            pos = P.inputs.end() - 1;
+          }
+          o = static_cast<int>(pos - P.inputs.begin());
+        }
+        epi.push_back(std::move(s));
+      }
+      P.outputs = E.outputs;
+      P.spec.outputs = E.spec.outputs;
+      P.fused.insert(P.fused.end(), E.fused.begin(), E.fused.end());
+      P.label += "+" + E.label;
+      P.node = E.node;
+      steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(e));
+      --e;
+      break;
+    }
+  }
+}
 }  // namespace
 
 Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType>& storage,
@@ -420,6 +507,7 @@ Expected<std::vector<LoweredStep>> lower(const Graph& g, const std::vector<DType
     produced_by(steps.size() - 1);
   }
   if (options.attention) fuse_attention(g, steps, uses);
+  if (options.producer_epilogues) merge_chains_into_producers(g, steps, uses);
   return steps;
 }
 

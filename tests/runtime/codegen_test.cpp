@@ -2005,6 +2005,39 @@ TEST_CASE("codegen: epilogue fusion stops at a second reader, a late operand, a 
   check_graph(b, {random_tensor({1, 3, 6, 6}, DType::F32, 433)}, 1e-4);  // Exp magnifies the conv's rounding
 }
 
+TEST_CASE("lowering: a chain reading a MatMul/Conv result twice (GELU, HardSwish as exported) joins its epilogue") {
+  auto scalar = [](GraphBuilder& b, float v) { return b.constant(*Tensor::from_f32(std::vector<int64_t>{}, std::vector<float>{v})); };
+  {  // x * 0.5 * (1 + erf(x / sqrt 2)) after a MatMul and its bias: one kernel
+    GraphBuilder b("gelu_exported");
+    auto x = b.input("x", DType::F32, {2, 9, 40});
+    auto y = b.op1("MatMul", {x, b.constant(random_tensor({40, 70}, DType::F32, 470))}, {}, "mm");
+    y = b.op1("Add", {y, b.constant(random_tensor({70}, DType::F32, 471))}, {}, "bias");
+    auto e = b.op1("Erf", {b.op1("Div", {y, scalar(b, 1.4142135f)}, {}, "div")}, {}, "erf");
+    auto g = b.op1("Mul", {y, b.op1("Add", {e, scalar(b, 1.0f)}, {}, "add1")}, {}, "mul");
+    b.output(b.op1("Mul", {g, scalar(b, 0.5f)}, {}, "half"), "out");
+    CHECK(step_labels(b) == std::vector<std::string>{"mm+bias+div+erf+add1+mul+half"});
+    check_graph(b, {random_tensor({2, 9, 40}, DType::F32, 472, -3, 3)}, 1e-5);
+  }
+  {  // HardSwish as x * Clip(x + 3, 0, 6) / 6 after a Conv; then the same with x read outside
+    for (const bool second_reader : {false, true}) {
+      CAPTURE(second_reader);
+      GraphBuilder b("hardswish_exported");
+      auto x = b.input("x", DType::F32, {1, 3, 8, 8});
+      auto c = b.op1("Conv", {x, b.constant(random_tensor({5, 3, 3, 3}, DType::F32, 473))}, {{"pads", Ints{1, 1, 1, 1}}}, "conv");
+      auto r = b.op1("Clip", {b.op1("Add", {c, scalar(b, 3.0f)}, {}, "add3"), scalar(b, 0.0f), scalar(b, 6.0f)}, {}, "clip");
+      auto h = b.op1("Div", {b.op1("Mul", {c, r}, {}, "mul"), scalar(b, 6.0f)}, {}, "div");
+      b.output(h, "out");
+      if (second_reader) b.output(b.op1("Sigmoid", {c}, {}, "other"), "other");  // conv's value must stay stored
+      const auto labels = step_labels(b);
+      if (second_reader)
+        CHECK(std::find(labels.begin(), labels.end(), "conv") != labels.end());
+      else
+        CHECK(labels == std::vector<std::string>{"conv+add3+clip+mul+div"});
+      check_graph(b, {random_tensor({1, 3, 8, 8}, DType::F32, 474, -2, 2)}, 1e-5);
+    }
+  }
+}
+
 // An F16-stored MatMul fuses overflow-transparent consumers (Relu, Add) into its epilogue, but
 // not one that could hide its Inf behind a finite value (Sigmoid(Inf) = 1); FP8 never fuses.
 TEST_CASE("lowering: F16 producers fuse only overflow-transparent epilogue steps") {
