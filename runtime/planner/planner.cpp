@@ -528,8 +528,12 @@ class Planner {
     // Each mode over the whole graph first, the walk starting from the best within the budget:
     // lowering group by group pays for conversions between formats on the way, which can hide
     // the gain of the whole (ResNet-50 on AMX: half its convs in BF16 measured no faster than
-    // FP32, all of them twice as fast).
+    // FP32, all of them twice as fast). Not int8 (its rows and weights in the kernel's formats
+    // already): a whole-graph int8 plan within the budget leaves no room to narrow a group, and
+    // no single move out of it pays (BERT-base with 16-bit rows: all 74 MatMuls at 4.8e-4 of
+    // 5e-4, 96 ms with two threads, where the walk from FP32 reaches 84 ms).
     for (Choice c : all_choices()) {
+      if (c.mode == Mode::int8) continue;
       State s = start_;
       for (size_t gi = 0; gi < groups_.size(); ++gi) s = with(s, gi, c);
       if (s == start_ || report_.evaluations >= o_.max_evaluations) continue;
