@@ -331,11 +331,15 @@ struct PlannerReport {
 //      graph order) and the halves measured in turn, while max_sensitivity_evaluations last
 //      (no two such groups fit together; their parts might). On a device that prefers narrower
 //      INT8 operands (DeviceFormats::int8_weight_max < 127) int8 is offered twice to W8A8
-//      nodes, with 8-bit weights and rows and narrowed as calibrate_plan narrows them (u7
-//      rows where the node quantises its rows at run time, else 7-bit weights; "int8-narrow" in
-//      PlannerReport::modes): faster there, less exact;
+//      nodes, with 8-bit weights and rows (16-bit rows where the node quantises its rows at run
+//      time and the device says DeviceFormats::int8_s16_rows) and narrowed as calibrate_plan
+//      narrows them (u7 rows where the node quantises its rows at run time, else 7-bit weights;
+//      "int8-narrow" in PlannerReport::modes): faster there, less exact;
 //   3. order the proposals by gain (alpha dlatency + beta dmemory, normalised) per unit of
-//      sensitivity; sweep over them: a proposal is evaluated end to end, rejected when the whole
+//      sensitivity; the walk starts from the best plan with one mode other than int8 (BF16,
+//      FP16, INT4 weights) over the whole graph that fits the budget and beats FP32, if any (a whole
+//      graph in int8 within the budget leaves no room to narrow a group, and no single move out
+//      of it pays); sweep over them: a proposal is evaluated end to end, rejected when the whole
 //      plan leaves the budget, else accepted when it lowers the objective, or with probability
 //      exp(-delta / T) when it raises it (Metropolis; moves back to higher precision are
 //      proposals too, so the search can leave a local minimum); with Evaluators::evaluate, a
@@ -369,7 +373,9 @@ Expected<Plan> plan_auto(const Graph& g, const PlannerOptions& options, const Ev
 // group-wise along the reduction axis, FP8 per-tensor from amax (activations: observed amax;
 // weights: their own). On a device asking for narrower INT8 operands (options.device.
 // int8_weight_max < 127) a W8A8 node that quantises its rows at run time gets u7 rows
-// (NodePlan::dynamic_rows) and 8-bit weights, one reading a static INT8 scale 7-bit weights.
+// (NodePlan::dynamic_rows) and 8-bit weights, one reading a static INT8 scale 7-bit weights;
+// otherwise, with options.device.int8_s16_rows, one quantising its rows at run time gets
+// 16-bit rows (RowQuant::s16) and 8-bit weights.
 // Nodes whose scales are already set are left alone. Errors: a quantised
 // activation without an observer, a weight shape the axes do not fit.
 Status calibrate_plan(const Graph& g, Plan& plan,
