@@ -124,6 +124,20 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
 
 double gflops(const Shape3& s, double ms) { return 2.0 * s.m * s.n * s.k / (ms * 1e6); }
 
+// Table cells of the INT8 sections: ms (9 wide, "-" when not measured) and a / b (`width` wide).
+std::string ms_cell(double v) {
+  if (v < 0) return "        -";
+  char b[32];
+  std::snprintf(b, sizeof b, "%9.3f", v);
+  return b;
+}
+std::string ratio_cell(double a, double b, int width) {
+  if (a < 0 || b < 0) return std::string(static_cast<size_t>(width - 1), ' ') + "-";
+  char r[32];
+  std::snprintf(r, sizeof r, "%*.2f", width, a / b);
+  return r;
+}
+
 // The int8 MatMul's row formats (A quantised per row at run time, 8-bit weights, FP32 output):
 // s8 rows, u7 rows, 16-bit rows (W8A16), each against libhpf's FP32 GEMM on the same shapes.
 void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>& shapes) {
@@ -150,18 +164,8 @@ void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
       else
         std::printf("  %s: %s rows: %s\n", s.tag, formats[f], cpu.error.c_str());
     }
-    auto cell = [](double v) {
-      if (v < 0) return std::string("        -");
-      char b[32];
-      std::snprintf(b, sizeof b, "%9.3f", v);
-      return std::string(b);
-    };
-    auto ratio = [](double a, double b) {
-      char r[32];
-      if (a < 0 || b < 0) return std::string("     -");
-      std::snprintf(r, sizeof r, "%6.2f", a / b);
-      return std::string(r);
-    };
+    auto cell = ms_cell;
+    auto ratio = [](double a, double b) { return ratio_cell(a, b, 6); };
     std::printf("%2d  %-16s%s %s %s %s  %s  %s   %s\n", threads, s.tag, cell(f32_ms).c_str(), cell(ms[0]).c_str(),
                 cell(ms[1]).c_str(), cell(ms[2]).c_str(), ratio(f32_ms, ms[0]).c_str(), ratio(f32_ms, ms[1]).c_str(),
                 ratio(f32_ms, ms[2]).c_str());
@@ -232,18 +236,8 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
       dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bsd, s.n, 0, 0.0f, ci.data(), s.n, &co);
     }, runs);
 #endif
-    auto ms = [](double v) {
-      if (v < 0) return std::string("        -");
-      char b[32];
-      std::snprintf(b, sizeof b, "%9.3f", v);
-      return std::string(b);
-    };
-    auto ratio = [&](double v, double over) {
-      char b[32];
-      if (v < 0 || over < 0) return std::string("    -");
-      std::snprintf(b, sizeof b, "%5.2f", v / over);
-      return std::string(b);
-    };
+    auto ms = ms_cell;
+    auto ratio = [](double v, double over) { return ratio_cell(v, over, 5); };
     const char* same = dnnl_ms < 0 || u8_ms < 0 ? "-" : ch == ci ? "yes" : "NO";
     std::printf("%2d  %-16s %s  %s        %s     %s     %s    %s       %s  %s\n", threads, s.tag, ms(f32_ms).c_str(),
                 ms(i8_ms).c_str(), ms(u8_ms).c_str(), ms(dnnl_ms).c_str(), ratio(f32_ms, i8_ms).c_str(),

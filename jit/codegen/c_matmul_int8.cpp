@@ -219,8 +219,8 @@ static inline __attribute__((always_inline)) i8_v16 i8_dp(i8_v16 acc, i8_v16 a, 
 #ifndef I8_HALF
 #define I8_HALF 0 /* i8_dp8 (lanes 0-7 of i8_dp) where 256-bit vectors are the native width */
 #endif
-#if defined(I8_SIGNED) || I8_A_NONNEG
-#define I8_ZP 0   /* A stored as s8 q (or never negative: u7 q); no zero point to compensate */
+#if defined(I8_SIGNED) || I8_A_NONNEG || I8_S16
+#define I8_ZP 0   /* A stored as s8 q (or never negative: u7 q; or 16-bit q); no zero point to compensate */
 #else
 #define I8_ZP 128 /* A stored as u8 q + 128: 128 times the weights' column sums to subtract */
 #endif
@@ -452,7 +452,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "  const i32 zc = " << (spec.inputs.size() == 4 ? "(i32)((const " + std::string(c_storage_type(A.dtype)) + "*)args[3])[0]" : "0")
       << " - I8_OFF;\n";
   } else {
-    s << "  enum { I8_FLIP = 0 };\n  const i32 zc = I8_S16 ? 0 : I8_ZP;\n";
+    s << "  enum { I8_FLIP = 0 };\n  const i32 zc = I8_ZP;\n";
   }
   // An integer A of whole 16-byte rows that needs no flip is read in place by the tiles whose
   // rows all exist; only a chunk's last partial tile is copied (with its padding rows).
@@ -474,7 +474,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    w = wl;\n"
     << "    const int in_place = " << in_place << ";\n"
     << "    for (i64 r = in_place ? rows / I8_MR * I8_MR : 0; r < rpad; ++r) {\n"
-    << "      if (r >= rows) { for (i64 g = 0; g < " << L(AW) << "; ++g) ap[r * " << L(AR) << " + g] = I8_S16 ? 0 : (i32)(I8_ZP * 0x01010101u); continue; }\n"
+    << "      if (r >= rows) { for (i64 g = 0; g < " << L(AW) << "; ++g) ap[r * " << L(AR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n";
   if (integer) {
     // Copy the row (the padding past K multiplies zero weights).
@@ -541,8 +541,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "        hpf_f32x16 v = x / sv;\n"
       << "        v = (hpf_f32x16)((hpf_u32x16)v & (hpf_u32x16)(v == v));\n"
       << "        v = __builtin_elementwise_min(__builtin_elementwise_max(v, (hpf_f32x16){} - I8_QMAX), (hpf_f32x16){} + I8_QMAX);\n"
-      << "        typedef short i8s_h16x16 __attribute__((vector_size(32)));\n"
-      << "        const i8s_h16x16 qs = __builtin_convertvector(__builtin_convertvector(__builtin_elementwise_rint(v), i8_v16), i8s_h16x16);\n"
+      << "        const i8s_h16 qs = __builtin_convertvector(__builtin_convertvector(__builtin_elementwise_rint(v), i8_v16), i8s_h16);\n"
       << "        __builtin_memcpy((short*)(ap + r * " << L(AR) << ") + k, &qs, 32);\n"
       << "#else\n"
       << "        const i8_v16 qi = i8_quant(x / sv);\n"
@@ -596,13 +595,10 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     // The first row tile of a panel group asks for the next group's weights.
     << "          const u8* restrict pf = r0 == 0 && p + np < p1 ? W + (p + np) * " << L(KG * 64) << " : 0;\n"
     << "#if I8_S16\n"
-    << "          if (pf) i8s_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, pf);\n"
-    << "          else i8s_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 0);\n"
+    << "          i8s_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, pf);\n"
     << "#else\n"
-    << "          if (pf && np == I8_NP) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP, pf);\n"
-    << "          else if (pf) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1, pf);\n"
-    << "          else if (np == I8_NP) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP, 0);\n"
-    << "          else i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1, 0);\n"
+    << "          if (np == I8_NP) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP, pf);\n"
+    << "          else i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, 1, pf);\n"
     << "#endif\n"
     << "        }\n"
     << "        p += np;\n"

@@ -90,18 +90,17 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       // earlier in graph order, is calibrated already: int8_input sees its static scale.
       int qmax = 127;
       p.dynamic_rows = RowQuant::s8;
-      if (options.device.int8_weight_max < 127 && p.mode == Mode::int8 && p.accumulation == DType::I32 &&
-          p.weight_quant->type == DType::I8) {
+      if (p.mode == Mode::int8 && p.accumulation == DType::I32 && p.weight_quant->type == DType::I8) {
         const bool matmul = n.op == "MatMul" || n.op == "Gemm";
         const Int8Input in = matmul ? int8_input(g, plan, n) : Int8Input{};
-        if (in.dynamic)
-          p.dynamic_rows = RowQuant::u7;
-        else if (!matmul || in.static_scale > 0)
-          qmax = options.device.int8_weight_max;
-      } else if (options.device.int8_s16_rows && p.mode == Mode::int8 && p.accumulation == DType::I32 &&
-                 p.weight_quant->type == DType::I8 && (n.op == "MatMul" || n.op == "Gemm") &&
-                 int8_input(g, plan, n).dynamic) {
-        p.dynamic_rows = RowQuant::s16;
+        if (options.device.int8_weight_max < 127) {
+          if (in.dynamic)
+            p.dynamic_rows = RowQuant::u7;
+          else if (!matmul || in.static_scale > 0)
+            qmax = options.device.int8_weight_max;
+        } else if (options.device.int8_s16_rows && in.dynamic) {
+          p.dynamic_rows = RowQuant::s16;
+        }
       }
       HPF_ASSIGN_OR_RETURN(QuantParams q, weight_params(n, *g.constant(w), *p.weight_quant, qmax, options));
       p.weight_quant = std::move(q);
