@@ -88,24 +88,27 @@ AlignedVector<std::byte> aligned_copy(const Tensor& t) { return {t.bytes().begin
 // weights packed as the Session packs them; `held` gets the packed tensors (aligned copies).
 // `rows` (i8vnni): empty, A in one static scale `a_scale` and the device's W8A8 weights; "s8",
 // "u7" or "s16", A quantised per row at run time (a_dynamic) and 8-bit weights, as plan_auto's
-// int8 candidates have them (NodePlan::dynamic_rows).
+// int8 candidates have them (NodePlan::dynamic_rows); "i16vnni" with "s16": 16-bit weights too
+// (the int16 candidate).
 bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, const Tensor& B, float a_scale,
                        jit::GeneratedKernel& k, hpf_kernel*& kern, Held& held, const std::string& rows = "") {
   std::optional<QuantParams> q;
   if (format == "i8") q = *int8_weight_params(B, 1);
   if (format == "i8vnni") q = *int8_weight_params(B, 1, rows.empty() ? cpu.int8_weight_max() : 127);  // as the planner quantises W8A8
   if (format == "i4") q = *int4_weight_params(B, 0, int4_group_for(s.k, 32));
+  if (format == "i16vnni") q = *int16_weight_params(B, 1, int16_operand_qmax(s.k));  // the planner's int16
   auto pw = pack_weights(B, false, format, q ? &*q : nullptr);
   if (!pw.ok()) return cpu.error = pw.status().to_string(), false;
   jit::KernelSpec spec;
-  spec.family = format == "i8vnni" ? "matmul_i8" : "matmul_wq";
+  const bool vnni = format == "i8vnni" || format == "i16vnni";
+  spec.family = vnni ? "matmul_i8" : "matmul_wq";
   spec.inputs = {{DType::F32, {s.m, s.k}}, {DType::U8, pw->data.shape()}, {pw->scales.dtype(), pw->scales.shape()}};
   spec.outputs = {{DType::F32, {s.m, s.n}}};
   spec.attrs["wformat"] = format;
   spec.attrs["k"] = s.k;
   spec.attrs["n"] = s.n;
   spec.attrs["group"] = pw->group;
-  if (format == "i8vnni") {
+  if (vnni) {
     spec.inputs.push_back({DType::I32, pw->column_sums.shape()});
     if (rows.empty()) {
       for (float& x : std::span<float>(reinterpret_cast<float*>(pw->scales.bytes().data()), size_t(pw->scales.numel())))
@@ -113,7 +116,8 @@ bool packed_kernel_for(Plugin& cpu, const Shape3& s, const std::string& format, 
       spec.attrs["a_scale"] = a_scale;
     } else {
       spec.attrs["a_dynamic"] = int64_t{1};
-      if (rows != "s8") spec.attrs["a_" + rows] = int64_t{1};
+      if (format == "i16vnni") spec.attrs["w16"] = spec.attrs["a_s16"] = int64_t{1};
+      else if (rows != "s8") spec.attrs["a_" + rows] = int64_t{1};
     }
     spec.attrs["w_max_abs"] = int64_t{pw->max_abs};
     if (cpu.amx_int8()) spec.attrs["amx"] = int64_t{1};  // as the Session asks
@@ -139,11 +143,12 @@ std::string ratio_cell(double a, double b, int width) {
 }
 
 // The int8 MatMul's row formats (A quantised per row at run time, 8-bit weights, FP32 output):
-// s8 rows, u7 rows, 16-bit rows (W8A16), each against libhpf's FP32 GEMM on the same shapes.
+// s8 rows, u7 rows, 16-bit rows (W8A16), 16-bit rows and weights (W16A16, the planner's int16),
+// each against libhpf's FP32 GEMM on the same shapes.
 void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>& shapes) {
-  std::printf("\n%d thread(s): INT8 rows quantised at run time, 8-bit weights (ms; ratio = FP32 ms / this ms;\n"
-              "s8 and u7 rows W8A8, s16 rows W8A16: NodePlan::dynamic_rows)\n", threads);
-  std::printf("thr shape            hpf f32   s8 rows   u7 rows  s16 rows  f32/s8  f32/u7  f32/s16\n");
+  std::printf("\n%d thread(s): INT8 rows quantised at run time (ms; ratio = FP32 ms / this ms; s8 and u7 rows\n"
+              "W8A8, s16 rows W8A16: NodePlan::dynamic_rows; w16: 16-bit rows and I16 weights, W16A16)\n", threads);
+  std::printf("thr shape            hpf f32   s8 rows   u7 rows  s16 rows       w16  f32/s8  f32/u7 f32/s16 f32/w16\n");
   std::mt19937 gen(5);
   std::uniform_real_distribution<float> d(-1, 1);
   for (const Shape3& s : shapes) {
@@ -154,21 +159,21 @@ void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    double f32_ms = -1, ms[3] = {-1, -1, -1};
+    double f32_ms = -1, ms[4] = {-1, -1, -1, -1};
     if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), bv.data(), C.data()}, runs);
-    const char* const formats[3] = {"s8", "u7", "s16"};
-    for (int f = 0; f < 3; ++f) {
+    const char* const formats[4] = {"s8", "u7", "s16", "s16"};
+    for (int f = 0; f < 4; ++f) {
       Held held;
-      if (packed_kernel_for(cpu, s, "i8vnni", B, 0.0f, k, kern, held, formats[f]))
+      if (packed_kernel_for(cpu, s, f == 3 ? "i16vnni" : "i8vnni", B, 0.0f, k, kern, held, formats[f]))
         ms[f] = cpu.time(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}, runs);
       else
         std::printf("  %s: %s rows: %s\n", s.tag, formats[f], cpu.error.c_str());
     }
     auto cell = ms_cell;
     auto ratio = [](double a, double b) { return ratio_cell(a, b, 6); };
-    std::printf("%2d  %-16s%s %s %s %s  %s  %s   %s\n", threads, s.tag, cell(f32_ms).c_str(), cell(ms[0]).c_str(),
-                cell(ms[1]).c_str(), cell(ms[2]).c_str(), ratio(f32_ms, ms[0]).c_str(), ratio(f32_ms, ms[1]).c_str(),
-                ratio(f32_ms, ms[2]).c_str());
+    std::printf("%2d  %-16s%s %s %s %s %s  %s  %s  %s  %s\n", threads, s.tag, cell(f32_ms).c_str(), cell(ms[0]).c_str(),
+                cell(ms[1]).c_str(), cell(ms[2]).c_str(), cell(ms[3]).c_str(), ratio(f32_ms, ms[0]).c_str(),
+                ratio(f32_ms, ms[1]).c_str(), ratio(f32_ms, ms[2]).c_str(), ratio(f32_ms, ms[3]).c_str());
     std::fflush(stdout);
   }
 }

@@ -171,6 +171,8 @@ std::string_view dtype_name(DType t) {
       return "i8";
     case DType::U8:
       return "u8";
+    case DType::I16:
+      return "i16";
     case DType::I4:
       return "i4";
     case DType::I32:
@@ -193,7 +195,7 @@ Expected<DType> parse_dtype(std::string_view name) {
   static constexpr Alias kAliases[] = {
       {"fp32", DType::F32},       {"float32", DType::F32},    {"fp16", DType::F16},
       {"float16", DType::F16},    {"bfloat16", DType::BF16},  {"int8", DType::I8},
-      {"uint8", DType::U8},       {"int4", DType::I4},        {"int32", DType::I32},
+      {"uint8", DType::U8},       {"int16", DType::I16},      {"int4", DType::I4},        {"int32", DType::I32},
       {"int64", DType::I64},      {"fp8e4m3", DType::F8E4M3}, {"e4m3", DType::F8E4M3},
       {"fp8e5m2", DType::F8E5M2}, {"e5m2", DType::F8E5M2},
   };
@@ -225,6 +227,7 @@ bool is_integer(DType t) {
   switch (t) {
     case DType::I8:
     case DType::U8:
+    case DType::I16:
     case DType::I4:
     case DType::I32:
     case DType::I64:
@@ -242,6 +245,7 @@ int bit_width(DType t) {
       return 32;
     case DType::BF16:
     case DType::F16:
+    case DType::I16:
       return 16;
     case DType::F8E4M3:
     case DType::F8E5M2:
@@ -306,6 +310,8 @@ float decode(DType t, uint32_t bits) {
       return static_cast<int8_t>(bits & 0xFFu);
     case DType::U8:
       return static_cast<float>(bits & 0xFFu);
+    case DType::I16:
+      return static_cast<int16_t>(bits & 0xFFFFu);
     case DType::I4:
       return static_cast<float>(static_cast<int>((bits & 0xFu) ^ 0x8u) - 8);
     // The single-element API carries 32 bits, so I64 is read as an int32 here; the bulk
@@ -338,6 +344,8 @@ uint32_t encode(DType t, float value, Overflow mode) {
       return static_cast<uint8_t>(round_clamp<int8_t>(value, -128, 127));
     case DType::U8:
       return round_clamp<uint8_t>(value, 0, 255);
+    case DType::I16:
+      return static_cast<uint16_t>(round_clamp<int16_t>(value, -32768, 32767));
     case DType::I4:
       return static_cast<uint32_t>(round_clamp<int8_t>(value, -8, 7)) & 0xFu;
     // I64: see decode; clamped to the int32 range so that decode(encode(v)) stays monotonic.
@@ -378,6 +386,9 @@ Status encode_span(DType t, std::span<const float> values, std::span<std::byte> 
     case DType::F16:
       for (size_t i = 0; i < n; ++i)
         put_le(out + 2 * i, encode_bits<kF16>(std::bit_cast<uint32_t>(v[i]), mode), 2);
+      break;
+    case DType::I16:
+      for (size_t i = 0; i < n; ++i) put_le(out + 2 * i, encode(t, v[i], mode), 2);
       break;
     case DType::I4:
       for (size_t i = 0; i < n; ++i) {
@@ -425,6 +436,9 @@ Status decode_span(DType t, std::span<const std::byte> bytes, std::span<float> v
       break;
     case DType::F16:
       for (size_t i = 0; i < n; ++i) v[i] = decode_bits<kF16>(uint32_t(get_le(in + 2 * i, 2)));
+      break;
+    case DType::I16:
+      for (size_t i = 0; i < n; ++i) v[i] = decode(t, uint32_t(get_le(in + 2 * i, 2)));
       break;
     case DType::I4:
       for (size_t i = 0; i < n; ++i)

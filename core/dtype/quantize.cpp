@@ -69,7 +69,7 @@ std::string shape_str(std::span<const int64_t> shape) {
   return fmt::format("[{}]", fmt::join(shape, ","));
 }
 
-bool is_quant_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::I4; }
+bool is_quant_type(DType t) { return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::I4; }
 bool is_scaled_fp8(DType t) { return t == DType::F8E4M3 || t == DType::F8E5M2; }
 
 // Same rule as the FP32 encoders: independent of the FPU rounding mode.
@@ -88,7 +88,7 @@ float round_half_even(float v) {
 
 Status check_type(const char* fn, DType t) {
   if (is_quant_type(t)) return {};
-  return Status::invalid(fmt::format("{}: type {} is not a quantised type (expected i8, u8 or i4)",
+  return Status::invalid(fmt::format("{}: type {} is not a quantised type (expected i8, u8, i16 or i4)",
                                      fn, dtype_name(t)));
 }
 
@@ -215,6 +215,8 @@ int32_t qmin(DType t) {
       return -128;
     case DType::U8:
       return 0;
+    case DType::I16:
+      return -32768;
     case DType::I4:
       return -8;
     default:
@@ -228,6 +230,8 @@ int32_t qmax(DType t) {
       return 127;
     case DType::U8:
       return 255;
+    case DType::I16:
+      return 32767;
     case DType::I4:
       return 7;
     default:
@@ -242,7 +246,7 @@ Expected<QuantParams> choose_quant_params(std::span<const float> x, std::span<co
   // Symmetric means zero point 0, which for an unsigned type would clip every negative value.
   if (symmetric && type == DType::U8)
     return Status::invalid(
-        fmt::format("{}: symmetric quantisation needs a signed type (i8 or i4), got u8", fn));
+        fmt::format("{}: symmetric quantisation needs a signed type (i8, i16 or i4), got u8", fn));
   HPF_ASSIGN_OR_RETURN(const int64_t numel, checked_numel(fn, shape, x.size()));
   const int rank = static_cast<int>(shape.size());
   if (axis < -1 || axis >= rank)
@@ -322,7 +326,10 @@ Status quantize(std::span<const float> x, std::span<const int64_t> shape, const 
       const auto v = static_cast<int32_t>(std::clamp(r + zp, q_lo, q_hi));
       const auto bits = static_cast<uint8_t>(v);
       const auto idx = static_cast<size_t>(i);
-      if (!i4) {
+      if (p.type == DType::I16) {  // two bytes, little-endian
+        q[2 * idx] = static_cast<std::byte>(bits);
+        q[2 * idx + 1] = static_cast<std::byte>(static_cast<uint16_t>(v) >> 8);
+      } else if (!i4) {
         q[idx] = static_cast<std::byte>(bits);
       } else if (idx % 2 == 0) {
         q[idx / 2] = static_cast<std::byte>(bits & 0xF);  // an odd count leaves the last high nibble 0
@@ -342,8 +349,9 @@ Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
     const float scale = p.scales[s];
     for (int64_t i = b; i < e; ++i) {
       const auto idx = static_cast<size_t>(i);
-      const uint32_t bits = p.type == DType::I4 ? static_cast<uint32_t>(q[idx / 2]) >> (4 * (idx % 2))
-                                                : static_cast<uint32_t>(q[idx]);
+      const uint32_t bits = p.type == DType::I4    ? static_cast<uint32_t>(q[idx / 2]) >> (4 * (idx % 2))
+                            : p.type == DType::I16 ? static_cast<uint32_t>(q[2 * idx]) | static_cast<uint32_t>(q[2 * idx + 1]) << 8
+                                                   : static_cast<uint32_t>(q[idx]);
       x[idx] = static_cast<float>(static_cast<int32_t>(decode(p.type, bits)) - zp) * scale;
     }
   });
@@ -407,8 +415,16 @@ int32_t rows_s16_qmax(int64_t k) {
   return static_cast<int32_t>(std::clamp<int64_t>(q, 1, 32767));
 }
 
-Status fake_quantize_rows_s16(std::span<float> x, int64_t row) {
-  const float qmax = static_cast<float>(rows_s16_qmax(row));
+int32_t int16_operand_qmax(int64_t k) {
+  if (k <= 0) return 32767;
+  auto q = static_cast<int64_t>(std::sqrt(2147483647.0 / static_cast<double>(k)));
+  while (q > 1 && q * q * k > int64_t{2147483647}) --q;  // the square root's rounding
+  return static_cast<int32_t>(std::clamp<int64_t>(q, 1, 32767));
+}
+
+Status fake_quantize_rows_s16(std::span<float> x, int64_t row, int32_t q) {
+  if (q < 0 || q > 32767) return Status::invalid(fmt::format("fake_quantize_rows_s16: qmax {} is outside [0, 32767]", q));
+  const float qmax = static_cast<float>(q > 0 ? q : rows_s16_qmax(row));
   return for_each_row("fake_quantize_rows_s16", x, row, [qmax](std::span<float> v) {
     float amax = 0.0f;
     for (float a : v) amax = std::fmax(amax, std::fabs(a));

@@ -388,6 +388,7 @@ int64_t dtype_to_onnx(DType t) {
     case D::TF32: return 1;
     case D::U8: return 2;
     case D::I8: return 3;
+    case D::I16: return 5;
     case D::I32: return 6;
     case D::I64: return 7;
     case D::BOOL: return 9;

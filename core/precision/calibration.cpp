@@ -267,6 +267,15 @@ Expected<QuantParams> int8_weight_params(const Tensor& w, int axis, int qmax) {
   return p;
 }
 
+Expected<QuantParams> int16_weight_params(const Tensor& w, int axis, int qmax) {
+  if (qmax < 1 || qmax > 32767)
+    return Status::invalid(fmt::format("int16_weight_params: qmax {} is outside [1, 32767]", qmax));
+  HPF_ASSIGN_OR_RETURN(auto v, float_values("int16_weight_params", w));
+  HPF_ASSIGN_OR_RETURN(QuantParams p, choose_quant_params(v, w.shape(), DType::I16, true, axis));
+  for (float& s : p.scales) s = s * 32767.0f / static_cast<float>(qmax);  // as int8_weight_params
+  return p;
+}
+
 Expected<QuantParams> int4_weight_params(const Tensor& w, int axis, int group_size) {
   HPF_ASSIGN_OR_RETURN(auto v, float_values("int4_weight_params", w));
   if (group_size <= 0)

@@ -13,13 +13,17 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
   const NodePlan* p = plan.find(n.name);
   if (!p || p->mode != Mode::int8 || (n.op != "MatMul" && n.op != "Gemm") || n.inputs.size() < 2) return r;
   // An int8 node with FP32 accumulation keeps its activations float (weights only).
-  if (!p->weight_quant || p->weight_quant->type != DType::I8 || p->accumulation != DType::I32) return r;
+  if (!p->weight_quant || (p->weight_quant->type != DType::I8 && p->weight_quant->type != DType::I16) ||
+      p->accumulation != DType::I32)
+    return r;
+  // 16-bit weights meet 16-bit rows only (int16_operand_qmax levels each), whatever A's producer stores.
+  const bool w16 = p->weight_quant->type == DType::I16;
   const Tensor* w = g.constant(n.inputs[1]);
   if (!w || w->dtype() != DType::F32 || w->rank() != 2 || n.flag("transA")) return r;
   const ValueId a = n.inputs[0];
   if (a == kNoValue || !is_float(g.value(a).dtype)) return r;
   const int32_t producer = g.value(a).producer;
-  if (producer >= 0) {
+  if (producer >= 0 && !w16) {
     const NodePlan* pp = plan.find(g.node(producer).name);
     if (pp && pp->mode == Mode::int8 && pp->activation_quant) {
       const QuantParams& q = *pp->activation_quant;
@@ -41,7 +45,7 @@ Int8Input int8_input(const Graph& g, const Plan& plan, const Node& n) {
     if (known && rows <= 4) return r;
   }
   r.dynamic = true;
-  r.rows = p->dynamic_rows;
+  r.rows = w16 ? RowQuant::s16 : p->dynamic_rows;
   return r;
 }
 

@@ -48,6 +48,9 @@ Status check_value_quant(const Graph& g, const Emulation& emu) {
     if (emu.dynamic_int8_rows.count(name) || emu.dynamic_u7_rows.count(name))
       return Status::invalid("emulation: node '" + name + "' is in dynamic_s16_rows and another rows set");
   }
+  for (const std::string& name : emu.s16_rows_w16)
+    if (!emu.dynamic_s16_rows.count(name))
+      return Status::invalid("emulation: s16_rows_w16 names node '" + name + "', which is not in dynamic_s16_rows");
   for (const auto& [name, q] : emu.input_quant) HPF_RETURN_IF_ERROR(check_node("input_quant", name));
   return {};
 }
@@ -198,7 +201,9 @@ Expected<std::vector<Buf>> run_bufs(const Graph& g, std::vector<Buf> inputs, con
       rows = *in[0];
       const int64_t k = rows.shape.empty() ? 1 : rows.shape.back();
       if (k > 0 && !rows.f.empty()) {
-        Status s = u7 ? fake_quantize_rows_u7(rows.f, k) : s16 ? fake_quantize_rows_s16(rows.f, k) : fake_quantize_rows_i8(rows.f, k);
+        Status s = u7    ? fake_quantize_rows_u7(rows.f, k)
+                   : s16 ? fake_quantize_rows_s16(rows.f, k, emu->s16_rows_w16.count(n.name) ? int16_operand_qmax(k) : 0)
+                         : fake_quantize_rows_i8(rows.f, k);
         if (!s.ok()) return Status::invalid("emulation: node '" + n.name + "': " + s.message());
       }
       in[0] = &rows;

@@ -157,6 +157,7 @@ int64_t wrap_int(int64_t v, DType t) {
   switch (t) {
     case DType::I8: return static_cast<int8_t>(v);
     case DType::U8: return static_cast<uint8_t>(v);
+    case DType::I16: return static_cast<int16_t>(v);
     case DType::I32: return static_cast<int32_t>(v);
     case DType::I4: return ((v & 0xF) ^ 8) - 8;
     case DType::BOOL: return v != 0;

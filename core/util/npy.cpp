@@ -20,7 +20,7 @@ struct NpyType {
   size_t size;       // bytes per element in the file
 };
 constexpr NpyType kTypes[] = {{"f4", DType::F32, 4}, {"f2", DType::F16, 2}, {"f8", DType::F32, 8},
-                              {"i1", DType::I8, 1},  {"u1", DType::U8, 1},  {"i4", DType::I32, 4},
+                              {"i1", DType::I8, 1},  {"u1", DType::U8, 1},  {"i2", DType::I16, 2},  {"i4", DType::I32, 4},
                               {"i8", DType::I64, 8}, {"b1", DType::BOOL, 1}};
 
 // The value of `key` in the header's Python dict literal, up to the next top-level ',' or '}'.
@@ -85,7 +85,7 @@ Expected<Tensor> parse_npy(std::span<const std::byte> bytes, const std::string& 
     if (code == t.code) type = &t;
   if (!type)
     return Status::unsupported("npy file '" + name + "': element type '" + descr +
-                               "' is not supported (f4, f2, f8, i1, u1, i4, i8, b1 are)");
+                               "' is not supported (f4, f2, f8, i1, u1, i2, i4, i8, b1 are)");
   if (dict_value(header, "fortran_order") != "False")
     return Status::unsupported("npy file '" + name + "': Fortran-order arrays are not supported; save a C-order copy");
   const std::string shape_text = dict_value(header, "shape");
@@ -145,6 +145,7 @@ std::vector<std::byte> encode_npy(const Tensor& t) {
     case DType::F16: data = t, descr = "<f2"; break;
     case DType::I8: data = t, descr = "|i1"; break;
     case DType::U8: data = t, descr = "|u1"; break;
+    case DType::I16: data = t, descr = "<i2"; break;
     case DType::I32: data = t, descr = "<i4"; break;
     case DType::I64: data = t, descr = "<i8"; break;
     case DType::BOOL: data = t, descr = "|b1"; break;

@@ -132,6 +132,9 @@ Expected<WeightAxes> weight_axes(std::string_view op, size_t input, int64_t rank
 // |q| <= qmax (1..127; 64 where the device's dot product wants 7-bit weights,
 // DeviceFormats::int8_weight_max). Errors: qmax out of range, w not float.
 Expected<QuantParams> int8_weight_params(const Tensor& w, int axis, int qmax = 127);
+// The same in I16 with |q| <= qmax (1..32767): an int8 node's 16-bit weights, qmax =
+// int16_operand_qmax(K) (dtype.hpp). Errors: qmax out of range, w not float.
+Expected<QuantParams> int16_weight_params(const Tensor& w, int axis, int qmax);
 // Group-wise INT4 weight scales: groups of `group_size` (32, 64 or 128; any positive size
 // dividing the axis is accepted) along `axis`, amax / 7 rounded up to a BF16 value (less
 // than 2^-7 more: every q still within -7..7), symmetric. BF16 scales pack in 2 bytes (the CPU

@@ -7,7 +7,7 @@
 //   F16      IEEE binary16, 1.5.10.
 //   F8E4M3   OCP E4M3FN, 1.4.3, bias 7: no infinities, S.1111.111 is NaN, max 448.
 //   F8E5M2   OCP E5M2, 1.5.2, bias 15: IEEE-like with infinities, max 57344.
-// Integer formats: I8, U8 (quantised tensors), I4 (signed, two per byte, low nibble first),
+// Integer formats: I8, U8, I16 (quantised tensors), I4 (signed, two per byte, low nibble first),
 // I32, I64 (indices, shapes), BOOL (one byte, 0 or 1).
 //
 // Conversions from FP32 round to nearest, ties to even; subnormals are kept (no flush to zero);
@@ -47,22 +47,23 @@ enum class DType : uint8_t {
   I32,
   I64,
   BOOL,
+  I16,  // after BOOL: the earlier values keep their numbers
 };
 
 inline constexpr DType kAllDTypes[] = {DType::F32,    DType::TF32,   DType::BF16, DType::F16,
                                        DType::F8E4M3, DType::F8E5M2, DType::I8,   DType::U8,
-                                       DType::I4,     DType::I32,    DType::I64,  DType::BOOL};
+                                       DType::I16,    DType::I4,     DType::I32,    DType::I64,  DType::BOOL};
 
 enum class Overflow : uint8_t { saturate, propagate };
 
-// "f32", "tf32", "bf16", "f16", "f8e4m3", "f8e5m2", "i8", "u8", "i4", "i32", "i64", "bool".
+// "f32", "tf32", "bf16", "f16", "f8e4m3", "f8e5m2", "i8", "u8", "i16", "i4", "i32", "i64", "bool".
 std::string_view dtype_name(DType t);
 // Parses the names above (also "fp32", "fp16", "float32", "float16", "bfloat16", "int8",
-// "uint8", "int4", "int32", "int64", "fp8e4m3", "e4m3", "fp8e5m2", "e5m2").
+// "uint8", "int16", "int4", "int32", "int64", "fp8e4m3", "e4m3", "fp8e5m2", "e5m2").
 Expected<DType> parse_dtype(std::string_view name);
 
 bool is_float(DType t);    // F32, TF32, BF16, F16, F8E4M3, F8E5M2
-bool is_integer(DType t);  // I8, U8, I4, I32, I64
+bool is_integer(DType t);  // I8, U8, I16, I4, I32, I64
 int bit_width(DType t);    // storage bits per element: 32 for TF32, 4 for I4, 8 for BOOL
 // Bytes needed to store `count` elements (I4 rounds up to whole bytes); SIZE_MAX when that
 // does not fit a size_t, so an allocation of it fails instead of coming out small.
@@ -118,7 +119,7 @@ Status decode_span(DType t, std::span<const std::byte> bytes, std::span<float> v
 //                 last axis, element i uses scales[i / group_size].
 // Zero points: empty means all zero (symmetric); otherwise the same count as scales.
 struct QuantParams {
-  DType type = DType::I8;               // I8, U8 or I4 (fake_quantize also F8E4M3, F8E5M2)
+  DType type = DType::I8;               // I8, U8, I16 or I4 (fake_quantize also F8E4M3, F8E5M2)
   std::vector<float> scales;            // > 0 and finite
   std::vector<int32_t> zero_points;     // empty: symmetric
   int axis = -1;                        // per channel: the axis the scales run along;
@@ -126,12 +127,12 @@ struct QuantParams {
   int group_size = 0;                   // group-wise when > 0
 };
 
-// Range of the quantised type: I8 [-128,127], U8 [0,255], I4 [-8,7].
+// Range of the quantised type: I8 [-128,127], U8 [0,255], I16 [-32768,32767], I4 [-8,7].
 int32_t qmin(DType t);
 int32_t qmax(DType t);
 
 // Chooses parameters from the data. Symmetric: zero point 0, scale = max|x| / qmax
-// (I8 127, I4 7). Asymmetric (I8/U8): scale = (max - min) / (qmax - qmin) over the range
+// (I8 127, I16 32767, I4 7). Asymmetric (I8/U8): scale = (max - min) / (qmax - qmin) over the range
 // widened to include 0, zero point rounded so that 0 is exact. All-zero data gets scale 1.
 // `axis` >= 0 gives one set of parameters per index of that axis; `group_size` > 0 one per group
 // along `axis` (the last axis when axis is -1).
@@ -148,7 +149,7 @@ Status dequantize(std::span<const std::byte> q, std::span<const int64_t> shape,
 
 // Fake quantisation in place: x = dequantize(quantize(x)), the values a quantised tensor holds,
 // in FP32, without packed storage (what the reference interpreter's emulation stores).
-// Integer types (I8, U8, I4) round half to even and saturate exactly as quantize does. Scaled
+// Integer types (I8, U8, I16, I4) round half to even and saturate exactly as quantize does. Scaled
 // FP8 (F8E4M3, F8E5M2; symmetric only, any granularity): x = round_to(type, x / scale, mode) *
 // scale, so `scale` maps the data's amax onto the format's max (448 for E4M3). The product is
 // rounded to FP32 (|q| * scale needs up to 31 significant bits; the error is 2^-24 relative).
@@ -180,11 +181,18 @@ Status fake_quantize_rows_u7(std::span<float> x, int64_t row);
 // most 128 |q|, sums exactly in 32 bits (k = 768: 21845, k = 3072: 5461). At least 1.
 int32_t rows_s16_qmax(int64_t k);
 
+// The largest |q| of both operands of a 16-bit integer dot product of length k (int8 nodes with
+// I16 weights, "int16" in the planner: weights per channel and rows at run time, both in 16
+// bits): floor(sqrt((2^31 - 1) / k)), at most 32767, so that k products sum exactly in 32 bits
+// (k = 768: 1672, k = 3072: 836; about 11 bits each side). At least 1.
+int32_t int16_operand_qmax(int64_t k);
+
 // Dynamic symmetric 16-bit quantisation of rows ("s16", W8A16), faked in place: each run of
 // `row` consecutive elements gets s = max|x| / rows_s16_qmax(row) (NaN ignored; 1 for an all-zero
 // row; at least the smallest normal) and x = clamp(rne(x / s), -qmax, qmax) * s (NaN -> 0). A row
 // holding an infinity becomes NaN. The CPU kernel `matmul_i8` with a_dynamic and a_s16 computes
 // the same s and integers and multiplies them with 8-bit weights by vpmaddwd (exact in 32 bits).
-Status fake_quantize_rows_s16(std::span<float> x, int64_t row);
+// `qmax` > 0 replaces rows_s16_qmax(row): int16_operand_qmax(row) for rows meeting I16 weights.
+Status fake_quantize_rows_s16(std::span<float> x, int64_t row, int32_t qmax = 0);
 
 }  // namespace hpf

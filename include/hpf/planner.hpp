@@ -315,7 +315,8 @@ struct PlannerReport {
   double objective = 0;
   std::map<std::string, int> modes;  // nodes per mode in the result ("int8-narrow": int8 with
                                      // the device's narrower operands: u7 rows or 7-bit weights,
-                                     // DeviceFormats::int8_weight_max)
+                                     // DeviceFormats::int8_weight_max; "int16": int8 with 16-bit
+                                     // weights and rows)
 };
 
 // Plans every node whose policy mode is `auto` (options.policy; other nodes keep what the
@@ -334,10 +335,15 @@ struct PlannerReport {
 //      nodes, with 8-bit weights and rows (16-bit rows where the node quantises its rows at run
 //      time and the device says DeviceFormats::int8_s16_rows) and narrowed as calibrate_plan
 //      narrows them (u7 rows where the node quantises its rows at run time, else 7-bit weights;
-//      "int8-narrow" in PlannerReport::modes): faster there, less exact;
+//      "int8-narrow" in PlannerReport::modes): faster there, less exact; where the device says
+//      DeviceFormats::int8_s16_rows, int8 is also offered with 16-bit weights and rows to the
+//      MatMul/Gemm nodes quantising their rows at run time ("int16": I16 weight_quant,
+//      int16_operand_qmax(K) levels each side, RowQuant::s16): near FP16's divergence
+//      (BERT-base's later attention projections: 3.1e-6 against 2.2e-4 with 8-bit weights) at
+//      about 1.2-1.5x FP32's speed on Zen 3, where FP16 weights run at 0.93x;
 //   3. order the proposals by gain (alpha dlatency + beta dmemory, normalised) per unit of
 //      sensitivity; the walk starts from the best plan with one mode other than int8 (BF16,
-//      FP16, INT4 weights) over the whole graph that fits the budget and beats FP32, if any (a whole
+//      FP16, INT4 weights, int16) over the whole graph that fits the budget and beats FP32, if any (a whole
 //      graph in int8 within the budget leaves no room to narrow a group, and no single move out
 //      of it pays); sweep over them: a proposal is evaluated end to end, rejected when the whole
 //      plan leaves the budget, else accepted when it lowers the objective, or with probability
@@ -375,7 +381,8 @@ Expected<Plan> plan_auto(const Graph& g, const PlannerOptions& options, const Ev
 // int8_weight_max < 127) a W8A8 node that quantises its rows at run time gets u7 rows
 // (NodePlan::dynamic_rows) and 8-bit weights, one reading a static INT8 scale 7-bit weights;
 // otherwise, with options.device.int8_s16_rows, one quantising its rows at run time gets
-// 16-bit rows (RowQuant::s16) and 8-bit weights.
+// 16-bit rows (RowQuant::s16) and 8-bit weights. An int8 node whose weight_quant is I16 gets
+// 16-bit weights and rows, int16_operand_qmax(K) levels each side (W16A16).
 // Nodes whose scales are already set are left alone. Errors: a quantised
 // activation without an observer, a weight shape the axes do not fit.
 Status calibrate_plan(const Graph& g, Plan& plan,

@@ -112,7 +112,7 @@ struct NodePlan {
   NodeClass node_class = NodeClass::other;
   Mode mode = Mode::fp32;
   DType storage = DType::F32;       // format of the node's float outputs
-  DType weights = DType::F32;       // format of its initializer inputs (I8 / I4 when quantised)
+  DType weights = DType::F32;       // format of its initializer inputs (I8 / I16 / I4 when quantised)
   DType accumulation = DType::F32;  // F32, I32 (int8), or F16 where a plan says so
   std::optional<QuantParams> weight_quant, activation_quant;
   // An int8 Conv's first input, quantised per tensor before the node reads it (its scale
@@ -157,13 +157,15 @@ struct Plan {
 // it; with FP32 accumulation the node is weight-only) reads its float input A (the session's
 // kernels do this and the planner's emulation repeats it):
 //   static:  the producer's plan stores A as INT8 with one symmetric scale: that scale;
-//   dynamic: otherwise, when the node is int8 with INT8 weights in a rank-2 float initializer
+//   dynamic: otherwise, when the node is int8 with INT8 (or I16) weights in a rank-2 float initializer
 //            (MatMul, or Gemm without transA) and A has more than 4 rows or a symbolic row count
 //            (a GEMV streams the weights either way and stays weight-only): per row of A, scale
 //            max|row| / 127 chosen at run
 //            time (hpf::fake_quantize_rows_i8), as ONNX Runtime's dynamic quantisation does, or
 //            with dynamic_rows u7 a scale and zero point per row (hpf::fake_quantize_rows_u7),
 //            with s16 a scale per row and 16-bit integers (hpf::fake_quantize_rows_s16);
+//            I16 weights (W16A16: both operands int16_operand_qmax(K) levels each side) always
+//            take s16 rows of that many levels, a static producer scale or not;
 //   neither: A stays float and only the weights are INT8.
 // Both make the product u8 x s8 -> s32 on the CPU.
 struct Int8Input {
@@ -207,7 +209,8 @@ struct DeviceFormats {
   // quantises its rows at run time takes them in 16 bits (RowQuant::s16) instead of 8: AVX2
   // without VNNI multiplies s8 x s8 only through vpsignb (about 22 multiply-adds a cycle a Zen 3
   // core), s16 x s8 with vpmaddwd at about 25, and 16-bit rows leave the weights' error alone
-  // (BERT-base: see calibrate_plan). Set with int8_weight_max from the "i8w7" hint.
+  // (BERT-base: see calibrate_plan). Set with int8_weight_max from the "i8w7" hint. The planner
+  // then also offers int16 (I16 weights with 16-bit rows, plan_auto).
   bool int8_s16_rows = false;
 };
 

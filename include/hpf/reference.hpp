@@ -69,6 +69,9 @@ struct Emulation {
   // node named in two of the sets.
   std::set<std::string> dynamic_u7_rows;
   std::set<std::string> dynamic_s16_rows;
+  // Nodes of dynamic_s16_rows whose rows take int16_operand_qmax(k) levels each side instead of
+  // rows_s16_qmax(k): those with I16 weights. Errors: a node not in dynamic_s16_rows.
+  std::set<std::string> s16_rows_w16;
   // Nodes (by name) whose first input is fake-quantised with these per-tensor parameters before
   // the node reads it (an int8 Conv: NodePlan::input_quant); the value itself is unchanged for
   // its other consumers. Errors: a name that is not a node with a float first input.

@@ -98,6 +98,7 @@ constexpr bool storage_is(DType t) {
     case DType::BOOL:
     case DType::I4: return std::is_same_v<T, uint8_t>;
     case DType::I8: return std::is_same_v<T, int8_t>;
+    case DType::I16: return std::is_same_v<T, int16_t>;
     case DType::I32: return std::is_same_v<T, int32_t>;
     case DType::I64: return std::is_same_v<T, int64_t>;
   }

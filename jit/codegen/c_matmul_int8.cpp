@@ -14,9 +14,12 @@
 // (2 * 127 * 128 <= 32767). With attr a_s16 instead (W8A16), rows are quantised to 16 bits
 // (hpf::fake_quantize_rows_s16: s = max|row| / rows_s16_qmax(k), so that k products with 8-bit
 // weights sum exactly in 32 bits) and multiplied with the weights widened to 16 bits (vpmaddwd:
-// a tile of 2 rows x 16 columns, 4 k a step); the output is acc * S[n] * s.
+// a tile of 2 rows x 16 columns, 4 k a step); the output is acc * S[n] * s. With attr w16 too
+// (the planner's int16: I16 weights packed two bytes each in the same order, i16vnni), both
+// operands take int16_operand_qmax(k) levels (k products sum exactly in 32 bits), the weights
+// are loaded as they are, and the tile is 6 rows x 8 columns, two passes a panel.
 // Inputs: A (float), W, S (F32 [P*16], s_a * s_w[n]), Z, optional C;
-// attrs k, n, a_scale | a_dynamic (| a_u7 | a_s16) and the epilogue's (alpha, beta, out_scale).
+// attrs k, n, a_scale | a_dynamic (| a_u7 | a_s16 (| w16)) and the epilogue's (alpha, beta, out_scale).
 // U8 or I8 A (MatMulInteger): A is already quantised; its rows are copied (the sign bit flipped
 // where the dot product's operand is of the other signedness) and the output is the exact s32
 //   sum_k (a - za) q_w = acc - (za - off) * colsum[n]
@@ -297,11 +300,14 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   if ((u7 || s16) && !dynamic)
     return Status::invalid("matmul_i8: a_u7 and a_s16 need a_dynamic (such rows are chosen at run time)");
   if (u7 && s16) return Status::invalid("matmul_i8: a_u7 and a_s16 together");
+  const bool w16 = attr_i(spec.attrs, "w16", 0) != 0;  // I16 weights (i16vnni), with 16-bit rows only
+  if (w16 && !s16) return Status::invalid("matmul_i8: w16 needs a_s16 (16-bit weights meet 16-bit rows)");
   if (K <= 0 || N <= 0 || (!integer && dynamic == (a_scale > 0)) || A.shape.empty() || A.shape.back() != K ||
       Y.shape.empty() || Y.shape.back() != N)
     return Status::invalid("matmul_i8: inconsistent k/n/a_scale for A " + shape_string(A.shape) + " and Y " +
                            shape_string(Y.shape));
   const int64_t M = numel(Y.shape) / N, P = (N + 15) / 16, KG = (K + 3) / 4, KP = (K + 15) / 16 * 16, KR = KP / 4;
+  const int64_t PB = KG * (w16 ? 128 : 64);  // bytes of a packed panel
   // Rows quantised at once (a chunk: up to 4 row items, at most ~192 KiB of u8 on the stack) and
   // panels per column block (~128 KiB of weights, a multiple of 4 panels). Work item = one chunk
   // of rows and one of CS groups of PG panels (chunk-major). The columns are split where the rows
@@ -335,7 +341,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
                       : RC >= 4     ? 1
                                     : std::clamp<int64_t>((4 + RC - 1) / RC, 1, std::max<int64_t>(1, P / 8));
   const int64_t PG = (P + CS0 - 1) / CS0, CS = (P + PG - 1) / PG;
-  const int64_t block = std::max<int64_t>(4, (131072 / (KG * 64)) / 4 * 4);
+  const int64_t block = std::max<int64_t>(4, (131072 / PB) / 4 * 4);
   const size_t zi = integer ? 2 : 3;  // the column sums' input
   std::string out_fn;
   if (!integer) {
@@ -348,7 +354,8 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   std::ostringstream s;
   s << c_prelude() << "#define I8_TRY_AMX " << (amx ? 1 : 0) << "\n" << int8_weight_defines(spec.attrs)
     << "#define I8_DYNAMIC " << (dynamic ? 1 : 0) << "\n#define I8_U7 " << (u7 ? 1 : 0) << "\n#define I8_S16 "
-    << (s16 ? 1 : 0) << "\n#define I8_QMAX " << (s16 ? rows_s16_qmax(K) : 127) << ".0f\n"
+    << (s16 ? 1 : 0) << "\n#define I8_W16 " << (w16 ? 1 : 0) << "\n#define I8_QMAX "
+    << (w16 ? int16_operand_qmax(K) : s16 ? rows_s16_qmax(K) : 127) << ".0f\n"
     << int8_dot_source() << (s16 ? int8_s16_source() : "") << out_fn
     // Four bytes of A as one word: the quantised buffer's, or an integer A's own bytes read in place.
     << "typedef i32 i8_a32 __attribute__((may_alias, aligned(4)));\n"
@@ -416,14 +423,19 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "#pragma clang loop unroll(full)\n"
       << "    for (int c = 0; c < 4; ++c) acc[r][c] = (i8s_v8){};\n"
       << "  for (int r = 0; r < mr; ++r) hpf_prefetch_w(Y + (i0 + r) * " << L(N) << " + p * 16, 16 * (i64)sizeof(*Y));\n"
-      << "  const u8* restrict wp = W + p * " << L(KG * 64) << ";\n"
+      << "  const u8* restrict wp = W + p * " << L(PB) << ";\n"
       << "  const short* restrict a0 = (const short*)ap;\n"
       << "  const short* restrict a1 = a0 + " << L(2 * AR) << ";\n"
       << "  for (i64 g = 0; g < " << L(KG) << "; ++g) {\n"
       << "    i8s_h16 b[4];\n"
       << "#pragma clang loop unroll(full)\n"
+      << "#if I8_W16\n"
+      << "    for (int c = 0; c < 4; ++c) __builtin_memcpy(&b[c], wp + g * 128 + c * 32, 32);\n"
+      << "    if (pf) { __builtin_prefetch(pf + g * 128, 0, 2); __builtin_prefetch(pf + g * 128 + 64, 0, 2); }\n"
+      << "#else\n"
       << "    for (int c = 0; c < 4; ++c) { i8s_c16 wb; __builtin_memcpy(&wb, wp + g * 64 + c * 16, 16); b[c] = __builtin_convertvector(wb, i8s_h16); }\n"
       << "    if (pf) __builtin_prefetch(pf + g * 64, 0, 2);\n"
+      << "#endif\n"
       << "    long long q0, q1; __builtin_memcpy(&q0, a0 + 4 * g, 8); __builtin_memcpy(&q1, a1 + 4 * g, 8);\n"
       << "    const i8s_h16 v0 = (i8s_h16)((i8s_q4){} + q0), v1 = (i8s_h16)((i8s_q4){} + q1);\n"
       << "#pragma clang loop unroll(full)\n"
@@ -435,6 +447,40 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
       << "      for (int q = 0; q < 4; ++q) o[4 * c + q] = acc[r][c][2 * q] + acc[r][c][2 * q + 1];\n"
       << "    i8_row_out(o, rs, zr, S, Z, zc, args, Y, i0, r, p);\n"
       << "  }\n"
+      << "}\n";
+  // 16-bit weights (w16): 6 rows x 8 columns a pass, two passes a panel (12 accumulators, two
+  // weight vectors: the 2 x 16 tile read 128 bytes of weights a k-group for 8 vpmaddwd, as many
+  // as the L2 gives a cycle on Zen 3, and ran at 1.2x FP32 on BERT's shapes).
+  if (w16)
+    s << "#undef I8_MR\n#define I8_MR 6\n"
+      << "static inline __attribute__((always_inline)) void i8w_tile(\n"
+      << "    const i8_a32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+      << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p,\n"
+      << "    const u8* restrict pf) {\n"
+      << "  i32 o[6][16];\n"
+      << "  for (int r = 0; r < mr; ++r) hpf_prefetch_w(Y + (i0 + r) * " << L(N) << " + p * 16, 16 * (i64)sizeof(*Y));\n"
+      << "  const short* restrict a0 = (const short*)ap;\n"
+      << "  for (int h = 0; h < 2; ++h) {\n"
+      << "    i8s_v8 acc[6][2];\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "    for (int r = 0; r < 6; ++r) { acc[r][0] = (i8s_v8){}; acc[r][1] = (i8s_v8){}; }\n"
+      << "    const u8* restrict wp = W + p * " << L(PB) << " + h * 64;\n"
+      << "    for (i64 g = 0; g < " << L(KG) << "; ++g) {\n"
+      << "      i8s_h16 b0, b1;\n"
+      << "      __builtin_memcpy(&b0, wp + g * 128, 32); __builtin_memcpy(&b1, wp + g * 128 + 32, 32);\n"
+      << "      if (pf && h == 0) { __builtin_prefetch(pf + g * 128, 0, 2); __builtin_prefetch(pf + g * 128 + 64, 0, 2); }\n"
+      << "#pragma clang loop unroll(full)\n"
+      << "      for (int r = 0; r < 6; ++r) {\n"
+      << "        long long q; __builtin_memcpy(&q, a0 + r * " << L(2 * AR) << " + 4 * g, 8);\n"
+      << "        const i8s_h16 v = (i8s_h16)((i8s_q4){} + q);\n"
+      << "        acc[r][0] += i8s_madd(v, b0); acc[r][1] += i8s_madd(v, b1);\n"
+      << "      }\n"
+      << "    }\n"
+      << "    for (int r = 0; r < 6; ++r)\n"
+      << "      for (int c = 0; c < 2; ++c)\n"
+      << "        for (int q = 0; q < 4; ++q) o[r][8 * h + 4 * c + q] = acc[r][c][2 * q] + acc[r][c][2 * q + 1];\n"
+      << "  }\n"
+      << "  for (int r = 0; r < mr; ++r) i8_row_out(o[r], rs, zr, S, Z, zc, args, Y, i0, r, p);\n"
       << "}\n";
   s << "\nvoid " << name << "(void* const* args, i64 begin, i64 end) {\n"
     << "  const " << c_storage_type(A.dtype) << "* restrict A = (const " << c_storage_type(A.dtype) << "*)args[0];\n"
@@ -593,8 +639,10 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
     << "          const i8_a32* restrict at = in_place && mr == I8_MR ? (const i8_a32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(AR) << ";\n"
     // The first row tile of a panel group asks for the next group's weights.
-    << "          const u8* restrict pf = r0 == 0 && p + np < p1 ? W + (p + np) * " << L(KG * 64) << " : 0;\n"
-    << "#if I8_S16\n"
+    << "          const u8* restrict pf = r0 == 0 && p + np < p1 ? W + (p + np) * " << L(PB) << " : 0;\n"
+    << "#if I8_W16\n"
+    << "          i8w_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, pf);\n"
+    << "#elif I8_S16\n"
     << "          i8s_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, pf);\n"
     << "#else\n"
     << "          if (np == I8_NP) i8_tile(at, rs + r0, zr + r0, W, S, Z, zc, args, Y, i0 + r0, mr, p, I8_NP, pf);\n"

@@ -1,5 +1,5 @@
-// Scales for a plan's quantised nodes: INT8 activations from calibration observers, INT8
-// weights per output channel, INT4 weights group-wise, FP8 per tensor from amax.
+// Scales for a plan's quantised nodes: INT8 activations from calibration observers, INT8 and
+// I16 weights per output channel, INT4 weights group-wise, FP8 per tensor from amax.
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -43,6 +43,8 @@ Expected<QuantParams> weight_params(const Node& n, const Tensor& w, const QuantP
   }
   HPF_ASSIGN_OR_RETURN(WeightAxes axes, weight_axes(n.op, input, w.rank(), trans_b(n)));
   if (q.type == DType::I8) return int8_weight_params(w, axes.output, i8max);
+  if (q.type == DType::I16 && axes.reduction >= 0)
+    return int16_weight_params(w, axes.output, int16_operand_qmax(w.shape()[axes.reduction]));
   if (q.type == DType::I4) {
     if (axes.reduction < 0)
       return Status::invalid("node '" + n.name + "': no reduction axis for INT4 groups");
@@ -89,7 +91,8 @@ Status calibrate_plan(const Graph& g, Plan& plan, const std::map<std::string, Ob
       // sums two k-groups in 16 bits (conv_i8's I8_PAIR, about 1.15x faster). The producer,
       // earlier in graph order, is calibrated already: int8_input sees its static scale.
       int qmax = 127;
-      p.dynamic_rows = RowQuant::s8;
+      // I16 weights (W16A16) meet 16-bit rows (int8_input).
+      p.dynamic_rows = p.weight_quant->type == DType::I16 ? RowQuant::s16 : RowQuant::s8;
       if (p.mode == Mode::int8 && p.accumulation == DType::I32 && p.weight_quant->type == DType::I8) {
         const bool matmul = n.op == "MatMul" || n.op == "Gemm";
         const Int8Input in = matmul ? int8_input(g, plan, n) : Int8Input{};

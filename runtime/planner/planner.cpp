@@ -82,15 +82,22 @@ bool needs_calibration(Mode m) { return m == Mode::int8 || m == Mode::fp8; }
 // (W8A8), whether an operand narrows as the device asks (DeviceFormats::int8_weight_max: on AVX2
 // without VNNI u7 rows or 7-bit weights make vpmaddubsw exact without the sign trick, about
 // 1.3x faster) or both keep 8 bits (more exact). Both are candidates; the search picks per group.
+// Where the device takes 16-bit rows (DeviceFormats::int8_s16_rows), int8 with 16-bit weights
+// too (W16A16, "int16": I16 weight_quant, int16_operand_qmax(K) levels each side) for the nodes
+// quantising their rows at run time: about as exact as FP16 there, at the 16-bit kernel's speed.
 struct Choice {
   Mode mode = Mode::fp32;
   bool narrow = false;
+  bool wide = false;
   friend auto operator<=>(const Choice&, const Choice&) = default;
 };
 constexpr Choice kFp32{};
 constexpr Choice kInt8Narrow{Mode::int8, true};
+constexpr Choice kInt16{Mode::int8, false, true};
 
-std::string choice_name(Choice c) { return std::string(mode_name(c.mode)) + (c.narrow ? "-narrow" : ""); }
+std::string choice_name(Choice c) {
+  return c.wide ? "int16" : std::string(mode_name(c.mode)) + (c.narrow ? "-narrow" : "");
+}
 
 struct Group {
   std::string name;
@@ -197,7 +204,31 @@ class Planner {
       }
       if (any) mode_plans_[kInt8Narrow] = i8->second;  // uncalibrated yet: calibrate() sets its scales
     }
+    // int16 for the MatMul/Gemm nodes with INT8 weights and INT32 accumulation (uncalibrated too).
+    if (const auto i8 = mode_plans_.find({Mode::int8}); i8 != mode_plans_.end() && o_.device.int8_s16_rows) {
+      Plan wide = i8->second;
+      bool any = false;
+      for (size_t id = 0; id < g_.nodes().size(); ++id) {
+        NodePlan& p = wide.nodes[id];
+        if (!has_candidate(id, {Mode::int8}) || (p.op != "MatMul" && p.op != "Gemm") || !p.weight_quant ||
+            p.weight_quant->type != DType::I8 || p.accumulation != DType::I32)
+          continue;
+        p.weight_quant->type = DType::I16;
+        p.weights = DType::I16;
+        // The output stays float: an INT8 output scale would undo the 16 bits (the next node
+        // quantises its own rows).
+        if (p.storage == DType::I8) p.storage = DType::F32;
+        p.activation_quant.reset();
+        candidates_[id].push_back(kInt16);
+        any = true;
+      }
+      if (any) mode_plans_[kInt16] = std::move(wide);
+    }
     HPF_RETURN_IF_ERROR(calibrate());
+    if (const auto w = mode_plans_.find(kInt16); w != mode_plans_.end())
+      for (size_t id = 0; id < g_.nodes().size(); ++id)  // only where the rows are quantised at run time (not a GEMV)
+        if (has_candidate(id, kInt16) && !int8_input(g_, w->second, g_.node(static_cast<int32_t>(id))).dynamic)
+          std::erase(candidates_[id], kInt16);
     if (const auto nw = mode_plans_.find(kInt8Narrow); nw != mode_plans_.end()) {
       const Plan& i8 = mode_plans_.at({Mode::int8});
       for (size_t id = 0; id < g_.nodes().size(); ++id) {  // narrowed as it was (weight-only INT8)
@@ -279,6 +310,7 @@ class Planner {
   static std::vector<Choice> all_choices() {
     std::vector<Choice> v;
     for (Mode m : kCandidates) {
+      if (m == Mode::int8) v.push_back(kInt16);
       v.push_back({m});
       if (m == Mode::int8) v.push_back(kInt8Narrow);
     }
@@ -531,9 +563,9 @@ class Planner {
     // FP32, all of them twice as fast). Not int8 (its rows and weights in the kernel's formats
     // already): a whole-graph int8 plan within the budget leaves no room to narrow a group, and
     // no single move out of it pays (BERT-base with 16-bit rows: all 74 MatMuls at 4.8e-4 of
-    // 5e-4, 96 ms with two threads, where the walk from FP32 reaches 84 ms).
+    // 5e-4, 96 ms with two threads, where the walk from FP32 reaches 84 ms). int16 leaves room.
     for (Choice c : all_choices()) {
-      if (c.mode == Mode::int8) continue;
+      if (c.mode == Mode::int8 && !c.wide) continue;
       State s = start_;
       for (size_t gi = 0; gi < groups_.size(); ++gi) s = with(s, gi, c);
       if (s == start_ || report_.evaluations >= o_.max_evaluations) continue;

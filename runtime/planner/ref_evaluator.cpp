@@ -93,8 +93,10 @@ Expected<ref::Emulation> emulation_for_plan(const Graph& g, const Plan& plan) {
     HPF_RETURN_IF_ERROR(add_outputs(g, n, *p, e));
     HPF_RETURN_IF_ERROR(add_weights(g, n, *p, e));
     e.accumulation[n.name] = p->accumulation;
-    if (const Int8Input in = int8_input(g, plan, n); in.dynamic)
+    if (const Int8Input in = int8_input(g, plan, n); in.dynamic) {
       (in.rows == RowQuant::u7 ? e.dynamic_u7_rows : in.rows == RowQuant::s16 ? e.dynamic_s16_rows : e.dynamic_int8_rows).insert(n.name);
+      if (p->weight_quant->type == DType::I16) e.s16_rows_w16.insert(n.name);
+    }
     if (p->input_quant) {
       if (!has_scales(p->input_quant)) return uncalibrated(*p, "input");
       e.input_quant[n.name] = *p->input_quant;

@@ -22,21 +22,27 @@ constexpr int64_t kPanel = 16;
 // The deepest K the AMX kernel takes (its 32-row A block, 64 * K bytes, is on the stack).
 constexpr int64_t kMaxAmxK = 4096;
 
-// The signed integer of element i of quantised storage `q` (I8 bytes or I4 nibbles).
+// The signed integer of element i of quantised storage `q` (I8 bytes, I16 words or I4 nibbles).
 int32_t stored_int(const std::vector<std::byte>& q, DType t, int64_t i) {
   if (t == DType::I8) return static_cast<int8_t>(std::to_integer<uint8_t>(q[static_cast<size_t>(i)]));
+  if (t == DType::I16) {
+    int16_t v;
+    std::memcpy(&v, q.data() + 2 * i, 2);
+    return v;
+  }
   const uint32_t nib = (std::to_integer<uint32_t>(q[static_cast<size_t>(i / 2)]) >> (4 * (i % 2))) & 0xF;
   return static_cast<int32_t>((nib ^ 8u) - 8u);
 }
 
-// INT8 values v(k, n) of a [K, N] weight in matmul_i8's order, [P][ceil(K/4)][16][4] (K and the
-// columns past N padded with zeros); `sums` gets each column's sum (I32 [P*16]), `max_abs` the
-// largest |value|.
-Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int64_t)>& v, Tensor& sums, int32_t& max_abs) {
-  const int64_t P = (N + kPanel - 1) / kPanel, KG = (K + 3) / 4;
-  Tensor data(DType::U8, {P * KG * kPanel * 4});
+// INT8 (or, `wide`, I16) values v(k, n) of a [K, N] weight in matmul_i8's order,
+// [P][ceil(K/4)][16][4] (K and the columns past N padded with zeros); `sums` gets each column's
+// sum (I32 [P*16]), `max_abs` the largest |value|.
+Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int64_t)>& v, Tensor& sums, int32_t& max_abs,
+                 bool wide = false) {
+  const int64_t P = (N + kPanel - 1) / kPanel, KG = (K + 3) / 4, es = wide ? 2 : 1;
+  Tensor data(DType::U8, {P * KG * kPanel * 4 * es});
   sums = Tensor(DType::I32, {P * kPanel});
-  auto* d = reinterpret_cast<int8_t*>(data.bytes().data());
+  std::byte* d = data.bytes().data();
   auto* cs = reinterpret_cast<int32_t*>(sums.bytes().data());
   std::memset(d, 0, data.nbytes());
   max_abs = 0;
@@ -44,7 +50,13 @@ Tensor pack_vnni(int64_t K, int64_t N, const std::function<int32_t(int64_t, int6
     int32_t sum = 0;
     for (int64_t k = 0; n < N && k < K; ++k) {
       const int32_t x = v(k, n);
-      d[(((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4] = static_cast<int8_t>(x);
+      const int64_t at = (((n / kPanel) * KG + k / 4) * kPanel + n % kPanel) * 4 + k % 4;
+      if (wide) {
+        const auto h = static_cast<int16_t>(x);
+        std::memcpy(d + 2 * at, &h, 2);
+      } else {
+        d[at] = static_cast<std::byte>(static_cast<int8_t>(x));
+      }
       sum += x;
       max_abs = std::max(max_abs, x < 0 ? -x : x);
     }
@@ -124,16 +136,16 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
     pw.scales = Tensor(DType::F32, {1});
     return pw;
   }
-  if ((format != "i8" && format != "i4" && format != "i8vnni") || !q)
+  if ((format != "i8" && format != "i4" && format != "i8vnni" && format != "i16vnni") || !q)
     return Status::invalid("pack_weights: format '" + format + "' needs quantisation parameters");
-  const bool vnni = format == "i8vnni";
-  const DType t = format == "i4" ? DType::I4 : DType::I8;
+  const bool vnni = format == "i8vnni" || format == "i16vnni";
+  const DType t = format == "i4" ? DType::I4 : format == "i16vnni" ? DType::I16 : DType::I8;
   if (q->type != t || !q->zero_points.empty() || q->scales.empty())
     return Status::unsupported("pack_weights: " + format + " weights need symmetric " + format + " parameters with scales");
   const int n_axis = trans_b ? 0 : 1, k_axis = trans_b ? 1 : 0;
   // Scale slot of element (k, n), following hpf::quantize's layouts.
   std::function<size_t(int64_t, int64_t)> slot;
-  if (t == DType::I8) {
+  if (t != DType::I4) {
     if (q->group_size != 0) return Status::unsupported("pack_weights: i8 weights with groups");
     if (q->scales.size() == 1) slot = [](int64_t, int64_t) { return size_t{0}; };
     else if (q->axis == n_axis && static_cast<int64_t>(q->scales.size()) == N)
@@ -153,7 +165,11 @@ Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::s
   const int64_t NG = K / pw.group;
   if (vnni) {
     pw.data = pack_vnni(K, N, [&](int64_t k, int64_t n) { return stored_int(qs, t, at(k, n)); }, pw.column_sums,
-                        pw.max_abs);
+                        pw.max_abs, t == DType::I16);
+    // The kernel's 16-bit rows take int16_operand_qmax(K) levels: exact only with weights as narrow.
+    if (t == DType::I16 && pw.max_abs > int16_operand_qmax(K))
+      return Status::invalid("pack_weights: i16 weights reach " + std::to_string(pw.max_abs) + ", past " +
+                             std::to_string(int16_operand_qmax(K)) + " (int16_operand_qmax of K " + std::to_string(K) + ")");
     pw.scales = Tensor(DType::F32, {P * kPanel});
     auto* sc = reinterpret_cast<float*>(pw.scales.bytes().data());
     for (int64_t n = 0; n < P * kPanel; ++n) sc[n] = n < N ? q->scales[slot(0, n)] : 0.0f;
@@ -249,6 +265,7 @@ Expected<QuantParams> weight_params_of(const Node& n, const NodePlan& p, const T
   if (!q.scales.empty()) return q;
   HPF_ASSIGN_OR_RETURN(WeightAxes axes, weight_axes(n.op, 1, w.rank(), trans_b));
   if (q.type == DType::I8) return int8_weight_params(w, axes.output);
+  if (q.type == DType::I16) return int16_weight_params(w, axes.output, int16_operand_qmax(w.shape()[axes.reduction]));
   const int wanted = q.group_size > 0 ? q.group_size : 32;
   return int4_weight_params(w, axes.reduction, int4_group_for(w.shape()[axes.reduction], wanted));
 }
@@ -278,21 +295,26 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
     bool a_dynamic = false;  // W8A8, dynamic: A quantised per row by the kernel
     bool a_u7 = false;       // ... in asymmetric 7-bit rows
     bool a_s16 = false;      // ... in 16-bit rows (W8A16)
-    if (p && p->weight_quant && (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I4)) {
+    if (p && p->weight_quant &&
+        (p->weight_quant->type == DType::I8 || p->weight_quant->type == DType::I16 || p->weight_quant->type == DType::I4)) {
       auto params = weight_params_of(n, *p, *w, trans_b);
       if (!params.ok()) {
         log(LogLevel::warn, "node '" + n.name + "': " + params.status().message() + "; its weights stay f32");
         continue;
       }
       q = std::move(params).value();
-      format = q->type == DType::I8 ? "i8" : "i4";
-      if (format == "i8") {
+      format = q->type == DType::I8 ? "i8" : q->type == DType::I16 ? "i16" : "i4";
+      if (format != "i4") {
         const Int8Input in = int8_input(g, *plan, n);
         a_scale = in.static_scale;
         a_dynamic = in.dynamic;
         a_u7 = in.dynamic && in.rows == RowQuant::u7;
         a_s16 = in.dynamic && in.rows == RowQuant::s16;
-        if (a_scale > 0 || a_dynamic) format = "i8vnni";
+        if (a_scale > 0 || a_dynamic) format += "vnni";
+      }
+      if (format == "i16") {  // 16-bit weights go with 16-bit rows only (int8_input: not a GEMV)
+        log(LogLevel::warn, "node '" + n.name + "': i16 weights need rows quantised at run time; its weights stay f32");
+        continue;
       }
     } else if (p && (p->weights == DType::BF16 || p->weights == DType::F16)) {
       format = p->weights == DType::BF16 ? "bf16" : "f16";
@@ -355,6 +377,7 @@ Expected<WeightLoweringStats> lower_weight_quantised_matmuls(Graph& g, const Pla
         spec.attrs["a_scale"] = a_scale;
       if (a_u7) spec.attrs["a_u7"] = int64_t{1};
       if (a_s16) spec.attrs["a_s16"] = int64_t{1};
+      if (format == "i16vnni") spec.attrs["w16"] = int64_t{1};
       spec.attrs["w_max_abs"] = int64_t{packed->max_abs};
       if (amx_int8) spec.attrs["amx"] = int64_t{1};
     }

@@ -22,7 +22,7 @@
 namespace hpf {
 
 struct PackedWeights {
-  std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni (matmul_i8) | conv_i8
+  std::string format;  // f32 | bf16 | f16 | i8 | i4 (matmul_wq's wformat) | i8vnni | i16vnni (matmul_i8) | conv_i8
   int64_t k = 0, n = 0, group = 0;
   Tensor data;    // U8 bytes in the panel layout (conv_i8: the "i8" layout of conv_packing.hpp)
   Tensor scales;  // F32: i8 / i8vnni [P*16]; i4 per column and group (packed_unit order; BF16 where exact), float formats one placeholder 0;
@@ -40,8 +40,10 @@ struct PackedWeights {
 // column and group). i8 and i4 in blocks of 4 and 8 rows, one u32 per column and block, 16 per
 // panel and block, the panels' blocks in the order of packed_unit (c_matmul_wq.cpp); i4's scales
 // likewise, a group in place of a block, BF16 where every scale is a BF16 value (else F32). i8vnni: the same INT8 values in matmul_i8's order,
-// [P][ceil(K/4)][16][4] (K padded with zeros). Errors: another layout of parameters
-// (unsupported), a non-F32 or non-2-D weight (invalid).
+// [P][ceil(K/4)][16][4] (K padded with zeros); i16vnni the same with I16 values (two bytes each;
+// q of I16 parameters, |q| at most int16_operand_qmax(K), else invalid: matmul_i8's 16-bit rows
+// take that many levels). Errors: another layout of parameters (unsupported), a non-F32 or
+// non-2-D weight (invalid).
 Expected<PackedWeights> pack_weights(const Tensor& b, bool trans_b, const std::string& format,
                                      const QuantParams* q = nullptr);
 

@@ -441,6 +441,62 @@ TEST_CASE("plan_auto: int8 with the device's narrower operands where they measur
   CHECK(r.modes["int8"] == 2);
 }
 
+TEST_CASE("plan_auto: int16 (16-bit weights and rows) where the device takes 16-bit rows") {
+  // DeviceFormats::int8_s16_rows: int8 is offered with 16-bit weights and rows too (I16
+  // weight_quant, int16_operand_qmax(K) levels each, RowQuant::s16), to MatMuls quantising their
+  // rows at run time; mm2, which reads mm1's INT8 output, takes 16-bit rows of it as well. Where
+  // it measures fastest within the budget it is kept; the emulation gives its divergence.
+  const Graph g = int8_chain();
+  const auto batches = *random_calibration_inputs(g, 2, 3, 32);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  Evaluators e = ev->evaluators();
+  std::set<std::string> variants;  // node:weight range[:rows] as the planner had them timed
+  e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
+    std::map<std::string, double> t;
+    for (const NodePlan& n : p.nodes) {
+      t[n.name] = 1.0;
+      if (n.mode != Mode::int8) continue;
+      const bool w16 = n.weight_quant && n.weight_quant->type == DType::I16;
+      const bool u7 = n.dynamic_rows == RowQuant::u7, s16 = n.dynamic_rows == RowQuant::s16;
+      variants.insert(n.name + ":" + std::to_string(weight_max_q(g, n)) + (u7 ? ":u7" : s16 ? ":s16" : ""));
+      t[n.name] = w16 ? 0.2 : u7 || s16 ? 0.3 : 0.5;
+    }
+    return t;
+  };
+  PlannerOptions o;
+  o.kl_budget = 1;
+  o.device.int8_compute = true;
+  o.device.int8_weight_max = 64;
+  o.device.int8_s16_rows = true;
+  o.device_model = test_device();
+  o.beta = 0;
+  PlannerReport r;
+  auto plan = plan_auto(g, o, e, &batches, &r);
+  REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+  // K = 64 and 32: 5792 and 8191 levels each side.
+  CHECK(variants.count("mm1:" + std::to_string(int16_operand_qmax(64)) + ":s16") == 1);
+  CHECK(variants.count("mm1:127:u7") == 1);
+  CHECK(variants.count("mm2:" + std::to_string(int16_operand_qmax(32)) + ":s16") == 1);
+  for (const char* mm : {"mm1", "mm2"}) {
+    CAPTURE(mm);
+    const NodePlan& n = *plan->find(mm);
+    CHECK(n.mode == Mode::int8);
+    CHECK(n.weights == DType::I16);
+    CHECK(n.dynamic_rows == RowQuant::s16);
+  }
+  CHECK(r.modes["int16"] == 2);
+  CHECK(plan->divergence >= 0);
+  CHECK(plan->divergence < 1e-6);  // 11 bits a side against the FP32 ground truth
+  // Without 16-bit rows there is no int16.
+  o.device.int8_s16_rows = false;
+  variants.clear();
+  plan = plan_auto(g, o, e, &batches, &r);
+  REQUIRE(plan.ok());
+  for (const std::string& v : variants) CHECK(v.find(":s16") == std::string::npos);
+  CHECK(r.modes.count("int16") == 0);
+}
+
 TEST_CASE("plan_auto: a group over the budget is split and the parts that fit are lowered") {
   // Eight MatMuls in a chain, more (node, mode) pairs than sensitivity evaluations: groups by
   // class ('other': seven, 'output': the last). All of them in INT8 diverge by d; the budget is

@@ -41,10 +41,10 @@ inline QuantisedDiff quantised_diff(const Tensor& got, const Tensor& want, float
 // The largest |q| of float weights `w` quantised to INT8 with `q` (-1 when they do not quantise):
 // the weight range a plan gave them.
 inline int32_t int8_max_abs(const Tensor& w, const QuantParams& q) {
-  Tensor qs(DType::I8, w.shape());
+  Tensor qs(q.type == DType::I16 ? DType::I16 : DType::I8, w.shape());
   if (!quantize(w.to_f32(), w.shape(), q, qs.bytes()).ok()) return -1;
   int32_t mx = 0;
-  for (std::byte v : qs.bytes()) mx = std::max(mx, std::abs(int32_t{static_cast<int8_t>(v)}));
+  for (float v : qs.to_f32()) mx = std::max(mx, static_cast<int32_t>(std::fabs(v)));
   return mx;
 }
 

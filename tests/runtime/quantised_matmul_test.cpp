@@ -103,7 +103,10 @@ struct Result {
 };
 
 // `specials`: planned on random values, run with special values among them (test::with_special_values).
-Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max = 127, bool s16_rows = false) {
+// `w16`: the int8 plan's weights in I16 (int16_weight_params, int16_operand_qmax(k) levels), as
+// the planner's int16 candidate has them.
+Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max = 127, bool s16_rows = false,
+                bool w16 = false) {
   Result r;
   const Graph g = build(c);
   Tensor a = random(c.batch ? std::vector<int64_t>{c.batch, c.m, c.k} : std::vector<int64_t>{c.m, c.k}, 3, -2, 2);
@@ -120,6 +123,14 @@ Result run_case(const Case& c, Mode mode, bool specials = false, int weight_max 
   r.s16 = plan->find("mm")->dynamic_rows == RowQuant::s16;
   if (const auto& q = plan->find("mm")->weight_quant; q && q->type == DType::I8)
     r.weight_max = test::int8_max_abs(*g.value(*g.find_value("w")).constant, *q);
+  if (w16) {
+    NodePlan& np = plan->nodes[static_cast<size_t>(*g.find_node("mm"))];
+    auto q = int16_weight_params(*g.value(*g.find_value("w")).constant, c.trans_b ? 0 : 1, int16_operand_qmax(c.k));
+    REQUIRE_MESSAGE(q.ok(), q.status().to_string());
+    np.weight_quant = *q;
+    np.weights = DType::I16;
+    np.dynamic_rows = RowQuant::s16;
+  }
   if (c.int4_group > 0) {
     const Tensor& w = *g.value(*g.find_value("w")).constant;
     auto q = int4_weight_params(w, c.trans_b ? 1 : 0, c.int4_group);
@@ -289,6 +300,27 @@ TEST_CASE("matmul_i8: 16-bit rows with 8-bit weights (W8A16, int8_s16_rows) matc
   CHECK(r.u7);
 }
 
+TEST_CASE("matmul_i8: 16-bit weights and rows (W16A16, the planner's int16) match the emulation") {
+  // I16 weights per channel and rows at run time, int16_operand_qmax(k) levels each (so that k
+  // products sum exactly in 32 bits); the kernel loads the packed 16-bit weights as they are into
+  // the W8A16 tiles. GEMVs have no int16 (int8_input: not dynamic): the weights stay FP32 there.
+  for (const Case& c : kCases) {
+    if (c.m * std::max<int64_t>(c.batch, 1) <= 4) continue;
+    for (const bool specials : {false, true}) {
+      CAPTURE(c.m);
+      CAPTURE(c.n);
+      CAPTURE(c.k);
+      CAPTURE(specials);
+      const Result r = run_case(c, Mode::int8, specials, 127, true, true);
+      CHECK(r.s16);
+      CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"mm"});
+      const double tol = 2e-5 * std::sqrt(std::max(1.0, c.k / 300.0));
+      CHECK_MESSAGE(r.worst <= tol, "worst relative error " << r.worst);
+      CHECK(r.step_diffs * 100 <= r.elements);
+    }
+  }
+}
+
 TEST_CASE("matmul_wq: a MatMul with a fused bias and activation gets packed weights and keeps the epilogue") {
   // BERT's MatMul + Add(bias) [+ activation]: the packed kernel applies the fused consumers.
   for (Mode mode : {Mode::bf16, Mode::int4_weights, Mode::int8, Mode::fp32}) {
@@ -357,6 +389,43 @@ TEST_CASE("matmul_wq: packed INT8/INT4 weights decode to hpf::dequantize's value
         }
       CHECK(mismatches == 0);
     }
+  }
+}
+
+TEST_CASE("pack_weights: i16vnni holds I16 weights in matmul_i8's order and refuses any past int16_operand_qmax(K)") {
+  for (bool trans_b : {false, true}) {
+    CAPTURE(trans_b);
+    const int64_t K = 37, N = 20;  // K not a multiple of 4, a ragged second panel
+    const Tensor w = random(trans_b ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N}, 11);
+    auto q = int16_weight_params(w, trans_b ? 0 : 1, int16_operand_qmax(K));
+    REQUIRE(q.ok());
+    std::vector<std::byte> qs(storage_bytes(DType::I16, K * N));
+    REQUIRE(quantize(w.to_f32(), w.shape(), *q, qs).ok());
+    auto pw = pack_weights(w, trans_b, "i16vnni", &*q);
+    REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+    const int64_t P = (N + 15) / 16, KG = (K + 3) / 4;
+    REQUIRE(pw->data.nbytes() == size_t(P * KG * 128));
+    const auto* d = reinterpret_cast<const int16_t*>(pw->data.bytes().data());
+    const auto* stored = reinterpret_cast<const int16_t*>(qs.data());
+    const auto* sums = reinterpret_cast<const int32_t*>(pw->column_sums.bytes().data());
+    int64_t mismatches = 0;
+    for (int64_t n = 0; n < P * 16; ++n) {
+      int32_t sum = 0;
+      for (int64_t k = 0; k < KG * 4; ++k) {
+        const int16_t want = n < N && k < K ? stored[trans_b ? n * K + k : k * N + n] : 0;
+        mismatches += d[(((n / 16) * KG + k / 4) * 16 + n % 16) * 4 + k % 4] != want;
+        sum += want;
+      }
+      mismatches += sums[n] != sum;
+    }
+    CHECK(mismatches == 0);
+    CHECK(pw->max_abs == int16_operand_qmax(K));
+    // Wider weights would let the kernel's 32-bit sums overflow.
+    auto wide = int16_weight_params(w, trans_b ? 0 : 1, 32767);
+    REQUIRE(wide.ok());
+    CHECK(pack_weights(w, trans_b, "i16vnni", &*wide).status().message() ==
+          "pack_weights: i16 weights reach 32767, past " + std::to_string(int16_operand_qmax(K)) +
+              " (int16_operand_qmax of K 37)");
   }
 }
 

@@ -163,7 +163,7 @@ TEST_CASE("dtype names parse back, aliases are accepted, unknown names are error
   REQUIRE(!bad.ok());
   CHECK(bad.status().code() == hpf::StatusCode::invalid_argument);
   CHECK(bad.status().message() ==
-        "unknown dtype 'xyz' (expected one of f32, tf32, bf16, f16, f8e4m3, f8e5m2, i8, u8, i4, "
+        "unknown dtype 'xyz' (expected one of f32, tf32, bf16, f16, f8e4m3, f8e5m2, i8, u8, i16, i4, "
         "i32, i64, bool)");
   CHECK(!hpf::parse_dtype("F16").ok());  // names are case-sensitive
   CHECK(!hpf::parse_dtype("").ok());

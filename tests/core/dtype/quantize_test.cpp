@@ -296,7 +296,7 @@ TEST_CASE("quantize: a scalar and an empty tensor") {
 TEST_CASE("quantize: bad parameters are invalid_argument with a message naming them") {
   const std::vector<float> x6(6, 1.0f);
   CHECK(quantize_error(x6, {2, 3}, params(DType::F16, {1}), 12) ==
-        "quantize: type f16 is not a quantised type (expected i8, u8 or i4)");
+        "quantize: type f16 is not a quantised type (expected i8, u8, i16 or i4)");
   CHECK(quantize_error(x6, {2, 3}, params(DType::I8, {1, 1}), 6) ==
         "quantize: 2 scales need 1 (per tensor), a per-channel axis in [0, 2) or group_size > 0; "
         "axis is -1");
@@ -348,9 +348,9 @@ TEST_CASE("quantize: bad parameters are invalid_argument with a message naming t
 TEST_CASE("choose_quant_params: bad arguments are invalid_argument with a message") {
   const std::vector<float> x12(12, 1.0f);
   CHECK(choose_error(x12, {3, 4}, DType::BF16, true) ==
-        "choose_quant_params: type bf16 is not a quantised type (expected i8, u8 or i4)");
+        "choose_quant_params: type bf16 is not a quantised type (expected i8, u8, i16 or i4)");
   CHECK(choose_error(x12, {3, 4}, DType::U8, true) ==
-        "choose_quant_params: symmetric quantisation needs a signed type (i8 or i4), got u8");
+        "choose_quant_params: symmetric quantisation needs a signed type (i8, i16 or i4), got u8");
   CHECK(choose_error(x12, {3, 4}, DType::I8, true, 2) ==
         "choose_quant_params: axis 2 is out of range for shape [3,4] (-1 for none)");
   CHECK(choose_error(x12, {3, 4}, DType::I8, true, -2) ==
@@ -494,6 +494,45 @@ TEST_CASE("fake_quantize_rows_s16: a scale per row, rows_s16_qmax(row) levels ea
   const float s = amax / 21845.0f;
   for (size_t i = 0; i < y.size(); ++i) CHECK(std::fabs(y[i] - y0[i]) <= 0.5f * s * 1.0001f);
   CHECK(hpf::fake_quantize_rows_s16(y, 5).message() == "fake_quantize_rows_s16: rows of 5 do not divide 768 elements");
+}
+
+TEST_CASE("I16: int16_operand_qmax, quantise and dequantise, the rows' qmax for 16-bit weights") {
+  // Both operands of a k-long 16-bit dot product within floor(sqrt((2^31 - 1) / k)): exact sums.
+  CHECK(hpf::int16_operand_qmax(1) == 32767);
+  CHECK(hpf::int16_operand_qmax(2) == 32767);
+  CHECK(hpf::int16_operand_qmax(3) == 26754);
+  CHECK(hpf::int16_operand_qmax(768) == 1672);
+  CHECK(hpf::int16_operand_qmax(3072) == 836);
+  CHECK(hpf::int16_operand_qmax(int64_t{1} << 40) == 1);
+  for (int64_t k : {3, 7, 768, 1000, 3072, 65536, 1000003}) {
+    const double q = hpf::int16_operand_qmax(k);
+    CHECK(double(k) * q * q <= 2147483647.0);
+    CHECK(double(k) * (q + 1) * (q + 1) > 2147483647.0);
+  }
+  // Storage: two bytes, little-endian, rounded half to even and saturated at the type's range.
+  CHECK(hpf::bit_width(DType::I16) == 16);
+  CHECK(hpf::is_integer(DType::I16));
+  CHECK(hpf::parse_dtype("int16").value() == DType::I16);
+  CHECK(hpf::qmin(DType::I16) == -32768);
+  CHECK(hpf::qmax(DType::I16) == 32767);
+  CHECK(hpf::round_to(DType::I16, 2.5f) == 2.0f);
+  CHECK(hpf::round_to(DType::I16, -40000.0f) == -32768.0f);
+  const QuantParams p{DType::I16, {0.5f}, {}, -1, 0};
+  const std::vector<float> x = {1.25f, -3.0f, 20000.0f, -16383.75f};
+  std::vector<std::byte> q(hpf::storage_bytes(DType::I16, x.size()));
+  REQUIRE(q.size() == 8);
+  REQUIRE(hpf::quantize(x, std::vector<int64_t>{4}, p, q).ok());
+  CHECK((q[0] == std::byte{2} && q[1] == std::byte{0}));        // 2.5 -> 2
+  CHECK((q[2] == std::byte{0xFA} && q[3] == std::byte{0xFF}));  // -6
+  CHECK((q[4] == std::byte{0xFF} && q[5] == std::byte{0x7F}));  // 40000 -> 32767
+  std::vector<float> back(4);
+  REQUIRE(hpf::dequantize(q, std::vector<int64_t>{4}, p, back).ok());
+  CHECK(back == std::vector<float>{1.0f, -3.0f, 16383.5f, -16384.0f});  // -32767.5 to even
+  // 16-bit rows meeting 16-bit weights: qmax given (int16_operand_qmax), not rows_s16_qmax.
+  std::vector<float> y = {1.0f, -0.3f, 0.7f};
+  REQUIRE(hpf::fake_quantize_rows_s16(y, 3, 100).ok());
+  CHECK(y == std::vector<float>{1.0f, -30 * 0.01f, 70 * 0.01f});
+  CHECK(hpf::fake_quantize_rows_s16(y, 3, 40000).message() == "fake_quantize_rows_s16: qmax 40000 is outside [0, 32767]");
 }
 
 TEST_CASE("quantize: rounds half to even like nearbyint, on ties and near them") {

@@ -364,6 +364,38 @@ TEST_CASE("emulation: dynamic_int8_rows quantises a MatMul's A per row") {
   CHECK(q[0] == 16384 * (1.0f / 32767));  // 0.5 * 32767 = 16383.5, to even
   e.dynamic_u7_rows = {"mm"};
   CHECK(ref::run(g, {x}, o).status().message() == "emulation: node 'mm' is in dynamic_s16_rows and another rows set");
+  // Rows meeting 16-bit weights: int16_operand_qmax(3) levels (26754; row 0: s = 1 / 26754).
+  e.dynamic_u7_rows.clear();
+  e.s16_rows_w16 = {"mm"};
+  r = ref::run(g, {x}, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  q = x.to_f32();
+  REQUIRE(fake_quantize_rows_s16(q, 3, int16_operand_qmax(3)).ok());
+  CHECK((*r)[0].to_f32() == std::vector<float>{q[0], q[1], q[3], q[4]});
+  CHECK(q[0] == 13377 * (1.0f / 26754));
+  e.dynamic_s16_rows.clear();
+  CHECK(ref::run(g, {x}, o).status().message() == "emulation: s16_rows_w16 names node 'mm', which is not in dynamic_s16_rows");
+}
+
+TEST_CASE("int16_weight_params: per channel, |q| <= qmax, within half a step") {
+  const Tensor w = *Tensor::from_f32({3, 2}, std::vector<float>{0.5f, -2.0f, -1.0f, 1.0f, 0.25f, 0.3f});
+  auto p = int16_weight_params(w, 1, 1000);
+  REQUIRE_MESSAGE(p.ok(), p.status().to_string());
+  CHECK(p->type == DType::I16);
+  CHECK(p->axis == 1);
+  REQUIRE(p->scales.size() == 2);
+  CHECK(p->scales[0] == doctest::Approx(1.0 / 1000).epsilon(1e-6));
+  CHECK(p->scales[1] == doctest::Approx(2.0 / 1000).epsilon(1e-6));
+  std::vector<std::byte> q(storage_bytes(DType::I16, 6));
+  REQUIRE(quantize(w.to_f32(), w.shape(), *p, q).ok());
+  std::vector<float> back(6);
+  REQUIRE(dequantize(q, w.shape(), *p, back).ok());
+  const std::vector<float> x = w.to_f32();
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(std::fabs(back[i] - x[i]) <= 0.5f * p->scales[i % 2] * 1.0001f);
+    CHECK(std::fabs(back[i] / p->scales[i % 2]) <= 1000.5f);
+  }
+  CHECK(int16_weight_params(w, 1, 0).status().message() == "int16_weight_params: qmax 0 is outside [1, 32767]");
 }
 
 TEST_CASE("emulation: an int8 Conv with per-output-channel weight scales") {

@@ -54,6 +54,8 @@ Plan sample_plan() {
   NodePlan c;
   c.name = "out";
   c.op = "Softmax";
+  c.weights = DType::I16;  // the planner's int16 (I16 weights, 16-bit rows)
+  c.weight_quant = QuantParams{DType::I16, {0.001f}, {}, 1, 0};
   c.node_class = NodeClass::output;
   c.mode = Mode::auto_;
   p.nodes = {a, b, c};
