@@ -206,7 +206,8 @@ class RefEvaluator {
 // Plans run on a device: each divergence() compiles the plan with a Session (kernels through the
 // kernel cache, so a format's kernels compile once) and runs the batches; the FP32 ground truth
 // comes from the reference interpreter once, on first use. measure_ms() gives per node the time of the step
-// computing it (a fused step's time split evenly over its nodes), median over `runs`.
+// computing it (a fused step's time all its first node's: the MatMul/Conv holding an epilogue,
+// a chain's first op; the others 0), median over `runs`.
 class DeviceEvaluator {
  public:
   static Expected<DeviceEvaluator> create(SessionOptions options, const Graph& g,

@@ -26,7 +26,7 @@ Expected<std::string> step_expr(const ElementwiseStep& s, const std::vector<std:
 std::string round_to_format(DType t, const std::string& e, bool wide) {
   switch (t) {
     case DType::F32: return wide ? "(double)(float)(" + e + ")" : e;
-    case DType::BF16: return "hpf_bf16_f32_raw(hpf_f32_bf16(" + e + "))";  // a stored NaN is quiet
+    case DType::BF16: return "hpf_rbf16(" + e + ")";  // a stored NaN is quiet
     case DType::F16: return "hpf_f16_f32(hpf_f32_f16(" + e + "))";
     case DType::TF32: return "hpf_tf32(" + e + ")";
     default: return e;

@@ -37,6 +37,14 @@ static inline u16 hpf_f32_bf16(float f) {
   u32 r = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
   return (u16)(r >> 16);
 }
+/* The same rounding kept in FP32 (a value stored as BF16 and read back; a NaN quiet): 32-bit lanes
+   throughout, where the u16 round trip packed and widened them (BERT-base's FFN GEMM with a BF16
+   GELU epilogue, one Zen 3 thread: 4.84 -> 4.45 ms). */
+static inline float hpf_rbf16(float f) {
+  u32 u = hpf_bits(f);
+  u32 r = (u & 0x7fffffffu) > 0x7f800000u ? u | 0x400000u : u + 0x7fffu + ((u >> 16) & 1u);
+  return hpf_f32(r & 0xffff0000u);
+}
 /* 16 conversions at once, for stores of rows. AVX512-BF16's vcvtneps2bf16 rounds to nearest
    even and quiets NaN as above, but reads a denormal input as zero: such lanes (exponent bits
    zero, mantissa not; rare) are redone in software, so the bits stay the reference's. */
