@@ -277,6 +277,12 @@ struct PlannerOptions {
   // feeds off the AMX tiles, which take BF16 only: BERT-base's FFN projection 1.3 -> 8 ms). The
   // 10% is timing noise on a shared machine.
   double max_move_slowdown = 1.1;
+  // The same for a move the cost model does not expect to be faster by at least this margin
+  // (for bytes or divergence alone, nearly): a node fused
+  // into a MatMul's epilogue costs nothing in the model's measured times, but a BF16 GELU there
+  // rounds six times (BERT-base's FFN GEMM with its GELU epilogue in BF16: 4.45 ms against 3.65
+  // in FP32 with one Zen 3 thread).
+  double max_memory_move_slowdown = 1.02;
   // With measured peaks (Evaluation::peak_bytes), rounds of the peak pass: the FP32 auto nodes
   // whose outputs are live at the plan's peak are lowered to 16 bits while that pays (see
   // plan_auto). 0 turns the pass off.
@@ -351,7 +357,8 @@ struct PlannerReport {
 //      exp(-delta / T) when it raises it (Metropolis; moves back to higher precision are
 //      proposals too, so the search can leave a local minimum); with Evaluators::evaluate, a
 //      plan measured slower than max_latency_ratio x FP32, or than max_move_slowdown x the
-//      plan the move leaves, is rejected too; T falls
+//      plan the move leaves (max_memory_move_slowdown where the cost model expects the move to
+//      be faster by less than that margin), is rejected too; T falls
 //      geometrically per sweep; sweeps end when one accepts nothing or the evaluations run out;
 //      the best plan wins;
 //   3b. with measured peaks (Evaluation::peak_bytes), the peak pass: the objective's memory term

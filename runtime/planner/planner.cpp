@@ -537,10 +537,18 @@ class Planner {
     // (max_move_slowdown). One timing moves by 10-30% on a shared machine (MobileNetV2's BF16
     // moves with two threads were refused on single timings, and its auto plan kept FP32 memory):
     // a plan that looks slow is timed again after those two, and judged on the fastest of each.
+    // A move the cost model does not expect to be faster by that much (for bytes or divergence
+    // alone: a node fused into an epilogue costs nothing in its measured times) may not measure
+    // slower than max_memory_move_slowdown.
+    double allowed = o_.max_move_slowdown;
     auto slower_now = [&](const Evaluation& e) {
-      return too_slow(e) || (ms_cur > 0 && e.ms > 0 && e.ms > o_.max_move_slowdown * ms_cur);
+      return too_slow(e) || (ms_cur > 0 && e.ms > 0 && e.ms > allowed * ms_cur);
     };
     auto slower = [&](const State& s, Evaluation& e) -> Expected<bool> {
+      // Expected faster by at least the strict allowance's margin (a group of elementwise nodes,
+      // some fused and some not, can promise a fraction of a percent).
+      allowed = plan_ms(s) < plan_ms(cur) * (2 - o_.max_memory_move_slowdown) ? o_.max_move_slowdown
+                                                                              : o_.max_memory_move_slowdown;
       if (!slower_now(e)) return false;
       HPF_ASSIGN_OR_RETURN(Evaluation f, evaluate(start_, true));
       if (f.ms > 0) ms0_ = std::min(ms0_, f.ms);

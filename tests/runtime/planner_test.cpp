@@ -597,6 +597,7 @@ TEST_CASE("plan_auto: a move measured slower than the plan it leaves is refused"
     PlannerOptions o = mlp_options();
     o.device.storage = {DType::F32, DType::BF16, DType::F16};  // 16-bit against 16-bit, no INT4
     o.max_move_slowdown = slowdown;
+    o.max_memory_move_slowdown = slowdown;  // FP16 for BF16 promises no time (divergence alone)
     PlannerReport r;
     auto plan = plan_auto(g, o, e, &batches, &r);
     REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
@@ -606,6 +607,39 @@ TEST_CASE("plan_auto: a move measured slower than the plan it leaves is refused"
       CHECK(r.rejected_slower > 0);
     } else {
       CHECK(fp16_nodes(*plan) > 0);  // what the measurement prevents above
+    }
+  }
+}
+
+TEST_CASE("plan_auto: a move for memory alone may not measure slower than max_memory_move_slowdown") {
+  // Every node measures 1 ms in every mode (as nodes fused into an epilogue measure 0 in all):
+  // the cost model sees no time to gain, only bytes; end to end any lowering measures 5% slower.
+  const Graph g = *models::builtin("builtin:mlp");
+  const auto batches = *random_calibration_inputs(g, 1, 3, 16);
+  auto ev = RefEvaluator::create(g, batches);
+  REQUIRE(ev.ok());
+  for (double allowed : {1.02, 1.1}) {
+    CAPTURE(allowed);
+    Evaluators e = ev->evaluators();
+    e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
+      std::map<std::string, double> t;
+      for (const NodePlan& n : p.nodes) t[n.name] = 1.0;
+      return t;
+    };
+    e.evaluate = [&](const Plan& p) -> Expected<Evaluation> {
+      HPF_ASSIGN_OR_RETURN(double d, ev->divergence(p));
+      return Evaluation{d, lowered_nodes(p) > 0 ? 10.5 : 10.0};
+    };
+    PlannerOptions o = mlp_options();
+    o.max_memory_move_slowdown = allowed;
+    PlannerReport r;
+    auto plan = plan_auto(g, o, e, &batches, &r);
+    REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+    if (allowed < 1.05) {
+      CHECK(lowered_nodes(*plan) == 0);
+      CHECK(r.rejected_slower > 0);
+    } else {
+      CHECK(lowered_nodes(*plan) > 0);  // the bytes pay for 5% within the allowance
     }
   }
 }
