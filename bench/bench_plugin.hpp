@@ -15,7 +15,6 @@
 #include <mutex>
 #include <new>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "hpf/plugin.h"
@@ -77,10 +76,12 @@ struct Aligned64 {
 template <class T>
 using AlignedVector = std::vector<T, Aligned64<T>>;
 
-// Median wall time of fn over `runs` timed calls after two warm-up calls.
-inline double median_ms(const std::function<void()>& fn, int runs) {
+// Median wall time of fn over `runs` timed calls after two warm-up calls (and more until `warm_ms`
+// have passed).
+inline double median_ms(const std::function<void()>& fn, int runs, double warm_ms = 0) {
   fn();
   fn();
+  for (const double w0 = now_ms(); now_ms() - w0 < warm_ms;) fn();
   std::vector<double> t;
   for (int r = 0; r < runs; ++r) {
     const double t0 = now_ms();
@@ -111,18 +112,27 @@ inline std::vector<double> medians_interleaved(const std::vector<std::function<v
   return out;
 }
 
-// The medians of `fns` interleaved with one thread; with more, each variant's runs back to back
-// (median_ms) and a quarter second between variants: the runtimes' idle threads spin for a while
-// after their work (libhpf's pool 200 us, OpenMP's longer, OpenBLAS's about 2^28 cycles), and on
-// a machine of two cores the variant timed next would share the cores with the spinners
+// The medians of `fns` interleaved with one thread; with more, in blocks: each variant's runs back
+// to back (median_ms) after at least 100 ms of untimed calls, every variant in turn, `rounds`
+// times, and the median of each variant's block medians. The runtimes' idle threads spin for a
+// while after their work (libhpf's pool 200 us, OpenMP's longer, OpenBLAS's about 2^28 cycles),
+// and on a machine of two cores the variant timed next would share the cores with the spinners
 // (oneDNN's 256^3 with two threads: 0.1 ms alone, 4.7 interleaved; its BERT shapes right after
-// OpenBLAS's 0.43 -> 7.5 ms).
-inline std::vector<double> medians(const std::vector<std::function<void()>>& fns, int runs, int threads) {
+// OpenBLAS's 0.43 -> 7.5 ms): the untimed calls outlast them. Not a pause: after a quarter second
+// asleep, this VM ran the next block's two-thread kernels up to twice as slow for a while (the
+// 16-bit-row kernel on BERT's 128x768x768, 0.53 ms back to back, 1.2-1.4 ms after a pause). The
+// rounds spread a neighbour's burst over the variants (one block each: the same kernel moved
+// 20-40% between the tables of one two-thread run).
+inline std::vector<double> medians(const std::vector<std::function<void()>>& fns, int runs, int threads,
+                                   int rounds = 3) {
   if (threads <= 1) return medians_interleaved(fns, runs);
+  std::vector<std::vector<double>> t(fns.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t i = 0; i < fns.size(); ++i) t[i].push_back(median_ms(fns[i], runs, 100));
   std::vector<double> out;
-  for (const auto& fn : fns) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    out.push_back(median_ms(fn, runs));
+  for (auto& v : t) {
+    std::sort(v.begin(), v.end());
+    out.push_back(v.empty() ? -1 : v[v.size() / 2]);
   }
   return out;
 }

@@ -50,7 +50,6 @@ struct Shape3 {
 };
 
 using bench::AlignedVector;
-using bench::median_ms;
 using bench::Plugin;
 
 // `spec`'s kernel, compiled and loaded by the plugin.
@@ -159,16 +158,27 @@ void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    double f32_ms = -1, ms[4] = {-1, -1, -1, -1};
-    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), bv.data(), C.data()}, runs);
-    const char* const formats[4] = {"s8", "u7", "s16", "s16"};
-    for (int f = 0; f < 4; ++f) {
-      Held held;
-      if (packed_kernel_for(cpu, s, f == 3 ? "i16vnni" : "i8vnni", B, 0.0f, k, kern, held, formats[f]))
-        ms[f] = cpu.time(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}, runs);
-      else
-        std::printf("  %s: %s rows: %s\n", s.tag, formats[f], cpu.error.c_str());
+    // FP32 first, then the four formats, timed together (bench::medians).
+    std::vector<std::function<void()>> fns;
+    int index[5] = {-1, -1, -1, -1, -1};
+    if (hpf_kernel_for(cpu, s, k, kern)) {
+      index[0] = int(fns.size());
+      fns.push_back(cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
     }
+    const char* const formats[4] = {"s8", "u7", "s16", "s16"};
+    std::deque<Held> held;
+    for (int f = 0; f < 4; ++f) {
+      Held& h = held.emplace_back();
+      if (packed_kernel_for(cpu, s, f == 3 ? "i16vnni" : "i8vnni", B, 0.0f, k, kern, h, formats[f])) {
+        index[f + 1] = int(fns.size());
+        fns.push_back(cpu.launcher(k, kern, {A.data(), h[0].data(), h[1].data(), h[2].data(), C.data()}));
+      } else {
+        std::printf("  %s: %s rows: %s\n", s.tag, formats[f], cpu.error.c_str());
+      }
+    }
+    const std::vector<double> med = bench::medians(fns, runs, threads);
+    auto ms_of = [&](int v) { return index[v] < 0 ? -1.0 : med[size_t(index[v])]; };
+    const double f32_ms = ms_of(0), ms[4] = {ms_of(1), ms_of(2), ms_of(3), ms_of(4)};
     auto cell = ms_cell;
     auto ratio = [](double a, double b) { return ratio_cell(a, b, 6); };
     std::printf("%2d  %-16s%s %s %s %s %s  %s  %s  %s  %s\n", threads, s.tag, cell(f32_ms).c_str(), cell(ms[0]).c_str(),
@@ -222,25 +232,39 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     const int wmax = cpu.int8_weight_max();
     for (size_t i = 0; i < bv.size(); ++i) bsd[i] = int8_t(bv[i] * wmax);
     AlignedVector<int32_t> ch(s.m * s.n, 0), ci(s.m * s.n, 1);
-    double f32_ms = -1, i8_ms = -1, u8_ms = -1, dnnl_ms = -1;
+    // libhpf's FP32 and INT8 kernels and oneDNN's, timed together (bench::medians).
+    enum { kF32, kI8, kU8, kDnnl, kCount };
+    int index[kCount] = {-1, -1, -1, -1};
+    std::vector<std::function<void()>> fns;
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    if (hpf_kernel_for(cpu, s, k, kern)) f32_ms = cpu.time(k, kern, {A.data(), bv.data(), C.data()}, runs);
-    Held held;
-    if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held))
-      i8_ms = cpu.time(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}, runs);
-    else
+    if (hpf_kernel_for(cpu, s, k, kern)) {
+      index[kF32] = int(fns.size());
+      fns.push_back(cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
+    }
+    Held held, held_u8;
+    if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held)) {
+      index[kI8] = int(fns.size());
+      fns.push_back(cpu.launcher(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}));
+    } else {
       std::printf("  %s: libhpf int8 kernel failed: %s\n", s.tag, cpu.error.c_str());
-    if (integer_kernel_for(cpu, s, bs, k, kern, held))
-      u8_ms = cpu.time(k, kern, {au.data(), held[0].data(), held[1].data(), ch.data()}, runs);
-    else
+    }
+    if (integer_kernel_for(cpu, s, bs, k, kern, held_u8)) {
+      index[kU8] = int(fns.size());
+      fns.push_back(cpu.launcher(k, kern, {au.data(), held_u8[0].data(), held_u8[1].data(), ch.data()}));
+    } else {
       std::printf("  %s: libhpf integer kernel failed: %s\n", s.tag, cpu.error.c_str());
+    }
 #ifdef HPF_BENCH_DNNL
     const int32_t co = 0;
-    dnnl_ms = median_ms([&] {
+    index[kDnnl] = int(fns.size());
+    fns.push_back([&] {
       dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bsd, s.n, 0, 0.0f, ci.data(), s.n, &co);
-    }, runs);
+    });
 #endif
+    const std::vector<double> med = bench::medians(fns, runs, threads);
+    auto ms_of = [&](int v) { return index[v] < 0 ? -1.0 : med[size_t(index[v])]; };
+    const double f32_ms = ms_of(kF32), i8_ms = ms_of(kI8), u8_ms = ms_of(kU8), dnnl_ms = ms_of(kDnnl);
     auto ms = ms_cell;
     auto ratio = [](double v, double over) { return ratio_cell(v, over, 5); };
     const char* same = dnnl_ms < 0 || u8_ms < 0 ? "-" : ch == ci ? "yes" : "NO";
@@ -324,8 +348,8 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
     // right after the other found B in the L3 the other had just filled (oneDNN's 128x768x3072
     // 3.32-3.34 ms after OpenBLAS, 3.54-3.82 with a copy of its own).
     const AlignedVector<float> Bb(B.begin(), B.end()), Bd(B.begin(), B.end());
-    // With one thread the four are timed in turn, round after round (bench::medians), so that
-    // the load a neighbour puts on the machine falls on each alike.
+    // Timed together (bench::medians: in turn with one thread, in rounds of blocks with more), so
+    // that the load a neighbour puts on the machine falls on each alike.
     std::vector<std::function<void()>> fns;
     enum { kHpf, kPacked, kBlas, kDnnl, kCount };
     int index[kCount] = {-1, -1, -1, -1};
@@ -410,8 +434,9 @@ int main(int argc, char** argv) {
   std::vector<Shape3> shapes;
   for (const Shape3& s : all_shapes)
     if (std::string(s.tag).find(only) != std::string::npos) shapes.push_back(s);
-  std::printf("FP32 GEMM, M x N x K, row-major, C = A*B; median of %d runs after 2 warm-ups (one thread: the four\n"
-              "timed in turn)\n", runs);
+  std::printf("FP32 GEMM, M x N x K, row-major, C = A*B; each table's variants timed together (bench::medians): one\n"
+              "thread, in turn for %d rounds after 2 warm-ups, the median; more, in blocks of %d runs after 100 ms of\n"
+              "warm-up, every variant in turn, 3 rounds, the median of the block medians\n", runs, runs);
 #ifndef HPF_BENCH_OPENBLAS
   std::printf("OpenBLAS: not found at build time, column left out\n");
 #endif
