@@ -91,6 +91,7 @@ struct Result {
   CompileStats stats;
   int weight_max = 0;  // the plan's largest |q| of the Conv's weights
   bool nonneg = false; // the kernel took the never-negative input path (I8_A_NONNEG)
+  bool reuse = false;  // the kernel keeps a pointwise block's quantised pixels across channel blocks
 };
 
 // `out_quant`: the plan stores the Conv's output in INT8 (fake-quantised in the kernel), else
@@ -133,6 +134,7 @@ Result run_case(const Case& c, bool out_quant, bool specials = false, int weight
     std::ifstream f(e.path());
     const std::string src((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
     r.nonneg = r.nonneg || src.find("#define I8_A_NONNEG 1") != std::string::npos;
+    r.reuse = r.reuse || src.find("the pixel block bp holds") != std::string::npos;
   }
   std::filesystem::remove_all(dump);
   auto got = exe->run(in);
@@ -164,6 +166,11 @@ const Case kCases[] = {
     {"residual Add and Relu fused", 1, 16, 6, 6, 24, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, false, true},
     {"pointwise, a Relu before it, C 70", 1, 70, 10, 10, 40, 1, 1, {}, {}, {}, 1, true, false, true},
     {"7x7 map, a Relu before it, C 36 (9 k-groups a tap: an odd count)", 1, 36, 7, 7, 30, 3, 3, {}, {1, 1, 1, 1}, {}, 1, true, false, true},
+    // Pointwise with one slice of channels and two channel blocks (300 rows): the blocks of one
+    // pixel block run in turn and quantise its pixels once (two images, three pixel blocks each).
+    {"pointwise in place, 300 output channels, 3 pixel blocks, two images", 2, 40, 12, 12, 300, 1, 1, {}, {}, {}},
+    {"pointwise stride 2, 300 output channels, 3 pixel blocks", 1, 40, 23, 24, 300, 1, 1, {2, 2}, {}, {}},
+    {"pointwise, C 400 (100 quads: one slice of them), 300 output channels", 1, 400, 9, 9, 300, 1, 1, {}, {}, {}},
 };
 
 }  // namespace
@@ -178,6 +185,7 @@ TEST_CASE("conv_i8: int8 Convs match the emulation of their calibrated plan") {
       CHECK(r.stats.fallbacks == 0);
       CHECK(r.stats.int8_compute_nodes == std::vector<std::string>{"conv"});
       if (c.epilogue) CHECK(r.stats.kernels == 1);  // the Add and the Relu run in the conv's epilogue
+      if (c.m == 300 && c.kh == 1) CHECK(r.reuse);
       // FP32 sums of exact products against the emulation's FP64 ones: a few ulps.
       CHECK_MESSAGE(r.worst <= 2e-6, "worst relative error " << r.worst);
       CHECK(r.step_diffs * 100 <= r.elements);
