@@ -2,7 +2,7 @@
 """End to end against ONNX Runtime: the same ONNX file, the same inputs, the same thread count,
 one process each.
 
-    bench/ort_e2e.py MODEL.onnx... [--threads 1,2] [--runs 10] [--warmup 2] [--kl-budget 1e-3]
+    bench/ort_e2e.py MODEL.onnx... [--threads 1,2] [--runs 10] [--warmup 2] [--rounds 3] [--kl-budget 1e-3]
                      [--hpf build/apps/hpf/hpf] [--plans fp32,auto] [--ort-opt all|basic|none]
                      [--seed 0] [--json] [--keep DIR]
 
@@ -16,8 +16,12 @@ For each model and thread count:
   * ONNX Runtime: a separate process of this script (--ort-worker) with intra_op_num_threads=N,
     inter_op_num_threads=1, ORT_SEQUENTIAL, CPU execution provider, graph optimisations `all`;
     W untimed runs, then the median, min and max of R timed runs, and the process's peak RSS;
-    once before libhpf and once after (the ratios use the mean of the two medians, and both are
-    printed: on a shared machine their spread is the noise).
+  * --rounds K (default 3): ONNX Runtime, then K times libhpf and ONNX Runtime again; the first
+    libhpf run makes the auto plan and saves it (`hpf bench --save-plan`), the later ones bench
+    that file, so every round times the same plan. Each round's ratio is libhpf's median over
+    the mean of the two ONNX Runtime medians around it, and a ratio printed is the median of the
+    rounds' (on a shared machine the load drifts by 15-40% for minutes; the ONNX Runtime
+    medians' spread is printed). --rounds 1 is the old once-before-and-after.
 
 Prints per model and thread count the medians and the ratios hpf fp32 / ort fp32 and
 hpf auto / ort fp32 (below 1: libhpf faster), the auto plan's divergence from the FP32 reference
@@ -99,12 +103,21 @@ def measure(model, threads, a, workdir):
         np.save(path, x)
         files.append((name, path))
 
-    hpf_cmd = [a.hpf, "bench", model, "--plans", a.plans, "--threads", str(threads), "--runs", str(a.runs),
+    plan_file = os.path.join(workdir, "auto_plan.json")
+
+    def hpf_cmd(first):
+        # The first run plans auto and saves the plan; the later ones bench the saved file.
+        plans = a.plans if first else ",".join(plan_file if p == "auto" else p for p in a.plans.split(","))
+        cmd = [a.hpf, "bench", model, "--plans", plans, "--threads", str(threads), "--runs", str(a.runs),
                "--warmup", str(a.warmup), "--kl-budget", str(a.kl_budget), "--json", "--skip", "cold-start,consistency"]
-    for name, path in files:
-        hpf_cmd += ["--input", f"{name}={path}"]
-    for sym, v in dims.items():
-        hpf_cmd += ["--dim", f"{sym}={v}"]
+        if first and "auto" in a.plans.split(","):
+            cmd += ["--save-plan", plan_file]
+        for name, path in files:
+            cmd += ["--input", f"{name}={path}"]
+        for sym, v in dims.items():
+            cmd += ["--dim", f"{sym}={v}"]
+        return cmd
+
     ort_cmd = [sys.executable, __file__, "--ort-worker", model, "--threads", str(threads), "--runs", str(a.runs),
                "--warmup", str(a.warmup), "--ort-opt", a.ort_opt]
     for name, path in files:
@@ -116,33 +129,40 @@ def measure(model, threads, a, workdir):
             raise RuntimeError(f"onnxruntime: exit {r.returncode}: {r.stderr.strip()[-2000:]}")
         return json.loads(r.stdout.strip().splitlines()[-1])
 
-    # ONNX Runtime before and after libhpf: on a shared machine the load drifts, and the two
-    # medians show by how much; the ratios use their mean.
-    ort_before = run_ort()
+    # ONNX Runtime, then per round libhpf and ONNX Runtime again: each round's libhpf medians are
+    # set against the mean of the ONNX Runtime medians just before and after them.
+    orts = [run_ort()]
+    rounds = []
     t0 = time.time()
-    hpf = run_json(hpf_cmd)
+    for k in range(max(1, a.rounds)):
+        hpf = run_json(hpf_cmd(k == 0))
+        orts.append(run_ort())
+        plans = {p["plan"]: p for p in hpf["plans"]}
+        for name, p in plans.items():
+            if "error" in p:
+                raise RuntimeError(f"hpf bench plan {name}: {p['error']}")
+        if k > 0 and "auto" in a.plans.split(","):
+            plans["auto"] = plans.pop(plan_file)
+        rounds.append({"hpf": plans, "device": hpf["device"],
+                       "ort_ms": (orts[-2]["median_ms"] + orts[-1]["median_ms"]) / 2})
     hpf_s = time.time() - t0
-    ort = run_ort()
-    ort["median_ms_before"] = ort_before["median_ms"]
-    ort["median_ms_after"] = ort["median_ms"]
-    ort["median_ms"] = (ort_before["median_ms"] + ort["median_ms"]) / 2
-    ort["peak_rss_bytes"] = max(ort_before["peak_rss_bytes"], ort["peak_rss_bytes"])
-    plans = {p["plan"]: p for p in hpf["plans"]}
-    for name, p in plans.items():
-        if "error" in p:
-            raise RuntimeError(f"hpf bench plan {name}: {p['error']}")
-    row = {"model": model, "threads": threads, "ort": ort, "hpf_seconds": hpf_s, "hpf_device": hpf["device"]}
-    for name, p in plans.items():
-        row[f"hpf_{name}"] = {"median_ms": p["latency_ms"]["median"], "min_ms": p["latency_ms"]["min"],
-                              "max_ms": p["latency_ms"]["max"], "peak_bytes": p["memory"]["peak_bytes"],
-                              "weight_bytes": p["memory"]["weight_bytes"], "kl": p["fidelity"]["kl"],
-                              "modes": p.get("modes", {}), "recompiles": len(p.get("recompiles", []))}
-    if "hpf_fp32" in row:
-        row["ratio_fp32_vs_ort"] = row["hpf_fp32"]["median_ms"] / ort["median_ms"]
-    if "hpf_auto" in row:
-        row["ratio_auto_vs_ort"] = row["hpf_auto"]["median_ms"] / ort["median_ms"]
-        if "hpf_fp32" in row:
-            row["peak_auto_vs_fp32"] = row["hpf_auto"]["peak_bytes"] / row["hpf_fp32"]["peak_bytes"]
+    ort = dict(orts[-1])
+    ort["median_ms_each"] = [o["median_ms"] for o in orts]
+    ort["median_ms"] = statistics.median(ort["median_ms_each"])
+    ort["peak_rss_bytes"] = max(o["peak_rss_bytes"] for o in orts)
+    row = {"model": model, "threads": threads, "rounds": len(rounds), "ort": ort, "hpf_seconds": hpf_s,
+           "hpf_device": rounds[0]["device"]}
+    for name, p in rounds[0]["hpf"].items():
+        each = [r["hpf"][name]["latency_ms"]["median"] for r in rounds]
+        row[f"hpf_{name}"] = {"median_ms": statistics.median(each), "median_ms_each": each,
+                              "min_ms": min(r["hpf"][name]["latency_ms"]["min"] for r in rounds),
+                              "max_ms": max(r["hpf"][name]["latency_ms"]["max"] for r in rounds),
+                              "peak_bytes": p["memory"]["peak_bytes"], "weight_bytes": p["memory"]["weight_bytes"],
+                              "kl": p["fidelity"]["kl"], "modes": p.get("modes", {}), "recompiles": len(p.get("recompiles", []))}
+        row[f"ratio_{name}_vs_ort_each"] = [r["hpf"][name]["latency_ms"]["median"] / r["ort_ms"] for r in rounds]
+        row[f"ratio_{name}_vs_ort"] = statistics.median(row[f"ratio_{name}_vs_ort_each"])
+    if "hpf_auto" in row and "hpf_fp32" in row:
+        row["peak_auto_vs_fp32"] = row["hpf_auto"]["peak_bytes"] / row["hpf_fp32"]["peak_bytes"]
     return row
 
 
@@ -157,6 +177,7 @@ def main():
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--plans", default="fp32,auto")
     ap.add_argument("--kl-budget", type=float, default=1e-3)
     ap.add_argument("--ort-opt", choices=["none", "basic", "all"], default="all")
@@ -191,19 +212,21 @@ def main():
 
 def print_row(r, header):
     if header:
-        print(f"{'model':22} {'thr':>3} {'ort before/after':>17} {'ort fp32':>10} {'hpf fp32':>10} {'hpf auto':>10} {'fp32/ort':>9} "
-              f"{'auto/ort':>9} {'auto KL':>10} {'peak auto/fp32':>15} {'ort RSS MiB':>12}  auto modes")
+        print(f"{'model':22} {'thr':>3} {'ort min/max':>17} {'ort fp32':>10} {'hpf fp32':>10} {'hpf auto':>10} {'fp32/ort':>9} "
+              f"{'auto/ort':>9} {'auto KL':>10} {'peak auto/fp32':>15} {'ort RSS MiB':>12}  {'auto/ort each':>15}  auto modes")
     name = pathlib.Path(r["model"]).stem
     if "error" in r:
         print(f"{name:22} {r['threads']:3d} error: {r['error']}")
         return
     f32, auto = r.get("hpf_fp32", {}), r.get("hpf_auto", {})
     modes = " ".join(f"{k} {v}" for k, v in sorted(auto.get("modes", {}).items()))
-    spread = f"{r['ort']['median_ms_before']:.1f}/{r['ort']['median_ms_after']:.1f}"
+    each = r["ort"]["median_ms_each"]
+    spread = f"{min(each):.1f}/{max(each):.1f}"
     print(f"{name:22} {r['threads']:3d} {spread:>17} {r['ort']['median_ms']:10.2f} {fmt(f32.get('median_ms'), '10.2f')} "
           f"{fmt(auto.get('median_ms'), '10.2f')} {fmt(r.get('ratio_fp32_vs_ort'), '9.2f')} "
           f"{fmt(r.get('ratio_auto_vs_ort'), '9.2f')} {fmt(auto.get('kl'), '10.2e')} "
-          f"{fmt(r.get('peak_auto_vs_fp32'), '15.2f')} {r['ort']['peak_rss_bytes'] / 2**20:12.0f}  {modes}")
+          f"{fmt(r.get('peak_auto_vs_fp32'), '15.2f')} {r['ort']['peak_rss_bytes'] / 2**20:12.0f}  "
+          f"{'/'.join(format(x, '.2f') for x in r.get('ratio_auto_vs_ort_each', [])):>15}  {modes}")
 
 
 if __name__ == "__main__":

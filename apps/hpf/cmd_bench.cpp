@@ -48,6 +48,7 @@ struct BenchArgs : ModelSpec {
   int64_t runs = 10, warmup = 2;
   bool json = false, autotune = false;
   std::string report;          // --report FILE.md
+  std::string save_plan;       // --save-plan FILE: the first planned plan (auto or a policy)
   std::set<std::string> skip;  // --skip cold-start,consistency
 };
 
@@ -62,7 +63,8 @@ std::vector<std::string> split_commas(const std::string& s) {
 Expected<BenchArgs> parse_bench(const std::vector<std::string>& argv) {
   HPF_ASSIGN_OR_RETURN(Args a, parse_args("bench", argv, {"--json", "--autotune"},
                                           {"--plans", "--threads", "--runs", "--warmup", "--report", "--skip", "--batch",
-                                           "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--kl-margin", "--calib", "--device"}));
+                                           "--seed", "--random-inputs", "--input", "--dim", "--kl-budget", "--kl-margin", "--calib", "--device",
+                                           "--save-plan"}));
   BenchArgs r;
   if (a.positional.empty()) return Status::invalid("bench needs a MODEL (an ONNX file or builtin:NAME)");
   if (a.positional.size() > 1) return Status::invalid("unexpected argument '" + a.positional[1] + "'");
@@ -77,6 +79,7 @@ Expected<BenchArgs> parse_bench(const std::vector<std::string>& argv) {
   r.json = a.flag("--json");
   r.autotune = a.flag("--autotune");
   r.report = a.option("--report");
+  r.save_plan = a.option("--save-plan");
   for (const std::string& s : split_commas(a.option("--skip"))) {
     if (s != "cold-start" && s != "consistency")
       return Status::invalid("--skip: unknown part '" + s + "' (cold-start, consistency)");
@@ -286,6 +289,7 @@ struct Context {
   const PowerSource& power;
   std::function<std::optional<uint64_t>()> energy_mj;  // the device's counter (empty: none)
   std::map<std::string, std::vector<Tensor>>& fp32_by_plugin;  // for the consistency table
+  bool plan_saved = false;  // --save-plan written
 };
 
 // One plan end to end. Errors are the plan's own; the caller records them and goes on.
@@ -305,6 +309,12 @@ Expected<json> bench_plan(Context& c, const std::string& plan_arg, int index) {
   if (planner.contains("planner")) j["planner"] = planner["planner"];
   so.plan = chosen->plan;
   so.autotune = c.args.autotune;  // not while planning: the planner's trial plans run untuned
+  if (!c.args.save_plan.empty() && planner.contains("planner") && !c.plan_saved) {
+    // The plan the planner made, to bench again later without planning (bench/ort_e2e.py's rounds).
+    HPF_RETURN_IF_ERROR(chosen->plan->save(c.args.save_plan));
+    c.plan_saved = true;
+    j["saved_to"] = c.args.save_plan;
+  }
 
   // Cold start: a fresh, empty kernel cache; then a second executable on that cache (warm).
   // The cache is removed on every way out, after the executables that use it (declared first,

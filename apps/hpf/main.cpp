@@ -49,6 +49,8 @@ const char* kUsage =
     "      --threads N      device threads (HPF_NUM_THREADS; default: all cores)\n"
     "      --runs N         timed runs per plan (default 10)   --warmup N  untimed runs first (default 2)\n"
     "      --report FILE.md markdown report, with an SVG chart written to FILE.svg\n"
+    "      --save-plan FILE the first plan the planner makes (auto, or a policy file) to FILE, to\n"
+    "                       bench again as a plan file without planning\n"
     "      --skip LIST      leave out cold-start and/or consistency\n"
     "      --autotune       as for run (the cold start then includes the measuring)\n"
     "      --json           machine-readable results only\n"

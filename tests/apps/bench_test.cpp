@@ -200,3 +200,32 @@ TEST_CASE("hpf bench: bad usage and a plan that fails are clear") {
   CHECK(j["plans"][1]["error"].get<std::string>().find("--plan nope: neither a plan file nor a mode") == 0);
   fs::remove_all(dir);
 }
+
+TEST_CASE("hpf bench --save-plan writes the auto plan, which benches again as a file without planning") {
+  const fs::path dir = temp_dir("save");
+  const fs::path plan = dir / "auto.json";
+  Run first = hpf_bench("builtin:mlp --plans fp32,auto --runs 2 --warmup 0 --threads 1 --skip cold-start,consistency --json "
+                        "--save-plan " + plan.string(), dir / "cache");
+  REQUIRE_MESSAGE(first.status == 0, first.out);
+  const json a = json::parse(first.out);
+  REQUIRE(a["plans"].size() == 2);
+  CHECK_FALSE(a["plans"][0].contains("saved_to"));  // fp32: nothing planned
+  CHECK(a["plans"][1]["saved_to"] == plan.string());
+  REQUIRE(fs::exists(plan));
+  CHECK(read_file(plan).find("libhpf-plan") != std::string::npos);
+  Run again = hpf_bench("builtin:mlp --plans " + plan.string() + " --runs 2 --warmup 0 --threads 1 --skip cold-start,consistency --json",
+                        dir / "cache");
+  REQUIRE_MESSAGE(again.status == 0, again.out);
+  const json b = json::parse(again.out);
+  REQUIRE(b["plans"].size() == 1);
+  CHECK_FALSE(b["plans"][0].contains("planner"));  // read, not planned
+  CHECK(b["plans"][0]["modes"] == a["plans"][1]["modes"]);
+  CHECK(b["plans"][0]["fidelity"]["kl"].get<double>() == doctest::Approx(a["plans"][1]["fidelity"]["kl"].get<double>()));
+  // A file that cannot be written fails the plan with the reason, not the process.
+  Run bad = hpf_bench("builtin:mlp --plans auto --runs 1 --warmup 0 --threads 1 --skip cold-start,consistency --json "
+                      "--save-plan " + (dir / "no-such-dir" / "p.json").string(), dir / "cache");
+  CHECK(bad.status == 1);
+  const json c = json::parse(bad.out);
+  CHECK(c["plans"][0].contains("error"));
+  fs::remove_all(dir);
+}
