@@ -219,8 +219,8 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
   std::string modes;
   for (const auto& [m, n] : report.modes) modes += (modes.empty() ? "" : ", ") + m + " " + std::to_string(n);
   if (!quiet) {
-    std::printf("planner  %s; %d evaluations (%d for sensitivity, %d groups) in %.1f s; calibration: %s\n",
-                ev.describe().c_str(), report.evaluations, report.sensitivity_evaluations, report.groups, ms / 1000,
+    std::printf("planner  %s; %d evaluations (%d for sensitivity, %d groups, %d retimings more) in %.1f s; calibration: %s\n",
+                ev.describe().c_str(), report.evaluations, report.sensitivity_evaluations, report.groups, report.retimings, ms / 1000,
                 a.calib.empty() ? (std::to_string(kCalibrationBatches) + " seeded random batches").c_str() : a.calib.c_str());
     std::printf("planner  nodes: %s; divergence %.3e (budget %.1e); predicted %.3f -> %.3f ms, bytes %lld -> %lld\n",
                 modes.c_str(), plan.divergence, a.kl_budget, report.fp32_ms, report.plan_ms,
@@ -232,7 +232,8 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
       std::printf("planner  peak memory %s -> %s (%d peak-pass moves)\n", human_bytes(double(report.fp32_peak_bytes)).c_str(),
                   human_bytes(double(report.plan_peak_bytes)).c_str(), report.peak_moves);
   }
-  j["planner"] = {{"metric", ev.describe()}, {"evaluations", report.evaluations}, {"seconds", ms / 1000},
+  j["planner"] = {{"metric", ev.describe()}, {"evaluations", report.evaluations}, {"retimings", report.retimings},
+                  {"seconds", ms / 1000},
                   {"budget", a.kl_budget}, {"divergence", plan.divergence}, {"modes", report.modes},
                   {"predicted_ms", {{"fp32", report.fp32_ms}, {"plan", report.plan_ms}}},
                   {"measured_ms", {{"fp32", report.fp32_measured_ms}, {"plan", report.plan_measured_ms}}},

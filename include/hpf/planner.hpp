@@ -309,7 +309,8 @@ struct PlannerOptions {
 
 struct PlannerReport {
   std::string metric;   // the evaluator's metric ("kl" / "rel-l2")
-  int evaluations = 0;  // divergence evaluations made
+  int evaluations = 0;  // divergence evaluations made (max_evaluations)
+  int retimings = 0;    // and more to time a move for memory alone again (not counted above)
   int sensitivity_evaluations = 0;
   int groups = 0;     // lowering groups (nodes of one class in one block, or single nodes; splits included)
   int proposals = 0;  // (group, mode) pairs within budget alone
