@@ -281,7 +281,9 @@ struct PlannerOptions {
   // (for bytes or divergence alone, nearly): a node fused
   // into a MatMul's epilogue costs nothing in the model's measured times, but a BF16 GELU there
   // rounds six times (BERT-base's FFN GEMM with its GELU epilogue in BF16: 4.45 ms against 3.65
-  // in FP32 with one Zen 3 thread).
+  // in FP32 with one Zen 3 thread). Such a move timed slower once is refused; else it is judged
+  // on the medians of three timings each of it and of the plan it leaves, taken alternately
+  // (PlannerReport::retimings).
   double max_memory_move_slowdown = 1.02;
   // With measured peaks (Evaluation::peak_bytes), rounds of the peak pass: the FP32 auto nodes
   // whose outputs are live at the plan's peak are lowered to 16 bits while that pays (see
