@@ -36,6 +36,7 @@ import json
 import os
 import pathlib
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -103,7 +104,7 @@ def measure(model, threads, a, workdir):
         np.save(path, x)
         files.append((name, path))
 
-    plan_file = os.path.join(workdir, "auto_plan.json")
+    plan_file = os.path.join(workdir, f"{pathlib.Path(model).stem}_{threads}t_auto_plan.json")
 
     def hpf_cmd(first):
         # The first run plans auto and saves the plan; the later ones bench the saved file.
@@ -183,7 +184,7 @@ def main():
     ap.add_argument("--ort-opt", choices=["none", "basic", "all"], default="all")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
-    ap.add_argument("--keep", help="keep the input .npy files in this directory")
+    ap.add_argument("--keep", help="keep the input .npy files and the saved auto plan in this directory")
     ap.add_argument("--ort-worker", help=argparse.SUPPRESS)
     ap.add_argument("--feed", action="append", default=[], help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -202,6 +203,9 @@ def main():
             except Exception as e:  # report and go on with the next model
                 failed = True
                 rows.append({"model": model, "threads": threads, "error": str(e)})
+            finally:
+                if not a.keep:  # the inputs and the saved plan
+                    shutil.rmtree(workdir, ignore_errors=True)
             if not a.json:
                 print_row(rows[-1], header=len(rows) == 1)
                 sys.stdout.flush()
