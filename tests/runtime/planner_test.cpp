@@ -80,6 +80,14 @@ int lowered_nodes(const Plan& p) {
   return n;
 }
 
+// Evaluators::measure_ms where every node measures 1 ms in every mode (as nodes fused into an
+// epilogue measure 0 in all): the cost model sees no time to gain, only bytes.
+Expected<std::map<std::string, double>> flat_node_times(const Plan& p) {
+  std::map<std::string, double> t;
+  for (const NodePlan& n : p.nodes) t[n.name] = 1.0;
+  return t;
+}
+
 }  // namespace
 
 TEST_CASE("cost model: FLOPs and bytes of a MatMul per mode") {
@@ -612,8 +620,8 @@ TEST_CASE("plan_auto: a move measured slower than the plan it leaves is refused"
 }
 
 TEST_CASE("plan_auto: a move for memory alone may not measure slower than max_memory_move_slowdown") {
-  // Every node measures 1 ms in every mode (as nodes fused into an epilogue measure 0 in all):
-  // the cost model sees no time to gain, only bytes; end to end any lowering measures 5% slower.
+  // Every node measures the same in every mode (flat_node_times): the cost model sees no time to
+  // gain, only bytes; end to end any lowering measures 5% slower.
   const Graph g = *models::builtin("builtin:mlp");
   const auto batches = *random_calibration_inputs(g, 1, 3, 16);
   auto ev = RefEvaluator::create(g, batches);
@@ -621,11 +629,7 @@ TEST_CASE("plan_auto: a move for memory alone may not measure slower than max_me
   for (double allowed : {1.02, 1.1}) {
     CAPTURE(allowed);
     Evaluators e = ev->evaluators();
-    e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
-      std::map<std::string, double> t;
-      for (const NodePlan& n : p.nodes) t[n.name] = 1.0;
-      return t;
-    };
+    e.measure_ms = flat_node_times;
     e.evaluate = [&](const Plan& p) -> Expected<Evaluation> {
       HPF_ASSIGN_OR_RETURN(double d, ev->divergence(p));
       return Evaluation{d, lowered_nodes(p) > 0 ? 10.5 : 10.0};
@@ -653,11 +657,7 @@ TEST_CASE("plan_auto: a move for memory alone timed fast once is timed again bef
   auto ev = RefEvaluator::create(g, batches);
   REQUIRE(ev.ok());
   Evaluators e = ev->evaluators();
-  e.measure_ms = [&](const Plan& p) -> Expected<std::map<std::string, double>> {
-    std::map<std::string, double> t;
-    for (const NodePlan& n : p.nodes) t[n.name] = 1.0;
-    return t;
-  };
+  e.measure_ms = flat_node_times;
   std::map<std::vector<Mode>, int> timings;
   e.evaluate = [&](const Plan& p) -> Expected<Evaluation> {
     HPF_ASSIGN_OR_RETURN(double d, ev->divergence(p));
