@@ -76,6 +76,13 @@ struct Aligned64 {
 template <class T>
 using AlignedVector = std::vector<T, Aligned64<T>>;
 
+// The median of `v` (the upper one of an even count); -1 for none.
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return -1;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
 // Median wall time of fn over `runs` timed calls after two warm-up calls (and more until `warm_ms`
 // have passed).
 inline double median_ms(const std::function<void()>& fn, int runs, double warm_ms = 0) {
@@ -88,8 +95,7 @@ inline double median_ms(const std::function<void()>& fn, int runs, double warm_m
     fn();
     t.push_back(now_ms() - t0);
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median_of(std::move(t));
 }
 
 // Medians in ms of `fns` timed in turn, round after round (two untimed rounds first): on a shared
@@ -105,10 +111,7 @@ inline std::vector<double> medians_interleaved(const std::vector<std::function<v
       t[i].push_back(now_ms() - t0);
     }
   std::vector<double> out;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    out.push_back(v.empty() ? -1 : v[v.size() / 2]);
-  }
+  for (auto& v : t) out.push_back(median_of(std::move(v)));
   return out;
 }
 
@@ -130,10 +133,7 @@ inline std::vector<double> medians(const std::vector<std::function<void()>>& fns
   for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < fns.size(); ++i) t[i].push_back(median_ms(fns[i], runs, 100));
   std::vector<double> out;
-  for (auto& v : t) {
-    std::sort(v.begin(), v.end());
-    out.push_back(v.empty() ? -1 : v[v.size() / 2]);
-  }
+  for (auto& v : t) out.push_back(median_of(std::move(v)));
   return out;
 }
 

@@ -52,6 +52,26 @@ struct Shape3 {
 using bench::AlignedVector;
 using bench::Plugin;
 
+// A table's variants, each under a slot (an enum of the table's columns), timed together
+// (bench::medians); a slot left empty (its kernel failed, its peer not built in) times as -1.
+struct Variants {
+  std::vector<std::function<void()>> fns;
+  std::vector<int> at;  // slot -> index in fns, or -1
+  explicit Variants(int slots) : at(size_t(slots), -1) {}
+  void add(int slot, std::function<void()> fn) {
+    at[size_t(slot)] = int(fns.size());
+    fns.push_back(std::move(fn));
+  }
+  bool has(int slot) const { return at[size_t(slot)] >= 0; }
+  std::vector<double> medians(int runs, int threads) const {
+    const std::vector<double> m = bench::medians(fns, runs, threads);
+    std::vector<double> out(at.size(), -1.0);
+    for (size_t i = 0; i < at.size(); ++i)
+      if (at[i] >= 0) out[i] = m[size_t(at[i])];
+    return out;
+  }
+};
+
 // `spec`'s kernel, compiled and loaded by the plugin.
 bool compile_spec(Plugin& cpu, const jit::KernelSpec& spec, jit::GeneratedKernel& k, hpf_kernel*& kern) {
   auto gk = jit::generate_c(spec);
@@ -158,27 +178,20 @@ void rows_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     Tensor B = *Tensor::from_f32({s.k, s.n}, bv);
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    // FP32 first, then the four formats, timed together (bench::medians).
-    std::vector<std::function<void()>> fns;
-    int index[5] = {-1, -1, -1, -1, -1};
-    if (hpf_kernel_for(cpu, s, k, kern)) {
-      index[0] = int(fns.size());
-      fns.push_back(cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
-    }
+    // FP32 (slot 0), then the four formats.
+    Variants v(5);
+    if (hpf_kernel_for(cpu, s, k, kern)) v.add(0, cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
     const char* const formats[4] = {"s8", "u7", "s16", "s16"};
     std::deque<Held> held;
     for (int f = 0; f < 4; ++f) {
       Held& h = held.emplace_back();
-      if (packed_kernel_for(cpu, s, f == 3 ? "i16vnni" : "i8vnni", B, 0.0f, k, kern, h, formats[f])) {
-        index[f + 1] = int(fns.size());
-        fns.push_back(cpu.launcher(k, kern, {A.data(), h[0].data(), h[1].data(), h[2].data(), C.data()}));
-      } else {
+      if (packed_kernel_for(cpu, s, f == 3 ? "i16vnni" : "i8vnni", B, 0.0f, k, kern, h, formats[f]))
+        v.add(f + 1, cpu.launcher(k, kern, {A.data(), h[0].data(), h[1].data(), h[2].data(), C.data()}));
+      else
         std::printf("  %s: %s rows: %s\n", s.tag, formats[f], cpu.error.c_str());
-      }
     }
-    const std::vector<double> med = bench::medians(fns, runs, threads);
-    auto ms_of = [&](int v) { return index[v] < 0 ? -1.0 : med[size_t(index[v])]; };
-    const double f32_ms = ms_of(0), ms[4] = {ms_of(1), ms_of(2), ms_of(3), ms_of(4)};
+    const std::vector<double> med = v.medians(runs, threads);
+    const double f32_ms = med[0], ms[4] = {med[1], med[2], med[3], med[4]};
     auto cell = ms_cell;
     auto ratio = [](double a, double b) { return ratio_cell(a, b, 6); };
     std::printf("%2d  %-16s%s %s %s %s %s  %s  %s  %s  %s\n", threads, s.tag, cell(f32_ms).c_str(), cell(ms[0]).c_str(),
@@ -232,39 +245,29 @@ void int8_section(Plugin& cpu, int threads, int runs, const std::vector<Shape3>&
     const int wmax = cpu.int8_weight_max();
     for (size_t i = 0; i < bv.size(); ++i) bsd[i] = int8_t(bv[i] * wmax);
     AlignedVector<int32_t> ch(s.m * s.n, 0), ci(s.m * s.n, 1);
-    // libhpf's FP32 and INT8 kernels and oneDNN's, timed together (bench::medians).
+    // libhpf's FP32 and INT8 kernels and oneDNN's.
     enum { kF32, kI8, kU8, kDnnl, kCount };
-    int index[kCount] = {-1, -1, -1, -1};
-    std::vector<std::function<void()>> fns;
+    Variants v(kCount);
     jit::GeneratedKernel k;
     hpf_kernel* kern = nullptr;
-    if (hpf_kernel_for(cpu, s, k, kern)) {
-      index[kF32] = int(fns.size());
-      fns.push_back(cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
-    }
+    if (hpf_kernel_for(cpu, s, k, kern)) v.add(kF32, cpu.launcher(k, kern, {A.data(), bv.data(), C.data()}));
     Held held, held_u8;
-    if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held)) {
-      index[kI8] = int(fns.size());
-      fns.push_back(cpu.launcher(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}));
-    } else {
+    if (packed_kernel_for(cpu, s, "i8vnni", B, 1.0f / 127.0f, k, kern, held))
+      v.add(kI8, cpu.launcher(k, kern, {A.data(), held[0].data(), held[1].data(), held[2].data(), C.data()}));
+    else
       std::printf("  %s: libhpf int8 kernel failed: %s\n", s.tag, cpu.error.c_str());
-    }
-    if (integer_kernel_for(cpu, s, bs, k, kern, held_u8)) {
-      index[kU8] = int(fns.size());
-      fns.push_back(cpu.launcher(k, kern, {au.data(), held_u8[0].data(), held_u8[1].data(), ch.data()}));
-    } else {
+    if (integer_kernel_for(cpu, s, bs, k, kern, held_u8))
+      v.add(kU8, cpu.launcher(k, kern, {au.data(), held_u8[0].data(), held_u8[1].data(), ch.data()}));
+    else
       std::printf("  %s: libhpf integer kernel failed: %s\n", s.tag, cpu.error.c_str());
-    }
 #ifdef HPF_BENCH_DNNL
     const int32_t co = 0;
-    index[kDnnl] = int(fns.size());
-    fns.push_back([&] {
+    v.add(kDnnl, [&] {
       dnnl_gemm_u8s8s32('N', 'N', 'F', s.m, s.n, s.k, 1.0f, au.data(), s.k, 0, bsd, s.n, 0, 0.0f, ci.data(), s.n, &co);
     });
 #endif
-    const std::vector<double> med = bench::medians(fns, runs, threads);
-    auto ms_of = [&](int v) { return index[v] < 0 ? -1.0 : med[size_t(index[v])]; };
-    const double f32_ms = ms_of(kF32), i8_ms = ms_of(kI8), u8_ms = ms_of(kU8), dnnl_ms = ms_of(kDnnl);
+    const std::vector<double> med = v.medians(runs, threads);
+    const double f32_ms = med[kF32], i8_ms = med[kI8], u8_ms = med[kU8], dnnl_ms = med[kDnnl];
     auto ms = ms_cell;
     auto ratio = [](double v, double over) { return ratio_cell(v, over, 5); };
     const char* same = dnnl_ms < 0 || u8_ms < 0 ? "-" : ch == ci ? "yes" : "NO";
@@ -350,45 +353,37 @@ int run_child(int threads, int runs, const std::vector<Shape3>& shapes) {
     const AlignedVector<float> Bb(B.begin(), B.end()), Bd(B.begin(), B.end());
     // Timed together (bench::medians: in turn with one thread, in rounds of blocks with more), so
     // that the load a neighbour puts on the machine falls on each alike.
-    std::vector<std::function<void()>> fns;
     enum { kHpf, kPacked, kBlas, kDnnl, kCount };
-    int index[kCount] = {-1, -1, -1, -1};
+    Variants v(kCount);
     jit::GeneratedKernel k, kp;
     hpf_kernel *kern = nullptr, *kern_p = nullptr;
-    if (hpf_kernel_for(cpu, s, k, kern)) {
-      index[kHpf] = int(fns.size());
-      fns.push_back(cpu.launcher(k, kern, {A.data(), B.data(), C.data()}));
-    } else {
+    if (hpf_kernel_for(cpu, s, k, kern))
+      v.add(kHpf, cpu.launcher(k, kern, {A.data(), B.data(), C.data()}));
+    else
       std::printf("  %s: libhpf kernel failed: %s\n", s.tag, cpu.error.c_str());
-    }
     // B constant, packed once as the Session packs FP32 weights (matmul_wq, wformat f32).
     Held held;
-    if (packed_kernel_for(cpu, s, "f32", *Tensor::from_f32({s.k, s.n}, B), 0, kp, kern_p, held)) {
-      index[kPacked] = int(fns.size());
-      fns.push_back(cpu.launcher(kp, kern_p, {A.data(), held[0].data(), held[1].data(), P.data()}));
-    } else {
+    if (packed_kernel_for(cpu, s, "f32", *Tensor::from_f32({s.k, s.n}, B), 0, kp, kern_p, held))
+      v.add(kPacked, cpu.launcher(kp, kern_p, {A.data(), held[0].data(), held[1].data(), P.data()}));
+    else
       std::printf("  %s: libhpf packed kernel failed: %s\n", s.tag, cpu.error.c_str());
-    }
 #ifdef HPF_BENCH_OPENBLAS
-    index[kBlas] = int(fns.size());
-    fns.push_back([&] {
+    v.add(kBlas, [&] {
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, s.m, s.n, s.k, 1.0f, A.data(), s.k, Bb.data(), s.n, 0.0f,
                   R.data(), s.n);
     });
 #endif
 #ifdef HPF_BENCH_DNNL
-    index[kDnnl] = int(fns.size());
-    fns.push_back([&] { dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, A.data(), s.k, Bd.data(), s.n, 0.0f, R.data(), s.n); });
+    v.add(kDnnl, [&] { dnnl_sgemm('N', 'N', s.m, s.n, s.k, 1.0f, A.data(), s.k, Bd.data(), s.n, 0.0f, R.data(), s.n); });
 #endif
-    const std::vector<double> med = bench::medians(fns, runs, threads);
-    auto ms_of = [&](int v) { return index[v] < 0 ? -1.0 : med[size_t(index[v])]; };
-    const double hpf_ms = ms_of(kHpf), packed_ms = ms_of(kPacked), blas_ms = ms_of(kBlas), dnnl_ms = ms_of(kDnnl);
+    const std::vector<double> med = v.medians(runs, threads);
+    const double hpf_ms = med[kHpf], packed_ms = med[kPacked], blas_ms = med[kBlas], dnnl_ms = med[kDnnl];
     // Against the last peer's result (R), else libhpf's two kernels against each other.
     double err = 0;
-    const AlignedVector<float>& ref = index[kBlas] >= 0 || index[kDnnl] >= 0 ? R : C;
+    const AlignedVector<float>& ref = v.has(kBlas) || v.has(kDnnl) ? R : C;
     for (size_t i = 0; i < C.size(); ++i) {
-      if (index[kHpf] >= 0) err = std::max(err, double(std::abs(C[i] - ref[i])));
-      if (index[kPacked] >= 0) err = std::max(err, double(std::abs(P[i] - ref[i])));
+      if (v.has(kHpf)) err = std::max(err, double(std::abs(C[i] - ref[i])));
+      if (v.has(kPacked)) err = std::max(err, double(std::abs(P[i] - ref[i])));
     }
     auto cell = [&](double ms) {
       if (ms < 0) return std::string("          -");

@@ -265,12 +265,14 @@ Expected<GeneratedKernel> generate_c_conv_i8(const KernelSpec& in_spec, const st
     << (reuse ? "  i64 held = -1;  // the pixel block bp holds (w / MB)\n  for (i64 w = begin; w < end; held = w / " + L(MB) +
                     ", ++w) {\n"
               : "  for (i64 w = begin; w < end; ++w) {\n");
-  if (reuse)
-    s << "    const i64 mb = w % " << L(MB) << ", pb = (w / " << L(MB) << ") % " << L(PB) << ", g = (w / " << L(MB * PB)
-      << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n";
-  else  // pixel blocks innermost: a range continues the same output rows block after block
-    s << "    const i64 pb = w % " << L(PB) << ", mb = (w / " << L(PB) << ") % " << L(MB) << ", g = (w / " << L(MB * PB)
-      << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n";
+  {
+    // Pixel blocks innermost (a range continues the same output rows block after block), or
+    // channel blocks where the pixels are kept (reuse).
+    const char *inner = reuse ? "mb" : "pb", *outer = reuse ? "pb" : "mb";
+    const int64_t ni = reuse ? MB : PB, no = reuse ? PB : MB;
+    s << "    const i64 " << inner << " = w % " << L(ni) << ", " << outer << " = (w / " << L(ni) << ") % " << L(no)
+      << ", g = (w / " << L(MB * PB) << ") % " << L(z.G) << ", n = w / " << L(MB * PB * z.G) << ";\n";
+  }
   if (rowwise)
     s << "    const i64 bx = (pb % " << L(PBr) << ") * " << kPixels << ", p0 = (pb / " << L(PBr) << ") * " << L(z.OW)
       << " + bx, nc = " << L(z.OW) << " - bx < " << kPixels << " ? " << L(z.OW) << " - bx : " << kPixels << ";\n"
