@@ -71,5 +71,25 @@ inline constexpr int64_t kGemmMC = 132;
 // rows) 3% slower in slices, 2048^3 5%.
 inline constexpr int64_t kGemmSliceRows = 256;
 inline constexpr int64_t kGemmSliceKC = 512;
+// Those GEMMs' items of more rows, which run the whole K per row tile: where K is deeper than
+// kGemmWideK, an item is up to kGemmWide NC-column blocks wide, as long as kGemmWideItems items
+// remain, so that each row tile reads its rows of A (6 x K floats, 48 KiB at 2048: not in L1)
+// for more panels (the 64-column block of B, 512 KiB at 2048, fills Zen 3's L2 and the rows of A
+// came from L3 again for each panel). C harnesses, one core, 2048^3 against OpenBLAS in the same
+// run: B an input, blocks of 64 columns 0.95-0.98x, 128 0.97, 256 0.98-1.00, 512 0.99-1.00 (slices
+// of K instead 0.92-0.94; row parts of 256 rows with wide blocks 0.92-0.96, B packed again for
+// each); at 1024^3, whose 64-column blocks fit the L2 (256 KiB), 256 columns ran 1.01 -> 0.97x.
+inline constexpr int64_t kGemmWideK = 1024;
+inline constexpr int64_t kGemmWide = 8;
+inline constexpr int64_t kGemmWideItems = 8;
+// How many NC-column blocks an item of those GEMMs spans (1, 2, 4 or 8) for N columns, depth K and
+// `other` items per column block (row parts times batches).
+inline int64_t gemm_wide_blocks(int64_t N, int64_t K, int64_t other) {
+  int64_t wide = 1;
+  while (K > kGemmWideK && wide < kGemmWide &&
+         (N + 2 * wide * kGemmNC - 1) / (2 * wide * kGemmNC) * other >= kGemmWideItems)
+    wide *= 2;
+  return wide;
+}
 
 }  // namespace hpf::jit

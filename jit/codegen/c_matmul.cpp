@@ -55,14 +55,14 @@ constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 
 // C statements that pack B[pc.., jc..] (kc x nc of matrix b0; element (p, j) at B[b0 + b_pj])
-// into NR-wide panels `stride` floats apart, k-major, zero past nc; `prefetch` > 0: B's rows
+// into the `width` columns' NR-wide panels `stride` floats apart, k-major, zero past nc; `prefetch` > 0: B's rows
 // (not transposed) that many ahead prefetched into L1 as each is read.
-std::string pack_b(bool tb, DType bt, const std::string& b_pj, const std::string& stride, int64_t K, int64_t N,
-                   int prefetch, const std::string& in) {
+std::string pack_b(bool tb, DType bt, const std::string& b_pj, const std::string& stride, const std::string& width,
+                   int64_t K, int64_t N, int prefetch, const std::string& in) {
   const std::string load = c_load_operand(bt, "B[b0 + " + b_pj + "]");
   std::ostringstream s;
   if (tb) {
-    s << in << "for (i64 jj = 0; jj < HPF_NC; ++jj) {\n"
+    s << in << "for (i64 jj = 0; jj < " << width << "; ++jj) {\n"
       << in << "  float* restrict d = bpack + (jj / HPF_NR) * " << stride << " * HPF_NR + jj % HPF_NR;\n"
       << in << "  if (jj < nc) { const i64 j = jc + jj;\n"
       << in << "    for (i64 q = 0; q < kc; ++q) { const i64 p = pc + q; d[q * HPF_NR] = " << load << "; }\n"
@@ -75,7 +75,7 @@ std::string pack_b(bool tb, DType bt, const std::string& b_pj, const std::string
     s << in << "  if (p + " << prefetch << " < " << ll(K) << ")\n"
       << in << "    for (i64 l = 0; l < nc; l += 16) __builtin_prefetch(&B[b0 + (p + " << prefetch << ") * " << ll(N)
       << " + jc + l], 0, 3);\n";
-  s << in << "  for (i64 jp = 0; jp < HPF_NC; jp += HPF_NR) {\n"
+  s << in << "  for (i64 jp = 0; jp < " << width << "; jp += HPF_NR) {\n"
     << in << "    float* restrict d = bpack + jp * " << stride << " + q * HPF_NR;\n"
     << in << "    if (jp + HPF_NR <= nc) {\n"
     << in << "      for (i64 jj = 0; jj < HPF_NR; ++jj) { const i64 j = jc + jp + jj; d[jj] = " << load << "; }\n"
@@ -388,7 +388,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     << epi_ptrs;
   if (A.dtype == DType::F32 && !ta && Y.dtype == DType::F32 && M > 0 && N > 0 && K > 0) {
     // FP32 rows of A and an FP32 Y, which holds the sums: an item is one NC block of columns of
-    // one matrix and as many rows as leave kBlockItems items or more (rows split no finer than
+    // one matrix (or several, gemm_wide_blocks) and as many rows as leave kBlockItems items or more (rows split no finer than
     // kBlockMinRows: each part packs the block again). The items of one matrix and row part that
     // a range holds make a run, done slice by slice of K (the whole K up to kBlockKCMax, or
     // kGemmSliceKC for few rows; else even slices) over all its blocks, so that the rows' slice
@@ -402,21 +402,27 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     // the same schedule without: 2048^3 113-116 -> 107-109 ms, 128x768x3072 4.0-4.1 -> 3.8). A
     // ragged last panel goes through a tile on the stack (its columns past N are not Y's), and so
     // does every panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
-    const int64_t groups = (N + kGemmNC - 1) / kGemmNC;
+    const int64_t blocks = (N + kGemmNC - 1) / kGemmNC;
     const int64_t parts = std::max<int64_t>(
-        1, std::min(M / kBlockMinRows, (kBlockItems + groups * batches - 1) / (groups * batches)));
+        1, std::min(M / kBlockMinRows, (kBlockItems + blocks * batches - 1) / (blocks * batches)));
     const int64_t RT = ((M + parts - 1) / parts + kGemmMR - 1) / kGemmMR * kGemmMR, tiles = (M + RT - 1) / RT;
     const int64_t kc_max = RT <= kGemmSliceRows ? kGemmSliceKC : kBlockKCMax;
     const int64_t slices = (K + kc_max - 1) / kc_max, KC = (K + slices - 1) / slices;
-    if (KC <= kBlockKCStack)
-      s << "  float bpack[" << KC << " * HPF_NC] __attribute__((aligned(64)));\n"
+    // Many rows: wide blocks where K is deep (c_gemm_micro.hpp).
+    const int64_t wide = RT > kGemmSliceRows ? gemm_wide_blocks(N, K, tiles * batches) : 1;
+    const int64_t NB = wide * kGemmNC, groups = (N + NB - 1) / NB;
+    if (KC * wide <= kBlockKCStack)
+      s << "  float bpack[" << KC * NB << "] __attribute__((aligned(64)));\n"
         << "  const i64 kcs = " << ll(KC) << ";\n";
-    else  // the thread's scratch buffer, else slices of kBlockKCStack on the stack
+    else  // the thread's scratch buffer, else shallower slices on the stack
       s << "  float bstack[" << kBlockKCStack << " * HPF_NC] __attribute__((aligned(64)));\n"
-        << "  float* restrict bpack = (float*)hpf_scratch(" << ll(KC * kGemmNC * 4) << ");\n"
+        << "  float* restrict bpack = (float*)hpf_scratch(" << ll(KC * NB * 4) << ");\n"
         << "  i64 kcs = " << ll(KC) << ";\n"
-        << "  if (!bpack) {\n    bpack = bstack;\n    kcs = " << ll(kBlockKCStack) << ";\n  }\n";
+        << "  if (!bpack) {\n    bpack = bstack;\n    kcs = " << ll(kBlockKCStack / wide) << ";\n  }\n";
     const bool pack_first = !tb && B.dtype == DType::F32 && N % 16 == 0;
+    // The run's next block prefetched into L2 as the tiles go (64-column blocks: wide ones, whose
+    // B the L2 does not hold anyway, ran 0.5-1% faster without).
+    const bool ahead = pack_first && wide == 1;
     s << "  float tmp[HPF_MR * HPF_NR] __attribute__((aligned(64)));\n"
       // Y's rows hold the sums where they are whole vectors, aligned (the Session's buffers are;
       // a caller's own may not be)
@@ -432,14 +438,14 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       << "    for (i64 pc = 0; pc < " << ll(K) << "; pc += kcs) {\n"
       << "      const i64 kc = " << ll(K) << " - pc < kcs ? " << ll(K) << " - pc : kcs;\n"
       << "      for (i64 w = run; w < rend; ++w) {\n"
-      << "        const i64 jc = w % " << ll(groups) << " * HPF_NC, nc = " << ll(N) << " - jc < HPF_NC ? " << ll(N)
-      << " - jc : HPF_NC;\n"
+      << "        const i64 jc = w % " << ll(groups) << " * " << ll(NB) << ", nc = " << ll(N) << " - jc < " << ll(NB) << " ? "
+      << ll(N) << " - jc : " << ll(NB) << ";\n"
       << "        float* restrict yb = Y + (t * " << ll(M) << " + ic) * " << ll(N) << " + jc;\n";
     // B[pc.., jc..] into NR-wide panels of kc rows, k-major, zero past nc: an FP32 B of rows (not
     // transposed) by the first row tile as it reads them (pack_first), where that tile is whole,
     // over a whole block, and writes an aligned Y; else in a pass of its own.
-    s << "        const int pk = " << (pack_first ? "ya && nc == HPF_NC && mc >= HPF_MR" : "0") << ";\n";
-    if (pack_first)
+    s << "        const int pk = " << (pack_first ? "ya && nc == " + ll(NB) + " && mc >= HPF_MR" : "0") << ";\n";
+    if (ahead)
       // The block this thread packs next: the run's next one, else its first at the next slice,
       // else the next item's first slice (the next range's, which the thread most often runs
       // next: plugins/cpu/thread_pool.hpp). Its rows are prefetched into L2 by this block's full
@@ -460,7 +466,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
         << "        const i64 pfper = pft > 0 ? (pfrows + pft - 1) / pft : 0;\n"
         << "        i64 pfdone = 0;\n";
     s << "        if (!pk)\n";
-    s << pack_b(tb, B.dtype, b_pj, "kc", K, N, kPackPrefetch, "        ");
+    s << pack_b(tb, B.dtype, b_pj, "kc", ll(NB), K, N, kPackPrefetch, "        ");
     s << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
       << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
       << "          const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
@@ -473,8 +479,9 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
       s << "if (pk && ir == 0) hpf_mm_micro_pack(pc == 0, kc, ar, " << ll(K) << ", B + b0 + pc * " << ll(N) << " + jc + jp, "
         << ll(N) << ", bpack + jp * kc, yt + jp, " << ll(N) << ", " << kPackPrefetch << ");\n"
         << "              else if (mr == HPF_MR)\n"
-        << "                pfdone += hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N)
-        << ", pfr, pfdone, pfdone + pfper < pfrows ? pfdone + pfper : pfrows, " << ll(N) << ", 16);\n";
+        << (ahead ? "                pfdone += " : "                ") << "hpf_mm_micro_ahead(pc == 0, kc, ar, " << ll(K)
+        << ", bp, HPF_NR, HPF_VW, yt + jp, " << ll(N)
+        << (ahead ? ", pfr, pfdone, pfdone + pfper < pfrows ? pfdone + pfper : pfrows, " : ", B, 0, 0, ") << ll(N) << ", 16);\n";
     else
       s << "if (mr == HPF_MR) hpf_mm_micro_rnz(pc == 0, HPF_MR, HPF_NV, kc, ar, 1, " << ll(K) << ", bp, HPF_NR, HPF_VW, yt + jp, "
         << ll(N) << ", " << kBlockPrefetch << ", 0);\n";
@@ -525,7 +532,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     << "        for (i64 x = 0; x < HPF_MC * HPF_NC; ++x) acc[x] = 0.0f;\n"
     << "        for (i64 pc = 0; pc < " << ll(K) << "; pc += HPF_KC) {\n"
     << "          const i64 kc = " << ll(K) << " - pc < HPF_KC ? " << ll(K) << " - pc : HPF_KC;\n";
-  s << pack_b(tb, B.dtype, b_pj, "HPF_KC", K, N, 0, "          ");
+  s << pack_b(tb, B.dtype, b_pj, "HPF_KC", "HPF_NC", K, N, 0, "          ");
   s << "          for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
     << "            const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n";
   // Pack A[ic+ir.., pc..] k-major (MR values per k), zero rows past mr.

@@ -17,6 +17,7 @@
 #include "hpf/plugin.h"
 #include "hpf/reference.hpp"
 #include "jit/codegen/c_codegen.hpp"
+#include "jit/codegen/c_gemm_micro.hpp"
 #include "jit/codegen/c_helpers.hpp"
 #include "jit/codegen/c_prelude.hpp"
 #include "jit/codegen/conv_packing.hpp"
@@ -2296,4 +2297,76 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
   CHECK(after == (before | 0x8040u));
   CHECK(std::memcmp(y0.bytes().data(), y1.bytes().data(), y0.nbytes()) == 0);
   cpu.source_prefix.clear();
+}
+
+// The FP32 GEMMs' items of many rows over a deep K span several 64-column blocks
+// (jit::gemm_wide_blocks): B an input (packed by each block's first row tile) with a ragged last
+// block of 16 columns, Y aligned and not, an epilogue; packed FP32 weights (matmul_wq); each with a
+// ragged last row tile. The kernels are checked to take wide blocks, and their outputs against the
+// reference interpreter and FP64 sums.
+TEST_CASE("codegen: FP32 GEMM in wide column blocks (many rows, deep K), B an input and packed weights") {
+  CHECK(jit::gemm_wide_blocks(2048, 2048, 1) == 4);  // 8 items of 256 columns
+  CHECK(jit::gemm_wide_blocks(2048, 1024, 2) == 1);  // K not deeper than kGemmWideK
+  CHECK(jit::gemm_wide_blocks(1040, 1030, 1) == 2);  // 9 items of 128 columns, the last 16 wide
+  CHECK(jit::gemm_wide_blocks(448, 2048, 1) == 1);   // 7 blocks: too few items to widen
+  CHECK(jit::gemm_wide_blocks(448, 2048, 4) == 4);   // 4 row parts: 8 items of 256 columns
+  const int64_t M = 262, K = 1030;  // one row part (264 rows: more than kGemmSliceRows), 43 tiles and 4 rows
+  const Tensor a = random_tensor({M, K}, DType::F32, 960);
+  {
+    const int64_t N = 1040;
+    GraphBuilder g("wide_b_input");
+    auto x = g.input("a", DType::F32, {M, K});
+    auto w = g.input("b", DType::F32, {K, N});
+    g.output(g.op1("Relu", {g.add(g.matmul(x, w), g.constant(random_tensor({N}, DType::F32, 961)))}), "out");
+    auto built = g.build();
+    REQUIRE(built.ok());
+    auto steps = jit::lower(*built, {});
+    REQUIRE(steps.ok());
+    REQUIRE(steps->size() == 1);
+    auto k = jit::generate_c((*steps)[0].spec);
+    REQUIRE(k.ok());
+    CHECK(k->work_items == 9);
+    CHECK(k->source.find("const i64 jc = w % 9LL * 128LL") != std::string::npos);
+    const Tensor b = random_tensor({K, N}, DType::F32, 962);
+    struct Offset {  // operand_offset for one check, -1 again however it ends
+      explicit Offset(int64_t o) { operand_offset = o; }
+      ~Offset() { operand_offset = -1; }
+    };
+    for (const int64_t offset : {-1, 4}) {  // Y aligned, and not (every panel through the tile)
+      CAPTURE(offset);
+      Offset at(offset);
+      check_graph(g, {a, b}, 1e-4);
+    }
+  }
+  auto& cpu = plugin();
+  if (!cpu.skip.empty()) {
+    MESSAGE("skipped: " << cpu.skip);
+    return;
+  }
+  const int64_t N = 2048;  // 32 blocks: one row part, 8 items of 256 columns
+  const Tensor w = random_tensor({K, N}, DType::F32, 963);
+  auto pw = pack_weights(w, false, "f32", nullptr);
+  REQUIRE_MESSAGE(pw.ok(), pw.status().to_string());
+  jit::KernelSpec spec;
+  spec.family = "matmul_wq";
+  spec.inputs = {{DType::F32, {M, K}}, {DType::U8, pw->data.shape()}, {pw->scales.dtype(), pw->scales.shape()}};
+  spec.outputs = {{DType::F32, {M, N}}};
+  spec.attrs = {{"wformat", std::string("f32")}, {"k", K}, {"n", N}, {"group", pw->group}};
+  auto k = jit::generate_c(spec);
+  REQUIRE_MESSAGE(k.ok(), k.status().to_string());
+  CHECK(k->work_items == 8);
+  CHECK(k->source.find("* 256LL, j1 = j0 + 256LL") != std::string::npos);
+  // Y 64-byte aligned, as the Session's buffers are (the kernel stores whole vectors to it)
+  std::vector<float> ybuf(M * N + 16);
+  float* yv = ybuf.data() + (64 - reinterpret_cast<uintptr_t>(ybuf.data()) % 64) % 64 / sizeof(float);
+  cpu.run(*k, {const_cast<std::byte*>(a.bytes().data()), pw->data.bytes().data(), pw->scales.bytes().data(), yv});
+  const std::vector<float> av = a.to_f32(), wv = w.to_f32();
+  int64_t bad = 0;
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      const auto [want, mag] = fp64_dot(av, wv, K, N, i, j);
+      if (std::abs(yv[i * N + j] - want) > 1e-5 * mag && bad++ < 3)
+        MESSAGE("row " << i << " column " << j << ": " << yv[i * N + j] << " want " << want);
+    }
+  CHECK(bad == 0);
 }
