@@ -55,8 +55,8 @@ constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
 std::string ll(int64_t v) { return std::to_string(v) + "LL"; }
 
 // C statements that pack B[pc.., jc..] (kc x nc of matrix b0; element (p, j) at B[b0 + b_pj])
-// into the `width` columns' NR-wide panels `stride` floats apart, k-major, zero past nc; `prefetch` > 0: B's rows
-// (not transposed) that many ahead prefetched into L1 as each is read.
+// into the NR-wide panels of `width` columns, `stride` floats apart, k-major, zero past nc;
+// `prefetch` > 0: B's rows (not transposed) that many ahead prefetched into L1 as each is read.
 std::string pack_b(bool tb, DType bt, const std::string& b_pj, const std::string& stride, const std::string& width,
                    int64_t K, int64_t N, int prefetch, const std::string& in) {
   const std::string load = c_load_operand(bt, "B[b0 + " + b_pj + "]");
@@ -387,21 +387,21 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     << "];\n"
     << epi_ptrs;
   if (A.dtype == DType::F32 && !ta && Y.dtype == DType::F32 && M > 0 && N > 0 && K > 0) {
-    // FP32 rows of A and an FP32 Y, which holds the sums: an item is one NC block of columns of
-    // one matrix (or several, gemm_wide_blocks) and as many rows as leave kBlockItems items or more (rows split no finer than
-    // kBlockMinRows: each part packs the block again). The items of one matrix and row part that
-    // a range holds make a run, done slice by slice of K (the whole K up to kBlockKCMax, or
-    // kGemmSliceKC for few rows; else even slices) over all its blocks, so that the rows' slice
-    // of A serves every block. Per slice a block's B is packed once into NR-wide panels (on the
-    // stack up to kBlockKCStack rows, else in the thread's scratch buffer) and serves every row
-    // tile, each tile's sums in registers across the slice and added into Y across slices, A's
-    // rows read in place. An FP32 B of rows (not transposed) is packed by the first row tile as it
-    // reads it (where that tile is whole and writes Y itself), and the run's next block is
-    // prefetched into L2 meanwhile, a few rows by each full tile (hpf_mm_micro_ahead): the
-    // packing tile then finds it there instead of waiting on L3 (C harness, one core, against
-    // the same schedule without: 2048^3 113-116 -> 107-109 ms, 128x768x3072 4.0-4.1 -> 3.8). A
-    // ragged last panel goes through a tile on the stack (its columns past N are not Y's), and so
-    // does every panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
+    // FP32 rows of A and an FP32 Y, which holds the sums: an item is one NC block of columns of one
+    // matrix (or several: gemm_wide_blocks) and as many rows as leave kBlockItems items or more
+    // (rows split no finer than kBlockMinRows: each part packs the block again). The items of one
+    // matrix and row part that a range holds make a run, done slice by slice of K (the whole K up
+    // to kBlockKCMax, or kGemmSliceKC for few rows; else even slices) over all its blocks, so that
+    // the rows' slice of A serves every block. Per slice a block's B is packed once into NR-wide
+    // panels (on the stack up to kBlockKCStack rows, else in the thread's scratch buffer) and
+    // serves every row tile, each tile's sums in registers across the slice and added into Y across
+    // slices, A's rows read in place. An FP32 B of rows (not transposed) is packed by the first row
+    // tile as it reads it (where that tile is whole and writes Y itself), and the run's next block
+    // is prefetched into L2 meanwhile, a few rows by each full tile (hpf_mm_micro_ahead): the
+    // packing tile then finds it there instead of waiting on L3 (C harness, one core, against the
+    // same schedule without: 2048^3 113-116 -> 107-109 ms, 128x768x3072 4.0-4.1 -> 3.8). A ragged
+    // last panel goes through a tile on the stack (its columns past N are not Y's), and so does
+    // every panel where Y's rows are not aligned whole vectors (N % 16 != 0, or Y itself).
     const int64_t blocks = (N + kGemmNC - 1) / kGemmNC;
     const int64_t parts = std::max<int64_t>(
         1, std::min(M / kBlockMinRows, (kBlockItems + blocks * batches - 1) / (blocks * batches)));
