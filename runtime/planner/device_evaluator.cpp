@@ -10,6 +10,7 @@
 
 #include "hpf/log.hpp"
 #include "hpf/planner.hpp"
+#include "runtime/planner/plan_util.hpp"
 
 namespace hpf {
 
@@ -180,10 +181,7 @@ Expected<std::map<std::string, double>> DeviceEvaluator::measure_ms(const Plan& 
   Status saved = exe.save_timings();
   if (!saved.ok()) log(LogLevel::warn, "kernel cache: " + saved.message());
   std::map<std::string, double> out;
-  for (auto& [name, v] : samples) {
-    std::sort(v.begin(), v.end());
-    out[name] = v[v.size() / 2];
-  }
+  for (auto& [name, v] : samples) out[name] = planner_detail::median(std::move(v));
   return out;
 }
 

@@ -44,4 +44,9 @@ std::string block_of(const std::string& name) {
   return "";
 }
 
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
 }  // namespace hpf::planner_detail

@@ -21,5 +21,7 @@ bool is_wide_input(const Node& n, size_t input);
 // The block of a node name: the prefix up to and including the first '/'-separated component
 // holding a digit ("layer3/attn/q" -> "layer3"); "" when none does.
 std::string block_of(const std::string& name);
+// The median of timings (the upper one of an even count); `v` must not be empty.
+double median(std::vector<double> v);
 
 }  // namespace hpf::planner_detail

@@ -568,12 +568,9 @@ class Planner {
           if (c.ms > 0) a.push_back(c.ms);
           if (n.ms > 0) b.push_back(n.ms);
         }
-        std::sort(a.begin(), a.end());
-        std::sort(b.begin(), b.end());
-        const double ma = a[a.size() / 2], mb = b[b.size() / 2];
-        ms_cur = ma;
-        e.ms = mb;
-        return mb > allowed * ma;
+        ms_cur = planner_detail::median(std::move(a));
+        e.ms = planner_detail::median(std::move(b));
+        return e.ms > allowed * ms_cur;
       }
       if (!slower_now(e)) return false;
       HPF_ASSIGN_OR_RETURN(Evaluation f, evaluate(start_, true));
