@@ -171,6 +171,10 @@ const Case kCases[] = {
     {"pointwise in place, 300 output channels, 3 pixel blocks, two images", 2, 40, 12, 12, 300, 1, 1, {}, {}, {}},
     {"pointwise stride 2, 300 output channels, 3 pixel blocks", 1, 40, 23, 24, 300, 1, 1, {2, 2}, {}, {}},
     {"pointwise, C 400 (100 quads: one slice of them), 300 output channels", 1, 400, 9, 9, 300, 1, 1, {}, {}, {}},
+    // A block's last vector of at most 4 pixels takes the output channels in its lanes (with
+    // 256-bit vectors; 9x9 and 7x7 end in 1, 100 pixels and 6x6 in 4, 130 in 2): 35 pixels end
+    // in 3, 44 channels in two slices, 13 output channels in two items of one row block each.
+    {"a last vector of 3 pixels (5x7), C 44 in two slices, 13 output channels", 1, 44, 5, 7, 13, 3, 3, {}, {1, 1, 1, 1}, {}},
 };
 
 }  // namespace
@@ -211,8 +215,9 @@ TEST_CASE("conv_i8: 7-bit weights on a device asking for narrower operands; a ne
   // 7-bit weights (the int8-narrow plan) every input gets them; u7 with 7-bit weights sums two
   // k-groups in 16 bits on AVX2 (I8_PAIR, i8_dp2), the others take vpmaddubsw one k-group at a
   // time. Either way the outputs are the emulation's; special values too (NaN through a Relu
-  // stays NaN: quantised to 0). Odd and even k-group counts, pointwise, a 7x7 map.
-  for (const Case& c : {kCases[13], kCases[0], kCases[14], kCases[15], kCases[16]})
+  // stays NaN: quantised to 0). Odd and even k-group counts, pointwise, a 7x7 map, a last
+  // vector of 3 pixels.
+  for (const Case& c : {kCases[13], kCases[0], kCases[14], kCases[15], kCases[16], kCases[20]})
     for (const bool specials : {false, true}) {
       const std::string what = c.what;
       CAPTURE(what);
