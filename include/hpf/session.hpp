@@ -108,10 +108,12 @@ struct StepProfile {
   double total_ms = 0;
   std::vector<std::string> nodes;  // names of the graph nodes the step computes (empty: the
                                    // dynamic region)
-  // A kernel step's time per launch as recorded in the kernel cache by an earlier
+  // A kernel step's time per launch as recorded in the kernel cache by earlier
   // Executable::save_timings (any process on this device with as many compute units: the CPU
-  // plugin's threads); -1 when none.
+  // plugin's threads): the fastest of `cached_measurements` saved measurements; -1 (and 0) when
+  // none.
   double cached_ms = -1;
+  int64_t cached_measurements = 0;
 };
 
 // A node whose low-precision output overflowed in the last run() (see
@@ -140,8 +142,10 @@ class Executable {
   // Bytes of device memory the executable holds: weights plus the peak of the reused arena.
   size_t peak_memory_bytes() const;
   // Stores each kernel's mean time per launch over the runs so far beside its binary in the
-  // kernel cache (merged with what earlier runs with the same number of compute units stored),
-  // so the next plan or process can use it without measuring again (StepProfile::cached_ms). A no-op without a cache. Not synchronised
+  // kernel cache as one measurement, merged with those earlier runs with the same number of
+  // compute units stored: the fastest of them is kept (a shared machine only ever slows a kernel
+  // down, for minutes at a time), with their count, so the next plan or process can use it
+  // without measuring again (StepProfile::cached_ms). A no-op without a cache. Not synchronised
   // with other Executables of the same Session.
   Status save_timings();
   // Per-step times accumulated over every run() so far, in launch order.

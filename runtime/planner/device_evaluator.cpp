@@ -151,12 +151,15 @@ Expected<std::map<std::string, double>> DeviceEvaluator::measure_ms(const Plan& 
   auto split = [](const StepProfile& p, double ms, std::map<std::string, std::vector<double>>& into) {
     for (size_t k = 0; k < p.nodes.size(); ++k) into[p.nodes[k]].push_back(k == 0 ? ms : 0.0);
   };
-  // Kernels timed before (this process or an earlier one) are read from the kernel cache.
+  // Kernels timed before (this process or an earlier one) are read from the kernel cache, once
+  // it holds the fastest of kTimeMeasurements measurements of each (one measurement alone may
+  // have fallen in one of a shared machine's slow minutes, and would be replayed by every later
+  // plan).
   std::map<std::string, std::vector<double>> samples;
   bool all_cached = true;
   for (const StepProfile& p : exe.profile())
     if (p.kind == "kernel") {
-      all_cached = all_cached && p.cached_ms > 0;
+      all_cached = all_cached && p.cached_ms > 0 && p.cached_measurements >= planner_detail::kTimeMeasurements;
       if (p.cached_ms > 0) split(p, p.cached_ms, samples);
     }
   if (all_cached) {

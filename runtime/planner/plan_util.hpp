@@ -24,4 +24,9 @@ std::string block_of(const std::string& name);
 // The median of timings (the upper one of an even count); `v` must not be empty.
 double median(std::vector<double> v);
 
+// The planner's per-node times are the fastest of this many measurements of each mode's plan,
+// taken in turn with the other modes' (Planner::measure_times); the device evaluator measures a
+// plan again until the kernel cache holds as many for each of its kernels.
+inline constexpr int kTimeMeasurements = 3;
+
 }  // namespace hpf::planner_detail

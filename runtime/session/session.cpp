@@ -70,6 +70,7 @@ struct Step {
   std::vector<int32_t> nodes;       // graph nodes computed by the step, in order
   std::optional<CacheKey> key;      // kernel steps: the kernel's cache key
   double cached_ms = -1;            // its time per call recorded in the cache earlier (-1: none)
+  int64_t cached_measurements = 0;  // how many measurements cached_ms is the fastest of
   int64_t calls = 0;
   double total_ms = 0;
   // The step's nodes as a graph in FP32, built on the overflow watch's first hit here.
@@ -177,14 +178,20 @@ bool has_concrete_shape(const Value& v) { return v.has_shape && concrete(v.shape
 
 // A kernel's measured time per launch kept in its cache entry's meta text (cache_meta.hpp), per
 // number of compute units the device ran it with (the CPU plugin's thread count: a time measured
-// with two threads says nothing about one), {"by_units": {"2": {"run_ms": mean, "runs": count}}},
-// and how many launches the mean covers; {-1, 0} when none for `units`.
-std::pair<double, int64_t> cached_run_ms(const nlohmann::json& meta, int32_t units) {
+// with two threads says nothing about one), {"by_units": {"2": {"run_ms": fastest, "runs":
+// launches, "measurements": count}}}: the fastest of `measurements` saved measurements (each the
+// mean over its launches), and how many launches they cover in all; {-1, 0, 0} when none for
+// `units`. Entries of earlier versions (a running mean, no count) read as one measurement.
+struct CachedTime {
+  double ms = -1;
+  int64_t runs = 0, measurements = 0;
+};
+CachedTime cached_run_ms(const nlohmann::json& meta, int32_t units) {
   const auto by = meta.find("by_units");
-  if (by == meta.end() || !by->is_object()) return {-1, 0};
+  if (by == meta.end() || !by->is_object()) return {};
   const auto e = by->find(std::to_string(units));
-  if (e == by->end() || !e->is_object() || !e->contains("run_ms") || !(*e)["run_ms"].is_number()) return {-1, 0};
-  return {(*e)["run_ms"].get<double>(), e->value("runs", int64_t{1})};
+  if (e == by->end() || !e->is_object() || !e->contains("run_ms") || !(*e)["run_ms"].is_number()) return {};
+  return {(*e)["run_ms"].get<double>(), e->value("runs", int64_t{1}), e->value("measurements", int64_t{1})};
 }
 
 DeviceFormats formats_of(const DeviceRecord& d) {
@@ -685,8 +692,11 @@ Expected<Executable> Session::compile(const Graph& graph, const std::vector<std:
       auto it = kernel_index.find(k.name);
       const Session::Impl::Binary& binary = binaries.at(k.name);
       st.key = binary.key;
-      if (impl_->cache && impl_->cache->enabled())
-        st.cached_ms = cached_run_ms(cached_meta(*impl_->cache, binary.key), dev.compute_units).first;
+      if (impl_->cache && impl_->cache->enabled()) {
+        const CachedTime t = cached_run_ms(cached_meta(*impl_->cache, binary.key), dev.compute_units);
+        st.cached_ms = t.ms;
+        st.cached_measurements = t.measurements;
+      }
       if (it == kernel_index.end()) {
         auto program = impl_->plugin->load(impl_->device, binary.blob);
         if (!program.ok()) return program.status().with_context("loading kernel for '" + ls.label + "'");
@@ -837,13 +847,14 @@ Status Executable::save_timings() {
   const int32_t units = impl_->plugin->devices()[impl_->device].compute_units;
   for (auto& [id, e] : per_kernel) {
     nlohmann::json meta = cached_meta(*impl_->cache, *e.first);
-    auto [old_ms, old_runs] = cached_run_ms(meta, units);
-    const int64_t runs = old_runs + e.second.second;
-    const double total = (old_ms > 0 ? old_ms * double(old_runs) : 0.0) + e.second.first;
+    const CachedTime old = cached_run_ms(meta, units);
+    const double now = e.second.first / double(e.second.second);
     meta.erase("run_ms");  // the unit-less form of earlier versions
     meta.erase("runs");
     if (!meta.contains("by_units") || !meta["by_units"].is_object()) meta["by_units"] = nlohmann::json::object();
-    meta["by_units"][std::to_string(units)] = {{"run_ms", total / double(runs)}, {"runs", runs}};
+    meta["by_units"][std::to_string(units)] = {{"run_ms", old.ms > 0 ? std::min(old.ms, now) : now},
+                                               {"runs", old.runs + e.second.second},
+                                               {"measurements", old.measurements + 1}};
     HPF_RETURN_IF_ERROR(impl_->cache->set_meta(*e.first, meta.dump()));
   }
   return {};
@@ -863,7 +874,7 @@ std::vector<StepProfile> Executable::profile() const {
   for (const Step& s : impl_->steps)
     if (s.kind != jit::LoweredStep::Kind::alias) {
       out.push_back({s.label, s.kind == jit::LoweredStep::Kind::kernel ? "kernel" : "fallback", s.calls, s.total_ms, {},
-                     s.cached_ms});
+                     s.cached_ms, s.cached_measurements});
       for (int32_t id : s.nodes) out.back().nodes.push_back(impl_->graph->node(id).name);
     }
   const DynamicRegion& d = impl_->dynamic;
