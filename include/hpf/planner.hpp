@@ -361,7 +361,9 @@ struct PlannerReport {
 //      proposals too, so the search can leave a local minimum); with Evaluators::evaluate, a
 //      plan measured slower than max_latency_ratio x FP32, or than max_move_slowdown x the
 //      plan the move leaves (max_memory_move_slowdown where the cost model expects the move to
-//      be faster by less than that margin), is rejected too; T falls
+//      be faster by less than that margin), is rejected too (a plan timed over either limit is
+//      timed again alternately with the plan it leaves and judged, with the FP32 plan's, on
+//      these fresh timings only); T falls
 //      geometrically per sweep; sweeps end when one accepts nothing or the evaluations run out;
 //      the best plan wins;
 //   3b. with measured peaks (Evaluation::peak_bytes), the peak pass: the objective's memory term
@@ -372,7 +374,8 @@ struct PlannerReport {
 //      the plan's peak (a walk of the graph in order, each value in its plan's storage) move to
 //      their 16-bit candidate (BF16, else FP16), kept when the plan stays within the budget,
 //      its measured peak falls, and alpha * dms / ms(FP32) + beta * dpeak / peak(FP32) < 0 on
-//      times taken alternately (peak_rounds rounds at most, ending at the first refusal);
+//      fresh times of the two and the FP32 plan taken alternately (peak_rounds rounds at most,
+//      ending at the first refusal);
 //   4. final end-to-end check; if over the budget, the last accepted moves are undone until
 //      it fits; with measured times, then also while the plan, timed alternately with the FP32
 //      plan, is slower than max_latency_ratio x FP32.

@@ -591,17 +591,23 @@ class Planner {
         return e.ms > allowed * ms_cur;
       }
       if (!slower_now(e)) return false;
-      HPF_ASSIGN_OR_RETURN(Evaluation f, evaluate(start_, true));
-      if (f.ms > 0) ms0_ = std::min(ms0_, f.ms);
+      // Timed slow: judged again on fresh timings only, the plan it would replace before and
+      // after this one's (each plan the fastest of its two), and the FP32 plan's. ms_cur and ms0_
+      // may come from a faster phase of the machine (minutes at a time 20-100% slower): against
+      // them every move timed in a slow phase looked slower, and the walk stopped.
+      HPF_ASSIGN_OR_RETURN(const Evaluation c1, evaluate(cur, true));
+      HPF_ASSIGN_OR_RETURN(const Evaluation n, evaluate(s, true));
+      HPF_ASSIGN_OR_RETURN(const Evaluation c2, evaluate(cur, true));
+      if (!(c1.ms > 0 && n.ms > 0 && c2.ms > 0)) return slower_now(e);
+      ms_cur = std::min(c1.ms, c2.ms);
+      e.ms = std::min(e.ms, n.ms);
+      double fp32 = ms_cur;
       if (cur != start_) {
-        HPF_ASSIGN_OR_RETURN(Evaluation c, evaluate(cur, true));
-        if (c.ms > 0) ms_cur = std::min(ms_cur, c.ms);
-      } else if (f.ms > 0) {
-        ms_cur = std::min(ms_cur, f.ms);
+        HPF_ASSIGN_OR_RETURN(const Evaluation f, evaluate(start_, true));
+        fp32 = f.ms;
       }
-      HPF_ASSIGN_OR_RETURN(Evaluation n, evaluate(s, true));
-      if (n.ms > 0) e.ms = std::min(e.ms, n.ms);
-      return slower_now(e);
+      if (fp32 > 0) ms0_ = std::min(ms0_, fp32);
+      return (fp32 > 0 && e.ms > o_.max_latency_ratio * fp32) || e.ms > allowed * ms_cur;
     };
     history_ = {cur};
     best_ = cur;
@@ -750,19 +756,27 @@ class Planner {
         break;
       }
       if (!(e.peak_bytes >= 0 && e.peak_bytes < ec.peak_bytes)) break;
-      // Both timed alternately: one timing moves by 10-30% on a shared machine.
-      double ms_cur = ec.ms, ms_next = e.ms;
+      // Both timed alternately with the FP32 plan, on fresh timings only: one timing moves by
+      // 10-30% on a shared machine, and ec's and ms0_ may come from a faster phase of it.
+      const double inf = std::numeric_limits<double>::infinity();
+      double ms_cur = inf, ms_next = inf, fp32 = inf;
       for (int t = 0; t < kFinalTimingRounds; ++t) {
+        if (cur != start_) {
+          HPF_ASSIGN_OR_RETURN(const Evaluation f, evaluate(start_, true));
+          if (f.ms > 0) fp32 = std::min(fp32, f.ms);
+        }
         HPF_ASSIGN_OR_RETURN(const Evaluation a, evaluate(cur, true));
         HPF_ASSIGN_OR_RETURN(const Evaluation b, evaluate(next, true));
         if (a.ms > 0) ms_cur = std::min(ms_cur, a.ms);
         if (b.ms > 0) ms_next = std::min(ms_next, b.ms);
       }
-      const double gain = o_.alpha * (ms_next - ms_cur) / ms0_ +
+      if (cur == start_) fp32 = ms_cur;
+      ms0_ = std::min(ms0_, fp32);
+      const double gain = o_.alpha * (ms_next - ms_cur) / fp32 +
                           o_.beta * double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes);
       Evaluation timed = e;
       timed.ms = ms_next;
-      if (ms_next > o_.max_move_slowdown * ms_cur || too_slow(timed) || !(gain < 0)) {
+      if (ms_next > o_.max_move_slowdown * ms_cur || ms_next > o_.max_latency_ratio * fp32 || !(gain < 0)) {
         ++report_.rejected_slower;
         break;
       }
