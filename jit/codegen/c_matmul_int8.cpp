@@ -359,7 +359,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << (s16 ? 1 : 0) << "\n#define I8_W16 " << (w16 ? 1 : 0) << "\n#define I8_QMAX "
     << (w16 ? int16_operand_qmax(K) : s16 ? rows_s16_qmax(K) : 127) << ".0f\n"
     << int8_dot_source() << (s16 ? int8_s16_source() : "") << out_fn
-    // Four bytes of A as one word: the quantised buffer's, or an integer A's own bytes read in place.
+    // Four bytes of A as one word (the quantised or copied buffer's).
     << "typedef i32 i8_a32 __attribute__((may_alias, aligned(4)));\n"
     // The 16 outputs of row r (of the rows from i0) in panel pc from their s32 sums o.
     << "static inline __attribute__((always_inline)) void i8_row_out(const i32* restrict o, const float* restrict rs,\n"
@@ -471,9 +471,6 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
   } else {
     s << "  enum { I8_FLIP = 0 };\n  const i32 zc = I8_ZP;\n";
   }
-  // An integer A of whole 16-byte rows that needs no flip is read in place by the tiles whose
-  // rows all exist; only a chunk's last partial tile is copied (with its padding rows).
-  const std::string in_place = integer && K == KP && AR == KR ? "(I8_FLIP == 0)" : "0";
   const std::string tiles = "((" + L(M) + " + I8_MR - 1) / I8_MR)";
   s << "  i32 ap[" << AR * chunk << "] __attribute__((aligned(64)));\n"
     << "#if I8_AMX\n  i32 cb[32 * 32] __attribute__((aligned(64)));\n  hpf_amx_configure();\n#endif\n"
@@ -489,12 +486,14 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "    const i64 p0 = cg0 * " << L(PG) << ", p1 = (wl - rc * " << L(CS) << ") * " << L(PG) << " < " << L(P) << " ? (wl - rc * "
     << L(CS) << ") * " << L(PG) << " : " << L(P) << ";\n"
     << "    w = wl;\n"
-    << "    const int in_place = " << in_place << ";\n"
-    << "    for (i64 r = in_place ? rows / I8_MR * I8_MR : 0; r < rpad; ++r) {\n"
+    << "    for (i64 r = 0; r < rpad; ++r) {\n"
     << "      if (r >= rows) { for (i64 g = 0; g < " << L(AW) << "; ++g) ap[r * " << L(AR) << " + g] = (i32)(I8_ZP * 0x01010101u); continue; }\n"
     << "      const i64 i = i0 + r;\n";
   if (integer) {
-    // Copy the row (the padding past K multiplies zero weights).
+    // Copy the row (the padding past K multiplies zero weights). Always copied: A read in place
+    // where its rows are whole 16-byte words (as until session 32) ran 1-12% slower on Zen 3
+    // (AVX2), one and two threads, 256^3 to 2048^3 and BERT's shapes, timed in turn in one
+    // process (bench/README.md); the copied chunk is then this core's, in L1/L2.
     s << "      u8* restrict dst = (u8*)(ap + r * " << L(AR) << ");\n"
       << "      const u8* restrict src = (const u8*)(A + i * " << L(K) << ");\n"
       << "      for (i64 k = 0; k < " << L(K) << "; ++k) dst[k] = (u8)(src[k] ^ I8_FLIP);\n"
@@ -608,7 +607,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        const int np = p + I8_NP <= pe ? I8_NP : 1;\n"
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "          const i8_a32* restrict at = in_place && mr == I8_MR ? (const i8_a32*)(const void*)(A + (i0 + r0) * " << L(K) << ") : ap + r0 * " << L(AR) << ";\n"
+    << "          const i8_a32* restrict at = ap + r0 * " << L(AR) << ";\n"
     // The first row tile of a panel group asks for the next group's weights.
     << "          const u8* restrict pf = r0 == 0 && p + np < p1 ? W + (p + np) * " << L(PB) << " : 0;\n"
     << "#if I8_S16\n"

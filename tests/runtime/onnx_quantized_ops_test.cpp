@@ -87,8 +87,8 @@ TEST_CASE("codegen: MatMulInteger with a constant INT8 weight runs u8/s8 x s8 ->
                         Case{50, 100, 130, DType::I8, Z::input}, Case{100, 64, 256, DType::U8, Z::constant, true},
                         Case{2, 40, 300, DType::U8, Z::constant}, Case{7, 1000, 20, DType::U8, Z::none, false, true},
                         Case{7, 1000, 20, DType::I8, Z::constant, false, true}, Case{5, 24, 40, DType::U8, Z::constant, false, false, 3},
-                        // K of whole 16-byte rows: A read in place (u8 with VNNI, s8 with AVX2),
-                        // the last partial tile of rows copied.
+                        // K of whole 16-byte rows (A was once read in place there), a last
+                        // partial tile of rows.
                         Case{13, 32, 50, DType::U8, Z::constant}, Case{9, 48, 70, DType::I8, Z::input},
                         Case{4, 64, 40, DType::U8, Z::none, false, false, 5},
                         // K a multiple of 64 and at least 16 rows: AMX-INT8 tiles where the host
