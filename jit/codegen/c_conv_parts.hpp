@@ -62,8 +62,9 @@ std::string kernel_args(const KernelSpec& spec, const char* wt, bool has_b, cons
 // Stores `n` finished FP32 values of `row` at `dst`, spec's output (its format and epilogue).
 std::string store_row(const KernelSpec& spec, const std::string& dst, const std::string& row, const std::string& n);
 // `fin` applied to `n` values of the FP32 row `row` and the values stored at `dst`, in one pass
-// where the output is FP32 or F16 (finishing the row in place, then copying it, cost ResNet-50's
-// stem with its Relu 20%); BF16 rows are finished, then stored by store_row.
+// where the output is FP32 or F16, or BF16 from an epilogue rounding to BF16 last (finishing the
+// row in place, then copying it, cost ResNet-50's stem with its Relu 20%); other BF16 rows are
+// finished, then stored by store_row (16 conversions at once).
 std::string finish_store(const KernelSpec& spec, const Finish& fin, const std::string& dst, const std::string& row,
                          const std::string& n);
 
