@@ -359,8 +359,6 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << (s16 ? 1 : 0) << "\n#define I8_W16 " << (w16 ? 1 : 0) << "\n#define I8_QMAX "
     << (w16 ? int16_operand_qmax(K) : s16 ? rows_s16_qmax(K) : 127) << ".0f\n"
     << int8_dot_source() << (s16 ? int8_s16_source() : "") << out_fn
-    // Four bytes of A as one word (the quantised or copied buffer's).
-    << "typedef i32 i8_a32 __attribute__((may_alias, aligned(4)));\n"
     // The 16 outputs of row r (of the rows from i0) in panel pc from their s32 sums o.
     << "static inline __attribute__((always_inline)) void i8_row_out(const i32* restrict o, const float* restrict rs,\n"
     << "    const i32* restrict zr,\n"
@@ -384,7 +382,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     // the last-level cache arrive from memory: the first row tile of each panel waited on them,
     // BERT-base's INT8 FFN GEMMs ~13% slower in the model than with a hot weight).
     << "static inline __attribute__((always_inline, min_vector_width(512))) void i8_tile(\n"
-    << "    const i8_a32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+    << "    const i32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
     << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p, const int np,\n"
     << "    const u8* restrict pf) {\n"
     << "  (void)rs; (void)zr; (void)S; (void)args;\n"
@@ -419,7 +417,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "}\n";
   if (s16)
     s << "static inline __attribute__((always_inline)) void i8s_tile(\n"
-      << "    const i8_a32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
+      << "    const i32* restrict ap, const float* restrict rs, const i32* restrict zr, const u8* restrict W, const float* restrict S, const i32* restrict Z,\n"
       << "    const i32 zc, void* const* args, " << c_storage_type(Y.dtype) << "* restrict Y, i64 i0, i64 mr, i64 p,\n"
       << "    const u8* restrict pf) {\n"
       << "  i8s_v8 acc[2][4];\n"
@@ -607,7 +605,7 @@ Expected<GeneratedKernel> generate_c_matmul_i8(const KernelSpec& spec, const std
     << "        const int np = p + I8_NP <= pe ? I8_NP : 1;\n"
     << "        for (i64 r0 = 0; r0 < rows; r0 += I8_MR) {\n"
     << "          const i64 mr = rows - r0 < I8_MR ? rows - r0 : I8_MR;\n"
-    << "          const i8_a32* restrict at = ap + r0 * " << L(AR) << ";\n"
+    << "          const i32* restrict at = ap + r0 * " << L(AR) << ";\n"
     // The first row tile of a panel group asks for the next group's weights.
     << "          const u8* restrict pf = r0 == 0 && p + np < p1 ? W + (p + np) * " << L(PB) << " : 0;\n"
     << "#if I8_S16\n"
