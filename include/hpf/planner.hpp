@@ -214,7 +214,9 @@ class DeviceEvaluator {
                                           std::vector<std::vector<Tensor>> batches,
                                           const std::string& metric = "kl", int runs = 3);
   Expected<double> divergence(const Plan& plan) const;
-  // The divergence, and the fastest of the batches' runs as the plan's end-to-end time.
+  // The divergence, and the fastest of the batches' runs as the plan's end-to-end time (the
+  // batches run again in turn, timed only, until the runs took 40 ms in all or 16 runs: a
+  // burst of load on a shared machine covers a small model's few milliseconds of runs).
   Expected<Evaluation> evaluate(const Plan& plan) const;
   Expected<std::map<std::string, double>> measure_ms(const Plan& plan) const;
   // Evaluators::reference_values: on this evaluator's own batches, the first call also gives
@@ -375,10 +377,12 @@ struct PlannerReport {
 //      their 16-bit candidate (BF16, else FP16), kept when the plan stays within the budget,
 //      its measured peak falls, and alpha * dms / ms(FP32) + beta * dpeak / peak(FP32) < 0 on
 //      fresh times of the two and the FP32 plan taken alternately (peak_rounds rounds at most,
-//      ending at the first refusal);
+//      ending at the first refusal; a move found too slow is timed three rounds more, and
+//      judged on the fastest of all, before it is refused);
 //   4. final end-to-end check; if over the budget, the last accepted moves are undone until
 //      it fits; with measured times, then also while the plan, timed alternately with the FP32
-//      plan, is slower than max_latency_ratio x FP32.
+//      plan, is slower than max_latency_ratio x FP32 (found slower, both are timed three rounds
+//      more and judged on the fastest of all before a move is undone).
 // The plan records per node predicted_ms, measured_ms, bytes and sensitivity (of its group
 // lowered alone to the node's final mode; for FP32 nodes, to their least aggressive
 // candidate), and Plan::divergence. Errors: no divergence evaluator, an evaluator's error, a
