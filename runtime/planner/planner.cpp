@@ -624,7 +624,11 @@ class Planner {
         fp32 = f.ms;
       }
       if (fp32 > 0) ms0_ = std::min(ms0_, fp32);
-      return (fp32 > 0 && e.ms > o_.max_latency_ratio * fp32) || e.ms > allowed * ms_cur;
+      const bool slow = (fp32 > 0 && e.ms > o_.max_latency_ratio * fp32) || e.ms > allowed * ms_cur;
+      if (slow)
+        log(LogLevel::debug, "plan_auto: refused as slower: " + std::to_string(e.ms) + " ms against " +
+                                 std::to_string(ms_cur) + " (the plan it leaves) and " + std::to_string(fp32) + " (FP32)");
+      return slow;
     };
     history_ = {cur};
     best_ = cur;
