@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -814,6 +815,22 @@ Expected<Evaluation> peak_evaluation(RefEvaluator& ev, const Plan& p, size_t big
   return Evaluation{d, ms, peak};
 }
 
+// plan_auto on peak_graph (its classes as groups) with `beta`, each plan timed by peak_evaluation
+// times factor(plan, index of "big").
+Expected<Plan> plan_peak(double beta, const std::function<double(const Plan&, size_t)>& factor, PlannerReport& r) {
+  const Graph g = peak_graph();
+  const auto batches = *random_calibration_inputs(g, 1, 3, 1);
+  auto ev = RefEvaluator::create(g, batches);
+  if (!ev.ok()) return ev.status();
+  const size_t big = static_cast<size_t>(*g.find_node("big"));
+  Evaluators e = ev->evaluators();
+  e.evaluate = [&](const Plan& p) { return peak_evaluation(*ev, p, big, factor(p, big)); };
+  PlannerOptions o = mlp_options();
+  o.max_sensitivity_evaluations = 10;  // groups by class
+  o.beta = beta;
+  return plan_auto(g, o, e, &batches, &r);
+}
+
 }  // namespace
 
 TEST_CASE("plan_auto: the peak pass lowers what is live at the peak when the memory pays for the time") {
@@ -821,31 +838,22 @@ TEST_CASE("plan_auto: the peak pass lowers what is live at the peak when the mem
   // elementwise class lowered whole measures too slow (max_latency_ratio) and the annealing keeps
   // it FP32. The measured peak falls with "big" in 16 bits only: worth 8% with beta 0.5, not with
   // beta 0.1.
-  const Graph g = peak_graph();
-  const auto batches = *random_calibration_inputs(g, 1, 3, 1);
-  auto ev = RefEvaluator::create(g, batches);
-  REQUIRE(ev.ok());
-  const size_t big = static_cast<size_t>(*g.find_node("big"));
   for (double beta : {0.5, 0.1}) {
     CAPTURE(beta);
-    Evaluators e = ev->evaluators();
-    e.evaluate = [&](const Plan& p) { return peak_evaluation(*ev, p, big, 1.0); };
-    PlannerOptions o = mlp_options();
-    o.max_sensitivity_evaluations = 10;  // groups by class
-    o.beta = beta;
     PlannerReport r;
-    auto plan = plan_auto(g, o, e, &batches, &r);
+    auto plan = plan_peak(beta, [](const Plan&, size_t) { return 1.0; }, r);
     REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
+    const Mode big = plan->find("big")->mode;
     CHECK(r.rejected_slower > 0);
     CHECK(r.fp32_peak_bytes == 20000 + 8 * 512 * 4);
     for (int j = 0; j < 4; ++j) CHECK(plan->find("e" + std::to_string(j))->mode == Mode::fp32);  // e4 (the output's) is a class of its own
     if (beta > 0.2) {
       CHECK(r.peak_moves == 1);
-      CHECK((plan->nodes[big].mode == Mode::bf16 || plan->nodes[big].mode == Mode::fp16));
+      CHECK((big == Mode::bf16 || big == Mode::fp16));
       CHECK(r.plan_peak_bytes == 20000 + 8 * 512 * 2);
     } else {
       CHECK(r.peak_moves == 0);
-      CHECK(plan->nodes[big].mode == Mode::fp32);
+      CHECK(big == Mode::fp32);
       CHECK(r.plan_peak_bytes == r.fp32_peak_bytes);
     }
   }
@@ -855,52 +863,32 @@ TEST_CASE("plan_auto: the peak pass judges its move on fresh timings of both pla
   // The peak test's graph with beta 0.5, and a machine that turns 60% slower for good once a plan
   // with "big" in 16 bits is timed: against the walk's timing of its best plan (a quiet one) the
   // peak move measured 73% slower, and was refused; on fresh timings it costs its 8%.
-  const Graph g = peak_graph();
-  const auto batches = *random_calibration_inputs(g, 1, 3, 1);
-  auto ev = RefEvaluator::create(g, batches);
-  REQUIRE(ev.ok());
-  const size_t big = static_cast<size_t>(*g.find_node("big"));
-  Evaluators e = ev->evaluators();
   bool slow_phase = false;
-  e.evaluate = [&](const Plan& p) {
-    slow_phase = slow_phase || p.nodes[big].mode != Mode::fp32;
-    return peak_evaluation(*ev, p, big, slow_phase ? 1.6 : 1.0);
-  };
-  PlannerOptions o = mlp_options();
-  o.max_sensitivity_evaluations = 10;
-  o.beta = 0.5;
   PlannerReport r;
-  auto plan = plan_auto(g, o, e, &batches, &r);
+  auto plan = plan_peak(0.5, [&](const Plan& p, size_t big) {
+    slow_phase = slow_phase || p.nodes[big].mode != Mode::fp32;
+    return slow_phase ? 1.6 : 1.0;
+  }, r);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   CHECK(r.peak_moves == 1);
-  CHECK(plan->nodes[big].mode != Mode::fp32);
+  CHECK(plan->find("big")->mode != Mode::fp32);
 }
 
 TEST_CASE("plan_auto: the peak pass times a move that looks too slow again before it refuses it") {
   // The peak test's graph with beta 0.5: the move with "big" alone in 16 bits (the plan the peak
   // pass makes) costs its 8%, but its first three timings come out 60% slower (a burst of load):
   // judged on those (its evaluation and two rounds against the plan it leaves) it was refused.
-  const Graph g = peak_graph();
-  const auto batches = *random_calibration_inputs(g, 1, 3, 1);
-  auto ev = RefEvaluator::create(g, batches);
-  REQUIRE(ev.ok());
-  const size_t big = static_cast<size_t>(*g.find_node("big"));
-  Evaluators e = ev->evaluators();
   int big_alone = 0;
-  e.evaluate = [&](const Plan& p) {
+  PlannerReport r;
+  auto plan = plan_peak(0.5, [&](const Plan& p, size_t big) {
     bool alone = p.nodes[big].mode != Mode::fp32;  // the other elementwise nodes FP32
     for (int j = 0; j < 4; ++j) alone = alone && p.find("e" + std::to_string(j))->mode == Mode::fp32;
-    return peak_evaluation(*ev, p, big, alone && big_alone++ < 3 ? 1.6 : 1.0);
-  };
-  PlannerOptions o = mlp_options();
-  o.max_sensitivity_evaluations = 10;
-  o.beta = 0.5;
-  PlannerReport r;
-  auto plan = plan_auto(g, o, e, &batches, &r);
+    return alone && big_alone++ < 3 ? 1.6 : 1.0;
+  }, r);
   REQUIRE_MESSAGE(plan.ok(), plan.status().to_string());
   CHECK(big_alone > 3);  // timed again after the burst
   CHECK(r.peak_moves == 1);
-  CHECK(plan->nodes[big].mode != Mode::fp32);
+  CHECK(plan->find("big")->mode != Mode::fp32);
   CHECK(r.plan_peak_bytes == 20000 + 8 * 512 * 2);
 }
 
