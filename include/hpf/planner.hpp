@@ -225,6 +225,7 @@ class DeviceEvaluator {
                                                               const std::vector<std::string>& values) const;
   std::string describe() const;  // the metric per output, as RefEvaluator::describe
   int evaluations() const;
+  int timed_runs() const;        // plan runs evaluate() timed so far (divergence() runs each batch once)
   int reference_passes() const;  // reference runs over its batches so far (1 once it has its ground truth)
   Evaluators evaluators() const;  // divergence, evaluate, measure_ms and reference_values
 

@@ -22,6 +22,7 @@ struct DeviceEvaluator::State {
   std::string metric;
   int runs = 3;
   std::atomic<int> evaluations{0};
+  std::atomic<int> timed_runs{0};  // plan runs evaluate() timed
   // The FP32 ground truth, computed on first use (reference_values() computes it in the same
   // reference pass as the values the planner observes).
   std::mutex mutex;
@@ -131,6 +132,7 @@ Expected<Evaluation> DeviceEvaluator::evaluate(const Plan& plan) const {
     fastest = std::min(fastest, ms);
     timed += ms;
     ++runs;
+    ++s_->timed_runs;
     return out;
   };
   for (size_t b = 0; b < s_->batches.size(); ++b) {
@@ -239,6 +241,7 @@ std::string DeviceEvaluator::describe() const {
 }
 
 int DeviceEvaluator::evaluations() const { return s_->evaluations.load(); }
+int DeviceEvaluator::timed_runs() const { return s_->timed_runs.load(); }
 
 int DeviceEvaluator::reference_passes() const {
   std::lock_guard<std::mutex> lock(s_->mutex);
