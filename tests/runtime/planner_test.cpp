@@ -911,19 +911,29 @@ TEST_CASE("plan_auto: errors") {
   }
 }
 
-TEST_CASE("device evaluator: one reference pass gives the ground truth and the planner's observers") {
-  const Graph g = int8_chain();
-  const auto batches = *random_calibration_inputs(g, 2, 11, 8);
+namespace {
+
+// A DeviceEvaluator of `g` on `batches`, without the kernel cache.
+DeviceEvaluator uncached_evaluator(const Graph& g, const std::vector<std::vector<Tensor>>& batches) {
   SessionOptions so;
   so.use_cache = false;
   auto ev = DeviceEvaluator::create(so, g, batches);
   REQUIRE_MESSAGE(ev.ok(), ev.status().to_string());
+  return *ev;
+}
+
+}  // namespace
+
+TEST_CASE("device evaluator: one reference pass gives the ground truth and the planner's observers") {
+  const Graph g = int8_chain();
+  const auto batches = *random_calibration_inputs(g, 2, 11, 8);
+  DeviceEvaluator ev = uncached_evaluator(g, batches);
   const std::string hidden = g.value(g.node(0).outputs[0]).name;
   Graph with_hidden = g;
   REQUIRE(with_hidden.add_output(with_hidden.node(0).outputs[0]).ok());
   const auto other = *random_calibration_inputs(g, 1, 99, 8);
   for (const auto* inputs : {&batches, &other}) {  // its own batches (the ground truth too), others
-    auto got = ev->reference_values(*inputs, {hidden});
+    auto got = ev.reference_values(*inputs, {hidden});
     REQUIRE_MESSAGE(got.ok(), got.status().to_string());
     REQUIRE(got->size() == inputs->size());
     for (size_t b = 0; b < inputs->size(); ++b) {
@@ -933,13 +943,13 @@ TEST_CASE("device evaluator: one reference pass gives the ground truth and the p
       CHECK((*got)[b][0].to_f32() == want->back().to_f32());
     }
   }
-  CHECK(ev->reference_passes() == 1);  // its own batches: values and ground truth in one pass
-  CHECK(ev->reference_values(batches, {"no_such_value"}).status().message() ==
+  CHECK(ev.reference_passes() == 1);  // its own batches: values and ground truth in one pass
+  CHECK(ev.reference_values(batches, {"no_such_value"}).status().message() ==
         "device evaluator: reference values: graph 'chain' has no value 'no_such_value'");
   // The ground truth is the batches' FP32 outputs: the FP32 plan diverges by rounding only (the
   // reference sums in FP64), a BF16 plan by more.
-  CHECK(*ev->divergence(*plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats())) < 1e-9);
-  CHECK(*ev->divergence(*plan_from_policy(g, Policy::uniform(Mode::bf16), all_formats())) > 0);
+  CHECK(*ev.divergence(*plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats())) < 1e-9);
+  CHECK(*ev.divergence(*plan_from_policy(g, Policy::uniform(Mode::bf16), all_formats())) > 0);
 
   // The planner observes through the evaluator's pass or runs the interpreter itself: the same
   // plan, scales and all (an INT8 policy: every scale comes from the observers).
@@ -948,8 +958,8 @@ TEST_CASE("device evaluator: one reference pass gives the ground truth and the p
   po.device = all_formats();
   po.policy = Policy::uniform(Mode::int8);
   Evaluators shared;
-  shared.divergence = [&](const Plan& p) { return ev->divergence(p); };
-  shared.reference_values = ev->evaluators().reference_values;
+  shared.divergence = [&](const Plan& p) { return ev.divergence(p); };
+  shared.reference_values = ev.evaluators().reference_values;
   Evaluators own;
   own.divergence = shared.divergence;
   auto a = plan_auto(g, po, shared, &batches);
@@ -968,19 +978,16 @@ TEST_CASE("device evaluator: a small model's runs are timed again until they too
   // three evaluations at least, should a run fall in a pause of this machine's vCPU).
   const Graph g = int8_chain();
   const auto batches = *random_calibration_inputs(g, 2, 11, 8);
-  SessionOptions so;
-  so.use_cache = false;
-  auto ev = DeviceEvaluator::create(so, g, batches);
-  REQUIRE_MESSAGE(ev.ok(), ev.status().to_string());
+  DeviceEvaluator ev = uncached_evaluator(g, batches);
   const Plan fp32 = *plan_from_policy(g, Policy::uniform(Mode::fp32), all_formats());
   int most = 0;
   for (int k = 0; k < 3; ++k) {
-    const int before = ev->timed_runs();
-    auto e = ev->evaluate(fp32);
+    const int before = ev.timed_runs();
+    auto e = ev.evaluate(fp32);
     REQUIRE_MESSAGE(e.ok(), e.status().to_string());
     CHECK(e->ms > 0);
     CHECK(e->divergence < 1e-9);
-    const int runs = ev->timed_runs() - before;
+    const int runs = ev.timed_runs() - before;
     CHECK(runs >= 2);
     CHECK(runs <= 16);
     most = std::max(most, runs);
