@@ -783,13 +783,13 @@ class Planner {
       std::vector<const State*> plans{&start_, &cur, &next};
       if (cur == start_) plans.erase(plans.begin());
       std::vector<double> t;  // [FP32,] cur, next
-      double ms_cur = 0, ms_next = 0, fp32 = 0, gain = 0;
+      double ms_cur = 0, ms_next = 0, fp32 = 0;
       auto refused = [&] {
         ms_next = t.back();
         ms_cur = t[t.size() - 2];
         fp32 = t.size() == 3 ? t[0] : ms_cur;
-        gain = o_.alpha * (ms_next - ms_cur) / fp32 +
-               o_.beta * double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes);
+        const double gain = o_.alpha * (ms_next - ms_cur) / fp32 +
+                            o_.beta * double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes);
         return ms_next > o_.max_move_slowdown * ms_cur || ms_next > o_.max_latency_ratio * fp32 || !(gain < 0);
       };
       HPF_RETURN_IF_ERROR(time_alternately(plans, kFinalTimingRounds, true, t));
