@@ -411,6 +411,7 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
     // Many rows: wide blocks where K is deep (c_gemm_micro.hpp).
     const int64_t wide = RT > kGemmSliceRows ? gemm_wide_blocks(N, K, tiles * batches) : 1;
     const int64_t NB = wide * kGemmNC, groups = (N + NB - 1) / NB;
+    const int64_t group = wide > 1 ? kGemmGroupTiles : 1;
     if (KC * wide <= kBlockKCStack)
       s << "  float bpack[" << KC * NB << "] __attribute__((aligned(64)));\n"
         << "  const i64 kcs = " << ll(KC) << ";\n";
@@ -467,11 +468,16 @@ Expected<GeneratedKernel> generate_c_matmul(const KernelSpec& spec, const std::s
         << "        i64 pfdone = 0;\n";
     s << "        if (!pk)\n";
     s << pack_b(tb, B.dtype, b_pj, "kc", ll(NB), K, N, kPackPrefetch, "        ");
-    s << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-      << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-      << "          const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
-      << "          float* restrict yt = yb + ir * " << ll(N) << ";\n"
-      << "          for (i64 jp = 0; jp < nc; jp += HPF_NR) {\n"
+    // Wide blocks: the row tiles in groups of kGemmGroupTiles, each panel for every tile of the
+    // group in turn (c_gemm_micro.hpp); the first tile still packs each panel before the others
+    // of its group read it.
+    s << "        for (i64 ig = 0; ig < mc; ig += " << ll(group * kGemmMR) << ") {\n"
+      << "          const i64 ie = mc - ig < " << ll(group * kGemmMR) << " ? mc : ig + " << ll(group * kGemmMR) << ";\n"
+      << "          for (i64 jp = 0; jp < nc; jp += HPF_NR)\n"
+      << "          for (i64 ir = ig; ir < ie; ir += HPF_MR) {\n"
+      << "            const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+      << "            const float* restrict ar = A + a0 + (ic + ir) * " << ll(K) << " + pc;\n"
+      << "            float* restrict yt = yb + ir * " << ll(N) << ";\n"
       << "            const float* restrict bp = bpack + jp * kc;\n"
       << "            if (ya && jp + HPF_NR <= nc) {\n"
       << "              ";

@@ -796,10 +796,15 @@ Expected<GeneratedKernel> generate_c_matmul_wq(const KernelSpec& spec, const std
         << " + npc * 16 : 0);\n"
         << "        const i64 pft = mc / HPF_MR * (HPF_NC / HPF_NR), pfper = pft > 0 ? (pfrows + pft - 1) / pft : 0;\n"
         << "        i64 pfdone = 0;\n";
-    s << "        for (i64 ir = 0; ir < mc; ir += HPF_MR) {\n"
-      << "          const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
-      << "          const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
-      << "          for (i64 jp = 0; jp < j1 - j0; jp += HPF_NR) {\n"
+    // Wide groups: the row tiles in groups of kGemmGroupTiles, each panel for every tile of the
+    // group in turn (c_gemm_micro.hpp).
+    const int64_t tg = (ahead ? 1 : kGemmGroupTiles) * kGemmMR;
+    s << "        for (i64 ig = 0; ig < mc; ig += " << L(tg) << ") {\n"
+      << "          const i64 ie = mc - ig < " << L(tg) << " ? mc : ig + " << L(tg) << ";\n"
+      << "          for (i64 jp = 0; jp < j1 - j0; jp += HPF_NR)\n"
+      << "          for (i64 ir = ig; ir < ie; ir += HPF_MR) {\n"
+      << "            const i64 mr = mc - ir < HPF_MR ? mc - ir : HPF_MR;\n"
+      << "            const float* restrict ar = A + (ic + ir) * " << L(K) << " + pc;\n"
       << "            const float* restrict bp = (const float*)W + (j0 + jp) / 16 * " << L(K * 16) << " + pc * 16;\n"
       << "            float* restrict yt = Y + (ic + ir) * " << L(N) << " + j0 + jp;\n"
       << "            if (mr == HPF_MR) {\n"

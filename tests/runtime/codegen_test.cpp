@@ -2302,8 +2302,9 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
 // The FP32 GEMMs' items of many rows over a deep K span several 64-column blocks
 // (jit::gemm_wide_blocks): B an input (packed by each block's first row tile) with a ragged last
 // block of 16 columns, Y aligned and not, an epilogue; packed FP32 weights (matmul_wq); each with a
-// ragged last row tile. The kernels are checked to take wide blocks, and their outputs against the
-// reference interpreter and FP64 sums.
+// ragged last row tile. The kernels are checked to take wide blocks and to run the row tiles in
+// groups per panel (the last group short), and their outputs against the reference interpreter and
+// FP64 sums.
 TEST_CASE("codegen: FP32 GEMM in wide column blocks (many rows, deep K), B an input and packed weights") {
   CHECK(jit::gemm_wide_blocks(2048, 2048, 1) == 4);  // 8 items of 256 columns
   CHECK(jit::gemm_wide_blocks(2048, 1024, 2) == 1);  // K not deeper than kGemmWideK
@@ -2327,6 +2328,8 @@ TEST_CASE("codegen: FP32 GEMM in wide column blocks (many rows, deep K), B an in
     REQUIRE(k.ok());
     CHECK(k->work_items == 9);
     CHECK(k->source.find("const i64 jc = w % 9LL * 128LL") != std::string::npos);
+    // row tiles in groups of kGemmGroupTiles per panel (11 groups, the last of 2 tiles and 4 rows)
+    CHECK(k->source.find("ig += " + std::to_string(jit::kGemmGroupTiles * jit::kGemmMR) + "LL") != std::string::npos);
     const Tensor b = random_tensor({K, N}, DType::F32, 962);
     struct Offset {  // operand_offset for one check, -1 again however it ends
       explicit Offset(int64_t o) { operand_offset = o; }
@@ -2356,6 +2359,7 @@ TEST_CASE("codegen: FP32 GEMM in wide column blocks (many rows, deep K), B an in
   REQUIRE_MESSAGE(k.ok(), k.status().to_string());
   CHECK(k->work_items == 8);
   CHECK(k->source.find("* 256LL, j1 = j0 + 256LL") != std::string::npos);
+  CHECK(k->source.find("ig += " + std::to_string(jit::kGemmGroupTiles * jit::kGemmMR) + "LL") != std::string::npos);
   // Y 64-byte aligned, as the Session's buffers are (the kernel stores whole vectors to it)
   std::vector<float> ybuf(M * N + 16);
   float* yv = ybuf.data() + (64 - reinterpret_cast<uintptr_t>(ybuf.data()) % 64) % 64 / sizeof(float);
