@@ -100,16 +100,22 @@ inline double median_ms(const std::function<void()>& fn, int runs, double warm_m
 
 // Medians in ms of `fns` timed in turn, round after round (two untimed rounds first): on a shared
 // machine a neighbour's burst then falls on every variant alike, not on the one timed meanwhile.
-inline std::vector<double> medians_interleaved(const std::vector<std::function<void()>>& fns, int runs) {
-  for (int w = 0; w < 2; ++w)
+// `settle` (if any) runs untimed after every round.
+inline std::vector<double> medians_interleaved(const std::vector<std::function<void()>>& fns, int runs,
+                                               const std::function<void()>& settle = {}) {
+  for (int w = 0; w < 2; ++w) {
     for (const auto& fn : fns) fn();
+    if (settle) settle();
+  }
   std::vector<std::vector<double>> t(fns.size());
-  for (int r = 0; r < runs; ++r)
+  for (int r = 0; r < runs; ++r) {
     for (size_t i = 0; i < fns.size(); ++i) {
       const double t0 = now_ms();
       fns[i]();
       t[i].push_back(now_ms() - t0);
     }
+    if (settle) settle();
+  }
   std::vector<double> out;
   for (auto& v : t) out.push_back(median_of(std::move(v)));
   return out;

@@ -6,7 +6,7 @@
 // reads HPF_NUM_THREADS once when it initialises. Prints medians; never fails on time. With
 // HPF_DUMP_DIR set, each generated kernel's source goes there (NAME.c), as the Session writes them.
 //
-//   hpf-gemm-bench [--threads 1,2] [--runs 7] [--only NAME-PART]
+//   hpf-gemm-bench [--threads 1,2] [--runs 7] [--rounds 5] [--only NAME-PART]
 #include <dlfcn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,6 +52,11 @@ struct Shape3 {
 using bench::AlignedVector;
 using bench::Plugin;
 
+// Rounds of blocks with more than one thread (--rounds; bench::medians): five, so that two
+// blocks caught by a neighbour's burst do not move a median (with three, a 0.2 ms 256^3 table
+// with two threads once gave one variant 0.35 ms against 0.20 for its neighbours).
+int g_rounds = 5;
+
 // A table's variants, each under a slot (an enum of the table's columns), timed together
 // (bench::medians); a slot left empty (its kernel failed, its peer not built in) times as -1.
 struct Variants {
@@ -64,7 +69,7 @@ struct Variants {
   }
   bool has(int slot) const { return at[size_t(slot)] >= 0; }
   std::vector<double> medians(int runs, int threads) const {
-    const std::vector<double> m = bench::medians(fns, runs, threads);
+    const std::vector<double> m = bench::medians(fns, runs, threads, g_rounds);
     std::vector<double> out(at.size(), -1.0);
     for (size_t i = 0; i < at.size(); ++i)
       if (at[i] >= 0) out[i] = m[size_t(at[i])];
@@ -295,8 +300,12 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   // Every variant timed in turn per round (medians_interleaved), with any thread count: these
   // GEMVs stream 8-64 MiB from memory, whose bandwidth a neighbour's burst moves by 20-40%, and
   // timed back to back a variant's weights stay in this host's large L3 (FP32 4096x4096 with two
-  // threads 1.2 ms instead of 2). With two threads OpenBLAS's spinning threads may slow the
-  // variant after it (the first, for scale only).
+  // threads 1.2 ms instead of 2). OpenBLAS, timed last in a round, leaves its threads spinning for
+  // about 2^28 cycles (77 ms here): longer than a whole round of the others (18 ms with two
+  // threads), which it would time on one core and a half (two threads, after the BERT shapes'
+  // tables: INT4 0.83 ms, 2.9x FP32's GEMV; with OPENBLAS_THREAD_TIMEOUT=4, 0.39 ms, 6.2x). With
+  // more than one thread each round is followed by 100 ms of busy waiting, untimed: not asleep,
+  // after which this VM runs the next kernels slowly for a while (bench::medians).
   std::vector<std::string> names;
   std::vector<std::function<void()>> fns;
   std::deque<Held> held;  // each variant's packed weights (references stay valid)
@@ -321,7 +330,11 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   names.push_back("OpenBLAS sgemv f32");
   fns.push_back([&] { cblas_sgemv(CblasRowMajor, CblasTrans, s.k, s.n, 1.0f, ob.data(), s.n, A.data(), 1, 0.0f, C.data(), 1); });
 #endif
-  const std::vector<double> med = bench::medians_interleaved(fns, runs);
+  const std::vector<double> med = bench::medians_interleaved(fns, runs, [threads] {
+    if (threads > 1)
+      for (const double t0 = bench::now_ms(); bench::now_ms() - t0 < 100;) {
+      }
+  });
   const double base_ms = base < med.size() ? med[base] : -1;
   for (size_t i = 0; i < names.size(); ++i)
     std::printf("%2d  %-30s %9.3f  %5.2f\n", threads, names[i].c_str(), med[i], base_ms > 0 ? base_ms / med[i] : 0.0);
@@ -417,6 +430,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--runs")) runs = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "--only")) only = argv[i + 1];
+    if (!std::strcmp(argv[i], "--rounds")) g_rounds = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "--threads")) {
       threads.clear();
       for (char* t = std::strtok(argv[i + 1], ","); t; t = std::strtok(nullptr, ",")) threads.push_back(std::atoi(t));
@@ -431,7 +445,7 @@ int main(int argc, char** argv) {
     if (std::string(s.tag).find(only) != std::string::npos) shapes.push_back(s);
   std::printf("FP32 GEMM, M x N x K, row-major, C = A*B; each table's variants timed together (bench::medians): one\n"
               "thread, in turn for %d rounds after 2 warm-ups, the median; more, in blocks of %d runs after 100 ms of\n"
-              "warm-up, every variant in turn, 3 rounds, the median of the block medians\n", runs, runs);
+              "warm-up, every variant in turn, %d rounds, the median of the block medians\n", runs, runs, g_rounds);
 #ifndef HPF_BENCH_OPENBLAS
   std::printf("OpenBLAS: not found at build time, column left out\n");
 #endif
