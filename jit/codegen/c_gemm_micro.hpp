@@ -88,7 +88,8 @@ inline constexpr int64_t kGemmWideItems = 8;
 // for the others (the group's rows of A, 4 x 48 KiB at 2048, stay in L2 over the panels). C
 // harness, one core, 2048^3, B an input, 11 alternations each against the ungrouped order in the
 // same run: groups of 2, 3, 4, 8 tiles 1.03-1.06x, 1.07x, 1.02-1.07x, 1.02x; OpenBLAS / grouped
-// 1.00-1.01 where OpenBLAS / ungrouped was 0.93-0.99.
+// 1.00-1.01 where OpenBLAS / ungrouped was 0.93-0.99. The generated kernels, 11 alternations:
+// B an input 1.02x (twice), packed FP32 weights (matmul_wq) 1.03x (three times).
 inline constexpr int64_t kGemmGroupTiles = 4;
 // How many NC-column blocks an item of those GEMMs spans (1, 2, 4 or 8) for N columns, depth K and
 // `other` items per column block (row parts times batches).
