@@ -226,8 +226,9 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
                 modes.c_str(), plan.divergence, a.kl_budget, report.fp32_ms, report.plan_ms,
                 static_cast<long long>(report.fp32_bytes), static_cast<long long>(report.plan_bytes));
     if (report.fp32_measured_ms > 0 && report.plan_measured_ms > 0)
-      std::printf("planner  measured on the calibration batches: %.3f -> %.3f ms (%d slower plans refused)\n",
-                  report.fp32_measured_ms, report.plan_measured_ms, report.rejected_slower);
+      std::printf("planner  measured on the calibration batches: %.3f -> %.3f ms (%d slower plans refused, %d nodes back "
+                  "to FP32)\n",
+                  report.fp32_measured_ms, report.plan_measured_ms, report.rejected_slower, report.restored);
     if (report.fp32_peak_bytes > 0 && report.plan_peak_bytes > 0)
       std::printf("planner  peak memory %s -> %s (%d peak-pass moves)\n", human_bytes(double(report.fp32_peak_bytes)).c_str(),
                   human_bytes(double(report.plan_peak_bytes)).c_str(), report.peak_moves);
@@ -237,7 +238,7 @@ hpf::Expected<hpf::Plan> plan_automatically(const hpf::Graph& g, const ModelSpec
                   {"budget", a.kl_budget}, {"divergence", plan.divergence}, {"modes", report.modes},
                   {"predicted_ms", {{"fp32", report.fp32_ms}, {"plan", report.plan_ms}}},
                   {"measured_ms", {{"fp32", report.fp32_measured_ms}, {"plan", report.plan_measured_ms}}},
-                  {"rejected_slower", report.rejected_slower},
+                  {"rejected_slower", report.rejected_slower}, {"restored", report.restored},
                   {"peak_bytes", {{"fp32", report.fp32_peak_bytes}, {"plan", report.plan_peak_bytes}}},
                   {"peak_moves", report.peak_moves},
                   {"bytes", {{"fp32", report.fp32_bytes}, {"plan", report.plan_bytes}}}};

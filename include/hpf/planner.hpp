@@ -323,6 +323,7 @@ struct PlannerReport {
   double fp32_ms = 0, plan_ms = 0;  // cost model totals
   double fp32_measured_ms = -1, plan_measured_ms = -1;  // end to end, where measured
   int64_t fp32_peak_bytes = -1, plan_peak_bytes = -1;    // Evaluation::peak_bytes, where measured
+  int restored = 0;                                      // 16-bit nodes step 3a moved back to FP32
   int peak_moves = 0;                                    // moves the peak pass kept
   int64_t fp32_bytes = 0, plan_bytes = 0;
   double objective = 0;
@@ -369,6 +370,14 @@ struct PlannerReport {
 //      these fresh timings only); T falls
 //      geometrically per sweep; sweeps end when one accepts nothing or the evaluations run out;
 //      the best plan wins;
+//   3a. with Evaluators::evaluate, the 16-bit auto nodes of the best plan that hold fewer bytes
+//      of weights than they output (elementwise, norms, softmax, MatMuls of two activations) go
+//      back to FP32 all at once where alpha * dms / ms(FP32) + beta * dbytes / bytes(FP32) < 0
+//      (bytes: the measured peaks where the evaluator gives them) on the two plans timed
+//      alternately (the fastest of each; found no faster, three rounds more;
+//      PlannerReport::restored): a walk started from a whole graph in BF16 moves the
+//      weighted nodes on to int8 and leaves these, each group of which gains less than the
+//      timing noise alone (BERT-base, two threads: 174 BF16 nodes, 96.6 ms against 79);
 //   3b. with measured peaks (Evaluation::peak_bytes), the peak pass: the objective's memory term
 //      counts the bytes each node moves, not what is live at once, and a class lowered whole
 //      can measure too slow where a few nodes would not (MobileNetV2's 112x112 activations set

@@ -165,6 +165,7 @@ class Planner {
     if (d0 <= search_budget()) {
       HPF_RETURN_IF_ERROR(measure_sensitivity());
       HPF_RETURN_IF_ERROR(anneal());
+      HPF_RETURN_IF_ERROR(restore_activation_nodes());
       HPF_RETURN_IF_ERROR(reduce_peak());
     }
     return finish();
@@ -758,6 +759,48 @@ class Planner {
         nodes.insert(p);
     }
     return {nodes.begin(), nodes.end()};
+  }
+
+  // plan_auto's step 3a, on the best plan of the annealing: its 16-bit auto nodes that hold fewer
+  // bytes of weights than they output (elementwise, norms, softmax, MatMuls of two activations)
+  // back to FP32 all at once, kept where that measures faster than the memory it costs (alpha *
+  // dms / ms(FP32) + beta * dbytes / bytes(FP32) < 0, bytes the measured peaks where known), the
+  // two plans timed alternately, on the fastest of each (found no faster, three rounds more). A walk that starts from a whole graph
+  // in BF16 (its weights' bytes halved at FP32's speed) moves the weighted nodes on to int8 and
+  // leaves the others in 16 bits, where each group moved back alone gains less than the timing
+  // noise: BERT-base with two threads, 174 BF16 nodes, 96.6 ms where the walk from FP32 reached
+  // 79. The peak pass, after, lowers again what its memory pays for.
+  Status restore_activation_nodes() {
+    if (!ev_.evaluate || !(ms0_ > 0)) return Status();
+    const State cur = best_.empty() ? start_ : best_;
+    State next = cur;
+    for (size_t id = 0; id < cur.size(); ++id) {
+      if (!is_auto(id) || (cur[id].mode != Mode::bf16 && cur[id].mode != Mode::fp16)) continue;
+      const NodeCost c = cost_of(id, cur[id]);
+      if (c.weight_bytes < c.output_bytes) next[id] = kFp32;
+    }
+    if (next == cur || report_.evaluations >= o_.max_evaluations) return Status();
+    HPF_ASSIGN_OR_RETURN(const Evaluation e, evaluate(next));
+    if (!(e.divergence <= search_budget())) return Status();
+    // The memory: the measured peaks where the evaluator gives them (outputs in 16 bits count in
+    // the cost model's bytes, but an activation arena holds few of them at once: BERT-base's 171
+    // would have added 6% of its FP32 bytes, refusing a plan 17% faster), else the cost model's.
+    HPF_ASSIGN_OR_RETURN(const Evaluation e0, evaluate(start_));
+    HPF_ASSIGN_OR_RETURN(const Evaluation ec, evaluate(cur));
+    const double dbytes = e0.peak_bytes > 0 && ec.peak_bytes > 0 && e.peak_bytes > 0
+                              ? double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes)
+                              : double(plan_bytes(next) - plan_bytes(cur)) / b0_;
+    std::vector<double> t;  // cur, next
+    auto pays = [&] { return o_.alpha * (t[1] - t[0]) / ms0_ + o_.beta * dbytes < 0; };
+    HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kFinalTimingRounds, true, t));
+    if (!pays()) HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kConfirmTimingRounds, false, t));
+    if (!pays()) return Status();
+    for (size_t id = 0; id < cur.size(); ++id) report_.restored += next[id] != cur[id];
+    log(LogLevel::debug, "plan_auto: " + std::to_string(report_.restored) + " nodes back to FP32: " + std::to_string(t[0]) +
+                             " -> " + std::to_string(t[1]) + " ms");
+    best_ = next;
+    history_.push_back(next);
+    return Status();
   }
 
   // The peak pass (plan_auto's step 3b), from the best plan of the annealing.
