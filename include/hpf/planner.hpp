@@ -372,7 +372,8 @@ struct PlannerReport {
 //      the best plan wins;
 //   3a. with Evaluators::evaluate, the 16-bit auto nodes of the best plan that hold fewer bytes
 //      of weights than they output (elementwise, norms, softmax, MatMuls of two activations) go
-//      back to FP32 all at once where alpha * dms / ms(FP32) + beta * dbytes / bytes(FP32) < 0
+//      back to FP32 all at once (that plan over the search budget: class by class, the largest
+//      first) where alpha * dms / ms(FP32) + beta * dbytes / bytes(FP32) < 0
 //      (bytes: the measured peaks where the evaluator gives them) on the two plans timed
 //      alternately (the fastest of each; found no faster, three rounds more;
 //      PlannerReport::restored): a walk started from a whole graph in BF16 moves the

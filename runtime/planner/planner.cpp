@@ -763,43 +763,60 @@ class Planner {
 
   // plan_auto's step 3a, on the best plan of the annealing: its 16-bit auto nodes that hold fewer
   // bytes of weights than they output (elementwise, norms, softmax, MatMuls of two activations)
-  // back to FP32 all at once, kept where that measures faster than the memory it costs (alpha *
-  // dms / ms(FP32) + beta * dbytes / bytes(FP32) < 0, bytes the measured peaks where known), the
-  // two plans timed alternately, on the fastest of each (found no faster, three rounds more). A walk that starts from a whole graph
+  // back to FP32, all at once, else (that plan over the search budget) class by class, the
+  // largest first; each move kept where it measures faster than the memory it costs (alpha * dms
+  // / ms(FP32) + beta * dbytes / bytes(FP32) < 0), the two plans timed alternately, on the
+  // fastest of each (found no faster, three rounds more). A walk that starts from a whole graph
   // in BF16 (its weights' bytes halved at FP32's speed) moves the weighted nodes on to int8 and
   // leaves the others in 16 bits, where each group moved back alone gains less than the timing
   // noise: BERT-base with two threads, 174 BF16 nodes, 96.6 ms where the walk from FP32 reached
-  // 79. The peak pass, after, lowers again what its memory pays for.
+  // 79; all of them back at once measured 5.2e-4 of a 5e-4 search budget. The peak pass, after,
+  // lowers again what its memory pays for.
   Status restore_activation_nodes() {
     if (!ev_.evaluate || !(ms0_ > 0)) return Status();
-    const State cur = best_.empty() ? start_ : best_;
-    State next = cur;
+    State cur = best_.empty() ? start_ : best_;
+    std::map<ir::OpClass, std::vector<size_t>> by_class;
     for (size_t id = 0; id < cur.size(); ++id) {
       if (!is_auto(id) || (cur[id].mode != Mode::bf16 && cur[id].mode != Mode::fp16)) continue;
       const NodeCost c = cost_of(id, cur[id]);
-      if (c.weight_bytes < c.output_bytes) next[id] = kFp32;
+      const ir::OpDef* def = ir::find_op(g_.node(static_cast<int32_t>(id)).op);
+      if (c.weight_bytes < c.output_bytes && def) by_class[def->op_class].push_back(id);
     }
-    if (next == cur || report_.evaluations >= o_.max_evaluations) return Status();
-    HPF_ASSIGN_OR_RETURN(const Evaluation e, evaluate(next));
-    if (!(e.divergence <= search_budget())) return Status();
-    // The memory: the measured peaks where the evaluator gives them (outputs in 16 bits count in
-    // the cost model's bytes, but an activation arena holds few of them at once: BERT-base's 171
-    // would have added 6% of its FP32 bytes, refusing a plan 17% faster), else the cost model's.
-    HPF_ASSIGN_OR_RETURN(const Evaluation e0, evaluate(start_));
-    HPF_ASSIGN_OR_RETURN(const Evaluation ec, evaluate(cur));
-    const double dbytes = e0.peak_bytes > 0 && ec.peak_bytes > 0 && e.peak_bytes > 0
-                              ? double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes)
-                              : double(plan_bytes(next) - plan_bytes(cur)) / b0_;
-    std::vector<double> t;  // cur, next
-    auto pays = [&] { return o_.alpha * (t[1] - t[0]) / ms0_ + o_.beta * dbytes < 0; };
-    HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kFinalTimingRounds, true, t));
-    if (!pays()) HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kConfirmTimingRounds, false, t));
-    if (!pays()) return Status();
-    for (size_t id = 0; id < cur.size(); ++id) report_.restored += next[id] != cur[id];
-    log(LogLevel::debug, "plan_auto: " + std::to_string(report_.restored) + " nodes back to FP32: " + std::to_string(t[0]) +
-                             " -> " + std::to_string(t[1]) + " ms");
-    best_ = next;
-    history_.push_back(next);
+    std::vector<std::vector<size_t>> moves(1);
+    for (const auto& [k, ids] : by_class) {
+      moves[0].insert(moves[0].end(), ids.begin(), ids.end());
+      moves.push_back(ids);
+    }
+    if (moves[0].empty()) return Status();
+    if (by_class.size() == 1) moves.resize(1);
+    std::stable_sort(moves.begin() + 1, moves.end(), [](const auto& x, const auto& y) { return x.size() > y.size(); });
+    for (size_t m = 0; m < moves.size() && report_.evaluations < o_.max_evaluations; ++m) {
+      State next = cur;
+      for (size_t id : moves[m]) next[id] = kFp32;
+      if (next == cur) continue;
+      HPF_ASSIGN_OR_RETURN(const Evaluation e, evaluate(next));
+      if (!(e.divergence <= search_budget())) continue;
+      if (m == 0) moves.resize(1);  // within the budget all at once: no classes apart
+      // The memory: the measured peaks where the evaluator gives them (an activation arena holds
+      // few of these outputs at once, but each counts in the cost model's bytes: BERT-base's 171
+      // came to tens of MiB there), else the cost model's bytes.
+      HPF_ASSIGN_OR_RETURN(const Evaluation e0, evaluate(start_));
+      HPF_ASSIGN_OR_RETURN(const Evaluation ec, evaluate(cur));
+      const double dbytes = e0.peak_bytes > 0 && ec.peak_bytes > 0 && e.peak_bytes > 0
+                                ? double(e.peak_bytes - ec.peak_bytes) / double(e0.peak_bytes)
+                                : double(plan_bytes(next) - plan_bytes(cur)) / b0_;
+      std::vector<double> t;  // cur, next
+      auto pays = [&] { return o_.alpha * (t[1] - t[0]) / ms0_ + o_.beta * dbytes < 0; };
+      HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kFinalTimingRounds, true, t));
+      if (!pays()) HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kConfirmTimingRounds, false, t));
+      if (!pays()) continue;
+      log(LogLevel::debug, "plan_auto: " + std::to_string(moves[m].size()) + " nodes back to FP32: " +
+                               std::to_string(t[0]) + " -> " + std::to_string(t[1]) + " ms");
+      report_.restored += static_cast<int>(moves[m].size());
+      cur = next;
+      best_ = next;
+      history_.push_back(next);
+    }
     return Status();
   }
 
