@@ -776,27 +776,21 @@ class Planner {
     if (!ev_.evaluate || !(ms0_ > 0)) return Status();
     State cur = best_.empty() ? start_ : best_;
     std::map<ir::OpClass, std::vector<size_t>> by_class;
+    std::vector<size_t> all;
     for (size_t id = 0; id < cur.size(); ++id) {
       if (!is_auto(id) || (cur[id].mode != Mode::bf16 && cur[id].mode != Mode::fp16)) continue;
-      const NodeCost c = cost_of(id, cur[id]);
       const ir::OpDef* def = ir::find_op(g_.node(static_cast<int32_t>(id)).op);
-      if (c.weight_bytes < c.output_bytes && def) by_class[def->op_class].push_back(id);
+      const NodeCost c = cost_of(id, cur[id]);
+      if (!def || c.weight_bytes >= c.output_bytes) continue;
+      by_class[def->op_class].push_back(id);
+      all.push_back(id);
     }
-    std::vector<std::vector<size_t>> moves(1);
-    for (const auto& [k, ids] : by_class) {
-      moves[0].insert(moves[0].end(), ids.begin(), ids.end());
-      moves.push_back(ids);
-    }
-    if (moves[0].empty()) return Status();
-    if (by_class.size() == 1) moves.resize(1);
-    std::stable_sort(moves.begin() + 1, moves.end(), [](const auto& x, const auto& y) { return x.size() > y.size(); });
-    for (size_t m = 0; m < moves.size() && report_.evaluations < o_.max_evaluations; ++m) {
+    // `ids` back to FP32, kept where it pays; false where that plan leaves the search budget.
+    auto restore = [&](const std::vector<size_t>& ids) -> Expected<bool> {
       State next = cur;
-      for (size_t id : moves[m]) next[id] = kFp32;
-      if (next == cur) continue;
+      for (size_t id : ids) next[id] = kFp32;
       HPF_ASSIGN_OR_RETURN(const Evaluation e, evaluate(next));
-      if (!(e.divergence <= search_budget())) continue;
-      if (m == 0) moves.resize(1);  // within the budget all at once: no classes apart
+      if (!(e.divergence <= search_budget())) return false;
       // The memory: the measured peaks where the evaluator gives them (an activation arena holds
       // few of these outputs at once, but each counts in the cost model's bytes: BERT-base's 171
       // came to tens of MiB there), else the cost model's bytes.
@@ -809,13 +803,24 @@ class Planner {
       auto pays = [&] { return o_.alpha * (t[1] - t[0]) / ms0_ + o_.beta * dbytes < 0; };
       HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kFinalTimingRounds, true, t));
       if (!pays()) HPF_RETURN_IF_ERROR(time_alternately({&cur, &next}, kConfirmTimingRounds, false, t));
-      if (!pays()) continue;
-      log(LogLevel::debug, "plan_auto: " + std::to_string(moves[m].size()) + " nodes back to FP32: " +
-                               std::to_string(t[0]) + " -> " + std::to_string(t[1]) + " ms");
-      report_.restored += static_cast<int>(moves[m].size());
+      if (!pays()) return true;
+      log(LogLevel::debug, "plan_auto: " + std::to_string(ids.size()) + " nodes back to FP32: " + std::to_string(t[0]) +
+                               " -> " + std::to_string(t[1]) + " ms");
+      report_.restored += static_cast<int>(ids.size());
       cur = next;
       best_ = next;
       history_.push_back(next);
+      return true;
+    };
+    if (all.empty() || report_.evaluations >= o_.max_evaluations) return Status();
+    HPF_ASSIGN_OR_RETURN(const bool within, restore(all));
+    if (within || by_class.size() == 1) return Status();
+    std::vector<std::vector<size_t>> classes;
+    for (auto& [k, ids] : by_class) classes.push_back(std::move(ids));
+    std::stable_sort(classes.begin(), classes.end(), [](const auto& x, const auto& y) { return x.size() > y.size(); });
+    for (const auto& ids : classes) {
+      if (report_.evaluations >= o_.max_evaluations) break;
+      HPF_RETURN_IF_ERROR(restore(ids).status());
     }
     return Status();
   }
