@@ -303,7 +303,7 @@ void gemv_section(Plugin& cpu, int threads, int runs) {
   // threads 1.2 ms instead of 2). OpenBLAS, timed last in a round, leaves its threads spinning for
   // about 2^28 cycles (77 ms here): longer than a whole round of the others (18 ms with two
   // threads), which it would time on one core and a half (two threads, after the BERT shapes'
-  // tables: INT4 0.83 ms, 2.9x FP32's GEMV; with OPENBLAS_THREAD_TIMEOUT=4, 0.39 ms, 6.2x). With
+  // tables: INT4 0.83 ms, 3.9x FP32's GEMV; with OPENBLAS_THREAD_TIMEOUT=4, 0.39 ms, 6.2x). With
   // more than one thread each round is followed by 100 ms of busy waiting, untimed: not asleep,
   // after which this VM runs the next kernels slowly for a while (bench::medians).
   std::vector<std::string> names;
