@@ -162,7 +162,12 @@ std::string row_loader(const std::string& f, int64_t K, int64_t P, bool bf16_sca
 // The i4 GEMV's block of 4 panels x 8 rows, denormal decode, with 256-bit vectors (AVX2 without
 // AVX-512, WQ_DENORM): the sums t[0..3] as 8 ymm, rows 0-3 from x & 15 << 4r, rows 4-7 from
 // (x >> 16) & 15 << 4(r - 4) (wq_u), two masks in registers and two read with the AND, the rows'
-// a as 4 broadcasts at a time: 16 ymm, no spill. In C clang kept x and x >> 16 of all 4 panels
+// a as 4 broadcasts at a time: 16 ymm, no spill. x >> 16 is a second load 2 bytes on (its lanes'
+// low halves are x's high halves; the AND drops the rest), but for the block's last 8 columns,
+// whose load would read past the block: Zen 3 spreads the ANDs over all four FP pipes, the two
+// FMA pipes' among them, and the shifts took two of them more (a block in L1, 8 shifts -> 1: 48
+// -> 41 cycles; the 4096x4096 GEMV from memory, one thread in a C harness, 1.015-1.049x, median
+// of seven 1.037x). In C clang kept x and x >> 16 of all 4 panels
 // live (16 ymm) and spilled the sums: Zen 3, GEMV 4096x4096 one thread in a C harness, the
 // weights in L2 0.71 -> 0.58 ms, from memory 0.68-0.71 -> 0.56 (llvm-mca: 68 -> 50 cycles of
 // FP work per block; the floor is 64 FMAs on two pipes, 32). Each line prefetched 4 KiB ahead
@@ -175,13 +180,13 @@ typedef float wq_f8 __attribute__((vector_size(32)));
 static const u32 wq_i4_masks[32] __attribute__((aligned(32))) = {
   15u, 15u, 15u, 15u, 15u, 15u, 15u, 15u, 240u, 240u, 240u, 240u, 240u, 240u, 240u, 240u,
   3840u, 3840u, 3840u, 3840u, 3840u, 3840u, 3840u, 3840u, 61440u, 61440u, 61440u, 61440u, 61440u, 61440u, 61440u, 61440u};
-#define WQ_I4_Q(q, T, SHIFT) "vmovdqu " #q "*32(%[x]), %%ymm14\n\t" SHIFT \
+#define WQ_I4_F(T) \
   "vpand %%ymm12, %%ymm14, %%ymm15\n\tvfmadd231ps %%ymm15, %%ymm8, %[" #T "]\n\t" \
   "vpand %%ymm13, %%ymm14, %%ymm15\n\tvfmadd231ps %%ymm15, %%ymm9, %[" #T "]\n\t" \
   "vpand 64(%[m]), %%ymm14, %%ymm15\n\tvfmadd231ps %%ymm15, %%ymm10, %[" #T "]\n\t" \
   "vpand 96(%[m]), %%ymm14, %%ymm15\n\tvfmadd231ps %%ymm15, %%ymm11, %[" #T "]\n\t"
-#define WQ_I4_ROWS(SHIFT) WQ_I4_Q(0, t0, SHIFT) WQ_I4_Q(1, t1, SHIFT) WQ_I4_Q(2, t2, SHIFT) WQ_I4_Q(3, t3, SHIFT) \
-  WQ_I4_Q(4, t4, SHIFT) WQ_I4_Q(5, t5, SHIFT) WQ_I4_Q(6, t6, SHIFT) WQ_I4_Q(7, t7, SHIFT)
+#define WQ_I4_LO(q, T) "vmovdqu " #q "*32(%[x]), %%ymm14\n\t" WQ_I4_F(T)
+#define WQ_I4_HI(q, T) "vmovdqu " #q "*32+2(%[x]), %%ymm14\n\t" WQ_I4_F(T)
 static inline __attribute__((always_inline)) void wq_i4_block(const u32* x, const float* a, hpf_f32x16* t) {
   wq_f8 t0 = __builtin_shufflevector(t[0], t[0], 0, 1, 2, 3, 4, 5, 6, 7), t1 = __builtin_shufflevector(t[0], t[0], 8, 9, 10, 11, 12, 13, 14, 15);
   wq_f8 t2 = __builtin_shufflevector(t[1], t[1], 0, 1, 2, 3, 4, 5, 6, 7), t3 = __builtin_shufflevector(t[1], t[1], 8, 9, 10, 11, 12, 13, 14, 15);
@@ -191,9 +196,10 @@ static inline __attribute__((always_inline)) void wq_i4_block(const u32* x, cons
     "prefetcht0 4096(%[x])\n\tprefetcht0 4160(%[x])\n\tprefetcht0 4224(%[x])\n\tprefetcht0 4288(%[x])\n\t"
     "vmovdqa (%[m]), %%ymm12\n\tvmovdqa 32(%[m]), %%ymm13\n\t"
     "vbroadcastss (%[a]), %%ymm8\n\tvbroadcastss 4(%[a]), %%ymm9\n\tvbroadcastss 8(%[a]), %%ymm10\n\tvbroadcastss 12(%[a]), %%ymm11\n\t"
-    WQ_I4_ROWS("")
+    WQ_I4_LO(0, t0) WQ_I4_LO(1, t1) WQ_I4_LO(2, t2) WQ_I4_LO(3, t3) WQ_I4_LO(4, t4) WQ_I4_LO(5, t5) WQ_I4_LO(6, t6) WQ_I4_LO(7, t7)
     "vbroadcastss 16(%[a]), %%ymm8\n\tvbroadcastss 20(%[a]), %%ymm9\n\tvbroadcastss 24(%[a]), %%ymm10\n\tvbroadcastss 28(%[a]), %%ymm11\n\t"
-    WQ_I4_ROWS("vpsrld $16, %%ymm14, %%ymm14\n\t")
+    WQ_I4_HI(0, t0) WQ_I4_HI(1, t1) WQ_I4_HI(2, t2) WQ_I4_HI(3, t3) WQ_I4_HI(4, t4) WQ_I4_HI(5, t5) WQ_I4_HI(6, t6)
+    "vmovdqu 7*32(%[x]), %%ymm14\n\tvpsrld $16, %%ymm14, %%ymm14\n\t" WQ_I4_F(t7)
     : [t0] "+x"(t0), [t1] "+x"(t1), [t2] "+x"(t2), [t3] "+x"(t3), [t4] "+x"(t4), [t5] "+x"(t5), [t6] "+x"(t6), [t7] "+x"(t7)
     : [x] "r"(x), [a] "r"(a), [m] "r"(wq_i4_masks), "m"(*(const u32(*)[64])x), "m"(*(const float(*)[8])a)
     : "xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
