@@ -165,13 +165,14 @@ std::string row_loader(const std::string& f, int64_t K, int64_t P, bool bf16_sca
 // a as 4 broadcasts at a time: 16 ymm, no spill. x >> 16 is a second load 2 bytes on (its lanes'
 // low halves are x's high halves; the AND drops the rest), but for the block's last 8 columns,
 // whose load would read past the block: Zen 3 spreads the ANDs over all four FP pipes, the two
-// FMA pipes' among them, and the shifts took two of them more (a block in L1, 8 shifts -> 1: 48
-// -> 41 cycles; the 4096x4096 GEMV from memory, one thread in a C harness, 1.015-1.049x, median
-// of seven 1.037x). In C clang kept x and x >> 16 of all 4 panels
-// live (16 ymm) and spilled the sums: Zen 3, GEMV 4096x4096 one thread in a C harness, the
-// weights in L2 0.71 -> 0.58 ms, from memory 0.68-0.71 -> 0.56 (llvm-mca: 68 -> 50 cycles of
-// FP work per block; the floor is 64 FMAs on two pipes, 32). Each line prefetched 4 KiB ahead
-// (from memory 0.58 ms at 1 KiB ahead, 0.55-0.56 at 2-6 KiB, 0.57 at 8, 0.64-0.66 with none).
+// FMA pipes among them, and the shifts took two of them more (a block in L1, 8 shifts -> 1:
+// 48-51 -> 41-45 cycles; the 4096x4096 GEMV from memory, one thread in a C harness,
+// 1.015-1.049x, median of seven 1.037x; bench/README.md, session 35). In C clang kept x and
+// x >> 16 of all 4 panels live (16 ymm) and spilled the sums: Zen 3, GEMV 4096x4096 one thread
+// in a C harness, the weights in L2 0.71 -> 0.58 ms, from memory 0.68-0.71 -> 0.56 (llvm-mca: 68
+// -> 50 cycles of FP work per block; the floor is 64 FMAs on two pipes, 32). Each line
+// prefetched 4 KiB ahead (from memory 0.58 ms at 1 KiB ahead, 0.55-0.56 at 2-6 KiB, 0.57 at 8,
+// 0.64-0.66 with none).
 // Summing each 4 rows with vmulps + 3 FMAs, then one vaddps into the sums (a shorter chain of
 // dependent FMAs) took 0.86-0.93 ms.
 const char* const kI4BlockAvx2 = R"(#if defined(WQ_DENORM) && defined(__AVX2__) && defined(__FMA__) && !defined(__AVX512F__)
