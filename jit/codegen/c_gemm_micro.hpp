@@ -78,8 +78,13 @@ inline constexpr int64_t kGemmSliceKC = 512;
 // came from L3 again for each panel). C harnesses, one core, 2048^3 against OpenBLAS in the same
 // run: B an input, blocks of 64 columns 0.95-0.98x, 128 0.97, 256 0.98-1.00, 512 0.99-1.00 (slices
 // of K instead 0.92-0.94; row parts of 256 rows with wide blocks 0.92-0.96, B packed again for
-// each); at 1024^3, whose 64-column blocks fit the L2 (256 KiB), 256 columns ran 1.01 -> 0.97x.
-inline constexpr int64_t kGemmWideK = 1024;
+// each). At 1024^3 (K = 1024 > kGemmWideK: 8 items of 128 columns), whose 64-column blocks fit the
+// L2, each item reads all of A (4 MiB) from L3 again, 16 times with 64-column items: alone the two
+// ran alike (OpenBLAS / libhpf 0.99 against 1.00; ungrouped 256-column items had run 1.01 ->
+// 0.97x), but with the other core thrashing 12 MiB of the L3, as this VM's neighbours do,
+// 0.94-0.995 against 0.91-0.975, and with two threads 0.905-0.937 against 0.87-0.91 (C harnesses,
+// three runs each; bench/README session 36).
+inline constexpr int64_t kGemmWideK = 512;
 inline constexpr int64_t kGemmWide = 8;
 inline constexpr int64_t kGemmWideItems = 8;
 // In those wide items (several NC blocks, so K x NC floats of B beyond the L2), the row tiles go

@@ -2307,7 +2307,8 @@ TEST_CASE("codegen: matmul_wq INT8/INT4 GEMV, exact and denormal decodes, agains
 // FP64 sums.
 TEST_CASE("codegen: FP32 GEMM in wide column blocks (many rows, deep K), B an input and packed weights") {
   CHECK(jit::gemm_wide_blocks(2048, 2048, 1) == 4);  // 8 items of 256 columns
-  CHECK(jit::gemm_wide_blocks(2048, 1024, 2) == 1);  // K not deeper than kGemmWideK
+  CHECK(jit::gemm_wide_blocks(2048, 512, 2) == 1);   // K not deeper than kGemmWideK
+  CHECK(jit::gemm_wide_blocks(1024, 1024, 1) == 2);  // 1024^3: 8 items of 128 columns
   CHECK(jit::gemm_wide_blocks(1040, 1030, 1) == 2);  // 9 items of 128 columns, the last 16 wide
   CHECK(jit::gemm_wide_blocks(448, 2048, 1) == 1);   // 7 blocks: too few items to widen
   CHECK(jit::gemm_wide_blocks(448, 2048, 4) == 4);   // 4 row parts: 8 items of 256 columns
