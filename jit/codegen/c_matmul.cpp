@@ -48,9 +48,9 @@ constexpr int64_t kRowBlock = 6;
 // KiB; fewer rows: kGemmSliceKC) and at most on the stack (128 KiB); B prefetched this many rows
 // ahead into L1 by the microkernel, from the packed block and (kPackPrefetch) from B's own rows
 // as the first tile packs them. Items wanted: 16, where each row part packs its blocks again
-// (1024^3: one part of 1024 rows, 16 items, against two parts with 32; C harness, one core,
-// against OpenBLAS in the same run, 21 alternations, three times: 1.02, 1.02 and 1.00x the two
-// parts; two threads 12.7-16.6 ms against 12.9-18.0).
+// (1024^3, when its items were 64 columns: one part of 1024 rows, 16 items, against two parts
+// with 32; C harness, one core, against OpenBLAS in the same run, 21 alternations, three times:
+// 1.02, 1.02 and 1.00x the two parts; two threads 12.7-16.6 ms against 12.9-18.0).
 constexpr int64_t kBlockItems = 16, kBlockMinRows = 256;
 constexpr int64_t kBlockKCMax = 2048, kBlockKCStack = 512;
 constexpr int kBlockPrefetch = 16, kPackPrefetch = 8;
